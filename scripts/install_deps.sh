@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian packages onnxllm needs (idempotent; run as root on Debian 12).
+set -euo pipefail
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libprotobuf-dev protobuf-compiler libonnx-dev libonnx-testdata
+  nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libpcre2-dev libicu-dev
+  python3 python3-numpy python3-onnx python3-pytest python3-sentencepiece python3-pybind11 pybind11-dev
+  nodejs npm clang lld libclang-rt-14-dev
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "installing: ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the reference implementations from ../shared/tools/oracle (npm registry only) into
+# $1 (default build/oracle). Differential tests skip with a message when this is not possible.
+set -uo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+dest="${1:-$root/build/oracle}"
+src="$root/../shared/tools/oracle"
+if [ ! -d "$src" ]; then echo "setup_oracle: $src not found; differential tests will skip"; exit 0; fi
+if ! command -v npm >/dev/null; then echo "setup_oracle: npm not found; differential tests will skip"; exit 0; fi
+if [ -f "$dest/.installed" ] && cmp -s "$src/package.json" "$dest/package.json"; then exit 0; fi
+mkdir -p "$dest"
+cp -r "$src"/. "$dest"/
+cd "$dest"
+if npm install --ignore-scripts --no-audit --no-fund >npm-install.log 2>&1; then
+  touch .installed
+else
+  echo "setup_oracle: npm install failed (see $dest/npm-install.log); differential tests will skip"
+fi
+exit 0

@@ -1,0 +1,50 @@
+// Errors: one exception type with a category and a message naming what is at fault.
+// Exceptions inside the library; the C API (later) turns them into status objects.
+#pragma once
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace onnxllm {
+
+enum class ErrorCode {
+  kInvalidArgument,  // a caller passed something wrong (name, dtype, shape, option)
+  kInvalidModel,     // a model file or config is malformed
+  kNotFound,         // a file, input or output that should exist does not
+  kUnsupported,      // valid input that we do not implement (op, dtype, attribute value)
+  kOutOfMemory,      // an allocation could not be satisfied
+  kRuntime,          // anything else going wrong while running
+};
+
+std::string_view error_code_name(ErrorCode code);
+
+class Error : public std::runtime_error {
+ public:
+  Error(ErrorCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  ErrorCode code() const { return code_; }
+
+ private:
+  ErrorCode code_;
+};
+
+template <typename... Args>
+std::string str_cat(const Args&... args) {
+  std::ostringstream os;
+  (os << ... << args);
+  return os.str();
+}
+
+template <typename... Args>
+[[noreturn]] void throw_error(ErrorCode code, const Args&... args) {
+  throw Error(code, str_cat(args...));
+}
+
+}  // namespace onnxllm
+
+// Throws onnxllm::Error(code, message parts...) when cond is false.
+#define ONNXLLM_CHECK(cond, code, ...)                                   \
+  do {                                                                   \
+    if (!(cond)) ::onnxllm::throw_error(::onnxllm::ErrorCode::code, __VA_ARGS__); \
+  } while (0)

@@ -1,0 +1,34 @@
+// A read-only memory mapping of a whole file (weights are mapped, not copied).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+namespace onnxllm {
+
+class MappedFile {
+ public:
+  // Throws kNotFound when the file cannot be opened.
+  static std::shared_ptr<MappedFile> open(const std::filesystem::path& path);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  MappedFile() = default;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  std::filesystem::path path_;
+};
+
+// Reads a whole file into a string; throws kNotFound naming the path on failure.
+std::string read_file(const std::filesystem::path& path);
+
+}  // namespace onnxllm

@@ -1,0 +1,135 @@
+#include "core/thread_pool.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <set>
+#include <string>
+#include <utility>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define ONNXLLM_PAUSE() _mm_pause()
+#elif defined(__aarch64__)
+#define ONNXLLM_PAUSE() asm volatile("yield")
+#else
+#define ONNXLLM_PAUSE() ((void)0)
+#endif
+
+namespace onnxllm {
+namespace {
+
+thread_local bool t_in_parallel_region = false;
+
+// Spin iterations before an idle worker sleeps (outside a SpinScope): roughly 50-100 µs.
+constexpr int kSpinBeforeSleep = 20000;
+
+}  // namespace
+
+int ThreadPool::physical_cores() {
+  // Count distinct (physical id, core id) pairs; fall back to logical CPUs.
+  std::ifstream f("/proc/cpuinfo");
+  std::set<std::pair<std::string, std::string>> cores;
+  std::string line, phys = "0";
+  while (std::getline(f, line)) {
+    auto value = [&] { auto p = line.find(':'); return p == std::string::npos ? std::string() : line.substr(p + 1); };
+    if (line.rfind("physical id", 0) == 0) phys = value();
+    if (line.rfind("core id", 0) == 0) cores.insert({phys, value()});
+  }
+  const int logical = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (cores.empty()) return logical;
+  return std::min(logical, static_cast<int>(cores.size()));
+}
+
+ThreadPool::ThreadPool(int num_threads) : num_threads_(num_threads > 0 ? num_threads : physical_cores()) {
+  workers_.reserve(num_threads_ - 1);
+  for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(sleep_mutex_);
+    stop_.store(true);
+    generation_.fetch_add(1);
+  }
+  wake_.notify_all();
+  for (auto& t : workers_) t.join();
+}
+
+void ThreadPool::worker_loop(int index) {
+  uint64_t seen = 0;
+  for (;;) {
+    int spins = 0;
+    uint64_t gen;
+    while ((gen = generation_.load(std::memory_order_acquire)) == seen) {
+      if (spin_scopes_.load(std::memory_order_relaxed) > 0 || ++spins < kSpinBeforeSleep) {
+        ONNXLLM_PAUSE();
+        continue;
+      }
+      std::unique_lock<std::mutex> lock(sleep_mutex_);
+      wake_.wait(lock, [&] { return generation_.load() != seen || spin_scopes_.load() > 0; });
+      spins = 0;
+    }
+    seen = gen;
+    if (stop_.load()) return;
+    t_in_parallel_region = true;
+    (*task_)(index, num_threads_);
+    t_in_parallel_region = false;
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+}
+
+void ThreadPool::run(FunctionRef<void(int, int)> fn) {
+  if (num_threads_ == 1 || t_in_parallel_region) {
+    fn(0, 1);
+    return;
+  }
+  std::unique_lock<std::mutex> lock(run_mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    fn(0, 1);
+    return;
+  }
+  task_ = &fn;
+  pending_.store(num_threads_ - 1, std::memory_order_relaxed);
+  {
+    // The lock orders the generation bump with sleeping workers' predicate check.
+    std::lock_guard<std::mutex> sl(sleep_mutex_);
+    generation_.fetch_add(1, std::memory_order_acq_rel);
+  }
+  wake_.notify_all();
+  t_in_parallel_region = true;
+  fn(0, num_threads_);
+  t_in_parallel_region = false;
+  while (pending_.load(std::memory_order_acquire) != 0) ONNXLLM_PAUSE();
+  task_ = nullptr;
+}
+
+void ThreadPool::parallel_for(int64_t n, int64_t grain, FunctionRef<void(int64_t, int64_t)> fn) {
+  if (n <= 0) return;
+  grain = std::max<int64_t>(grain, 1);
+  const int64_t chunks = std::min<int64_t>(num_threads_, (n + grain - 1) / grain);
+  if (chunks <= 1 || t_in_parallel_region) {
+    fn(0, n);
+    return;
+  }
+  run([&](int t, int nt) {
+    // Threads beyond `chunks` get nothing; the others get near-equal contiguous ranges.
+    const int64_t parts = std::min<int64_t>(chunks, nt);
+    if (t >= parts) return;
+    const int64_t begin = n * t / parts, end = n * (t + 1) / parts;
+    if (begin < end) fn(begin, end);
+  });
+}
+
+ThreadPool::SpinScope::SpinScope(ThreadPool* pool) : pool_(pool) {
+  if (pool_ && pool_->spin_scopes_.fetch_add(1) == 0) {
+    std::lock_guard<std::mutex> lock(pool_->sleep_mutex_);
+    pool_->wake_.notify_all();
+  }
+}
+
+ThreadPool::SpinScope::~SpinScope() {
+  if (pool_) pool_->spin_scopes_.fetch_sub(1);
+}
+
+}  // namespace onnxllm

@@ -1,0 +1,113 @@
+// MatMul with numpy semantics (1-D promotion, batch broadcasting).
+#include <cstring>
+
+#include "ep/cpu/kernels/kernel_utils.h"
+#include "ep/kernel_registry.h"
+
+namespace onnxllm {
+namespace {
+
+struct MatMulDims {
+  Shape out;        // final output shape
+  Shape batch;      // broadcast batch dims
+  Shape a_batch, b_batch;
+  int64_t m = 1, k = 1, n = 1;
+};
+
+MatMulDims matmul_dims(const Shape& a, const Shape& b) {
+  ONNXLLM_CHECK(a.rank() >= 1 && b.rank() >= 1, kInvalidArgument, "MatMul inputs must have rank >= 1, got ",
+                a.to_string(), " and ", b.to_string());
+  MatMulDims d;
+  const int64_t ka = a.dim(-1);
+  const int64_t kb = b.rank() == 1 ? b[0] : b.dim(-2);
+  ONNXLLM_CHECK(ka == kb, kInvalidArgument, "MatMul inner dimensions differ: ", a.to_string(), " x ", b.to_string());
+  d.k = ka;
+  d.m = a.rank() == 1 ? 1 : a.dim(-2);
+  d.n = b.rank() == 1 ? 1 : b.dim(-1);
+  for (int i = 0; i + 2 < a.rank(); ++i) d.a_batch.push_back(a[i]);
+  for (int i = 0; i + 2 < b.rank(); ++i) d.b_batch.push_back(b[i]);
+  d.batch = broadcast_shapes(d.a_batch, d.b_batch);
+  d.out = d.batch;
+  if (a.rank() > 1) d.out.push_back(d.m);
+  if (b.rank() > 1) d.out.push_back(d.n);
+  return d;
+}
+
+// C[m, n] = sum_k A[m, k] * B[k, n] for one matrix, rows [m0, m1).
+template <typename T, typename Acc>
+void gemm_rows(const T* a, const T* b, T* c, int64_t m0, int64_t m1, int64_t k, int64_t n, Acc* row) {
+  for (int64_t i = m0; i < m1; ++i) {
+    for (int64_t j = 0; j < n; ++j) row[j] = Acc(0);
+    const T* ai = a + i * k;
+    for (int64_t p = 0; p < k; ++p) {
+      const Acc av = static_cast<Acc>(ai[p]);
+      const T* bp = b + p * n;
+      for (int64_t j = 0; j < n; ++j) row[j] += av * static_cast<Acc>(bp[j]);
+    }
+    for (int64_t j = 0; j < n; ++j) c[i * n + j] = static_cast<T>(row[j]);
+  }
+}
+
+template <typename T>
+using AccType = std::conditional_t<std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>, float, T>;
+
+class MatMulKernel final : public OpKernel {
+ public:
+  explicit MatMulKernel(const KernelInfo&) {}
+
+  void infer(InferContext& ctx) const override {
+    const TensorView& a = ctx.input(0);
+    const TensorView& b = ctx.input(1);
+    check_same_dtype(a, b, "A", "B");
+    const bool ok = dtype_is_one_of<float, double, Float16, BFloat16, int32_t, int64_t, uint32_t, uint64_t>(a.dtype());
+    ONNXLLM_CHECK(ok, kUnsupported, "MatMul of dtype ", dtype_name(a.dtype()), " is not supported");
+    const MatMulDims d = matmul_dims(a.shape(), b.shape());
+    ctx.set_output(0, a.dtype(), d.out);
+    // One accumulator row per thread.
+    ctx.request_workspace(static_cast<size_t>(d.n) * 8 * static_cast<size_t>(ctx.num_threads()));
+  }
+
+  void compute(const ComputeContext& ctx) const noexcept override {
+    const TensorView& a = ctx.input(0);
+    const TensorView& b = ctx.input(1);
+    const MatMulDims d = matmul_dims(a.shape(), b.shape());
+    const int64_t batches = d.batch.numel();
+    const auto sa = broadcast_strides(d.a_batch, d.batch);
+    const auto sb = broadcast_strides(d.b_batch, d.batch);
+    dispatch_dtype<float, double, Float16, BFloat16, int32_t, int64_t, uint32_t, uint64_t>(a.dtype(), [&]<typename T>() {
+      using Acc = AccType<T>;
+      const T* pa = a.data<T>();
+      const T* pb = b.data<T>();
+      T* pc = ctx.output(0).data<T>();
+      const int64_t total_rows = batches * d.m;
+      ctx.pool().run([&](int t, int nt) {
+        Acc* row = reinterpret_cast<Acc*>(static_cast<uint8_t*>(ctx.workspace()) + static_cast<size_t>(t) * d.n * 8);
+        const int64_t r0 = total_rows * t / nt, r1 = total_rows * (t + 1) / nt;
+        for (int64_t r = r0; r < r1;) {
+          const int64_t bi = r / d.m, i0 = r % d.m;
+          const int64_t i1 = std::min<int64_t>(d.m, i0 + (r1 - r));
+          int64_t rem = bi, oa = 0, ob = 0;
+          for (int x = d.batch.rank() - 1; x >= 0; --x) {
+            const int64_t idx = rem % d.batch[x];
+            rem /= d.batch[x];
+            oa += idx * sa[x];
+            ob += idx * sb[x];
+          }
+          gemm_rows<T, Acc>(pa + oa * d.m * d.k, pb + ob * d.k * d.n, pc + bi * d.m * d.n, i0, i1, d.k, d.n, row);
+          r += i1 - i0;
+        }
+      });
+    });
+  }
+};
+
+}  // namespace
+
+void register_matmul_kernels(KernelRegistry& r) {
+  r.add({"", "MatMul", 1, 1 << 30,
+         {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16, DType::kInt32, DType::kInt64,
+          DType::kUInt32, DType::kUInt64},
+         make_factory<MatMulKernel>()});
+}
+
+}  // namespace onnxllm

@@ -1,0 +1,39 @@
+#include "ep/kernel_registry.h"
+
+#include "core/error.h"
+
+namespace onnxllm {
+
+const TensorView* KernelInfo::constant_input(int i) const {
+  if (!node_.has_input(i)) return nullptr;
+  const Value& v = graph_.value(node_.inputs[i]);
+  return v.initializer ? &v.initializer->view : nullptr;
+}
+
+DType KernelInfo::input_dtype(int i) const {
+  if (!node_.has_input(i)) return DType::kUndefined;
+  return graph_.value(node_.inputs[i]).dtype;
+}
+
+void KernelRegistry::add(KernelDef def) {
+  for (const auto& d : defs_) {
+    const bool overlap = d.domain == def.domain && d.op_type == def.op_type &&
+                         !(def.end_version < d.since_version || d.end_version < def.since_version);
+    ONNXLLM_CHECK(!overlap, kRuntime, "kernel ", def.domain, ".", def.op_type, " registered twice for overlapping opsets");
+  }
+  defs_.push_back(std::move(def));
+}
+
+const KernelDef* KernelRegistry::find(const std::string& domain, const std::string& op_type, int opset) const {
+  for (const auto& d : defs_)
+    if (d.domain == domain && d.op_type == op_type && d.since_version <= opset && opset <= d.end_version) return &d;
+  return nullptr;
+}
+
+bool KernelRegistry::has_op(const std::string& domain, const std::string& op_type) const {
+  for (const auto& d : defs_)
+    if (d.domain == domain && d.op_type == op_type) return true;
+  return false;
+}
+
+}  // namespace onnxllm

@@ -1,0 +1,112 @@
+// The kernel contract. A kernel is created once per node at session creation (its constructor is
+// "prepare": it parses attributes, validates constant inputs and may prepack weights; it may throw).
+// Per run, infer() decides output dtypes and shapes from the inputs (it may read input values,
+// which are always computed before it is called) and may throw; the runtime then provides output
+// memory, and compute() does the work without throwing and without allocating.
+// Kernels are shared by concurrent runs: infer() and compute() are const.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+#include "graph/graph.h"
+
+namespace onnxllm {
+
+// What a kernel decides about one output in infer().
+struct OutputSpec {
+  DType dtype = DType::kUndefined;
+  Shape shape;
+  int alias_input = -1;  // >= 0: the output is input[alias_input]'s memory seen with `shape` (no copy)
+};
+
+class InferContext {
+ public:
+  InferContext(const Node& node, std::span<const TensorView> inputs, std::span<OutputSpec> outputs, int num_threads)
+      : node_(node), inputs_(inputs), outputs_(outputs), num_threads_(num_threads) {}
+
+  const Node& node() const { return node_; }
+  int num_inputs() const { return static_cast<int>(inputs_.size()); }
+  bool has_input(int i) const { return i < num_inputs() && !inputs_[i].empty(); }
+  const TensorView& input(int i) const { return inputs_[i]; }
+  int num_outputs() const { return static_cast<int>(outputs_.size()); }
+  // False when the node leaves output i unnamed (optional output not wanted).
+  bool has_output(int i) const { return i < num_outputs() && node_.has_output(i); }
+
+  void set_output(int i, DType dtype, const Shape& shape) {
+    if (i < num_outputs()) outputs_[i] = OutputSpec{dtype, shape, -1};
+  }
+  // Output i reuses input j's memory (same element count and dtype), e.g. Reshape, Squeeze.
+  void alias_output(int i, int input_index, const Shape& shape) {
+    if (i < num_outputs()) outputs_[i] = OutputSpec{inputs_[input_index].dtype(), shape, input_index};
+  }
+  // Scratch memory for compute() (e.g. one buffer per thread: see num_threads()).
+  void request_workspace(size_t bytes) { workspace_bytes_ = bytes; }
+  size_t workspace_bytes() const { return workspace_bytes_; }
+  // Threads compute() will run on.
+  int num_threads() const { return num_threads_; }
+
+ private:
+  const Node& node_;
+  std::span<const TensorView> inputs_;
+  std::span<OutputSpec> outputs_;
+  int num_threads_;
+  size_t workspace_bytes_ = 0;
+};
+
+class ComputeContext {
+ public:
+  ComputeContext(std::span<const TensorView> inputs, std::span<const TensorView> outputs, void* workspace,
+                 size_t workspace_bytes, ThreadPool* pool)
+      : inputs_(inputs), outputs_(outputs), workspace_(workspace), workspace_bytes_(workspace_bytes), pool_(pool) {}
+
+  int num_inputs() const { return static_cast<int>(inputs_.size()); }
+  bool has_input(int i) const { return i < num_inputs() && !inputs_[i].empty(); }
+  const TensorView& input(int i) const { return inputs_[i]; }
+  int num_outputs() const { return static_cast<int>(outputs_.size()); }
+  bool has_output(int i) const { return i < num_outputs() && !outputs_[i].empty(); }
+  const TensorView& output(int i) const { return outputs_[i]; }
+  void* workspace() const { return workspace_; }
+  size_t workspace_bytes() const { return workspace_bytes_; }
+  ThreadPool& pool() const { return *pool_; }
+
+ private:
+  std::span<const TensorView> inputs_;
+  std::span<const TensorView> outputs_;
+  void* workspace_;
+  size_t workspace_bytes_;
+  ThreadPool* pool_;
+};
+
+// Given to kernel factories.
+class KernelInfo {
+ public:
+  KernelInfo(const Node& node, const Graph& graph) : node_(node), graph_(graph) {}
+  const Node& node() const { return node_; }
+  const Graph& graph() const { return graph_; }
+  // The model's opset for the node's domain: kernels whose semantics changed between versions
+  // (Softmax-13, Squeeze-13, ...) branch on it.
+  int opset() const { return node_.opset; }
+  // The constant value of input i when it is an initializer, else nullptr.
+  const TensorView* constant_input(int i) const;
+  // Declared dtype of input i (kUndefined when unknown before running).
+  DType input_dtype(int i) const;
+
+ private:
+  const Node& node_;
+  const Graph& graph_;
+};
+
+class OpKernel {
+ public:
+  virtual ~OpKernel() = default;
+  virtual void infer(InferContext& ctx) const = 0;
+  virtual void compute(const ComputeContext& ctx) const noexcept = 0;
+};
+
+}  // namespace onnxllm

@@ -1,0 +1,35 @@
+// Per-caller run state: the activation arena and, for each plan (the main graph and any If
+// branches), the table of value views and memory ownership. Internal to the runtime.
+#pragma once
+
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "core/arena.h"
+#include "ep/op_kernel.h"
+
+namespace onnxllm {
+
+struct FrameLevel {
+  std::vector<TensorView> values;  // by value id
+  std::vector<int> root;           // value whose arena block backs this value, -1 if none
+  std::vector<int> refs;           // live values sharing a root's block
+  std::vector<void*> block;        // arena block of a root
+  // Scratch for one step, reused to avoid allocation.
+  std::vector<TensorView> step_inputs;
+  std::vector<TensorView> step_outputs;
+  std::vector<OutputSpec> step_specs;
+
+  // Starts a run: every value takes its initial view (constants) and owns no memory.
+  void reset(const std::vector<TensorView>& initial_values);
+};
+
+struct ExecutionFrame {
+  Arena arena;
+  std::unordered_map<const void*, std::unique_ptr<FrameLevel>> levels;  // by plan
+
+  FrameLevel& level(const void* plan, const std::vector<TensorView>& initial_values);
+};
+
+}  // namespace onnxllm

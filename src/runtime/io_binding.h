@@ -1,0 +1,59 @@
+// Inputs, outputs and activation memory of one caller's runs of a Session. Reuse one IoBinding
+// per caller (a generator keeps one) so that steady-state runs allocate nothing: activations come
+// from its arena, and outputs go to bound buffers or to tensors it keeps between runs.
+// Not thread-safe; the Session must outlive it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace onnxllm {
+
+class Session;
+struct ExecutionFrame;
+
+class IoBinding {
+ public:
+  explicit IoBinding(const Session& session);
+  ~IoBinding();
+  IoBinding(const IoBinding&) = delete;
+  IoBinding& operator=(const IoBinding&) = delete;
+
+  // Throws kInvalidArgument naming the input when it does not exist.
+  void bind_input(const std::string& name, const TensorView& value);
+  void bind_input(int index, const TensorView& value);
+  void clear_inputs();
+
+  // Output `name` is written into `buffer`, which must hold at least the output's bytes (checked
+  // at run time). The same buffer may also be bound as an input (shared KV cache).
+  void bind_output(const std::string& name, void* buffer, size_t capacity_bytes);
+  void bind_output(int index, void* buffer, size_t capacity_bytes);
+  // Back to a binding-owned output tensor.
+  void unbind_output(int index);
+
+  // Valid after a run until the next one.
+  const TensorView& output(const std::string& name) const;
+  const TensorView& output(int index) const;
+
+  const Session& session() const { return session_; }
+  // Peak activation bytes used by runs so far.
+  size_t activation_high_water() const;
+
+ private:
+  friend class Session;
+  struct OutputSlot {
+    void* user = nullptr;
+    size_t capacity = 0;
+    Tensor owned;
+    TensorView view;
+  };
+  const Session& session_;
+  std::vector<TensorView> inputs_;
+  std::vector<OutputSlot> outputs_;
+  std::unique_ptr<ExecutionFrame> frame_;
+};
+
+}  // namespace onnxllm

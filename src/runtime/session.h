@@ -1,0 +1,74 @@
+// A Session runs one ONNX graph: nodes are assigned to execution providers, kernels are created
+// once (prepare), and each run executes the plan in topological order with activation memory
+// from the caller's IoBinding. A Session is immutable after creation and may be run from several
+// threads at once, each with its own IoBinding.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "ep/execution_provider.h"
+#include "graph/graph.h"
+
+namespace onnxllm {
+
+class IoBinding;
+struct ExecutionFrame;
+
+struct SessionOptions {
+  int num_threads = 0;                 // intra-op threads; 0 = physical cores
+  bool constant_folding = true;        // precompute nodes whose inputs are all constant
+  std::shared_ptr<ThreadPool> pool;    // share a pool between sessions (overrides num_threads)
+};
+
+struct IoInfo {
+  std::string name;
+  DType dtype = DType::kUndefined;
+  std::vector<int64_t> dims;  // -1 for symbolic dims
+  std::vector<std::string> dim_names;
+};
+
+class Session {
+ public:
+  static std::shared_ptr<Session> load(const std::filesystem::path& model_path, const SessionOptions& options = {});
+  Session(std::shared_ptr<Graph> graph, const SessionOptions& options);
+  ~Session();
+
+  const std::vector<IoInfo>& inputs() const { return inputs_; }
+  const std::vector<IoInfo>& outputs() const { return outputs_; }
+  int input_index(const std::string& name) const;   // -1 when absent
+  int output_index(const std::string& name) const;  // -1 when absent
+  const Graph& graph() const { return *graph_; }
+  ThreadPool& pool() const { return *pool_; }
+
+  // Convenience: runs with the given inputs and returns copies of the requested outputs (all
+  // outputs when `output_names` is empty), in the requested order.
+  std::vector<Tensor> run(const std::vector<std::pair<std::string, TensorView>>& inputs,
+                          const std::vector<std::string>& output_names = {}) const;
+  // Runs with the inputs and outputs bound in `binding`.
+  void run(IoBinding& binding) const;
+
+  // Number of nodes per provider name after partitioning (for tools and tests).
+  std::vector<std::pair<std::string, int>> provider_node_counts() const;
+
+ private:
+  friend class IoBinding;
+  struct Plan;
+  // Runs `plan` in frame.levels[&plan] (reset by the caller). Outer-scope values come from `outer`
+  // (the parent level's values); outputs of the root plan go to `binding`.
+  void execute(const Plan& plan, ExecutionFrame& frame, std::span<const TensorView> outer, IoBinding* binding) const;
+
+  std::shared_ptr<Graph> graph_;
+  std::shared_ptr<ThreadPool> pool_;
+  std::vector<std::unique_ptr<ExecutionProvider>> providers_;
+  std::unique_ptr<Plan> plan_;
+  std::vector<IoInfo> inputs_;
+  std::vector<IoInfo> outputs_;
+};
+
+}  // namespace onnxllm

@@ -1,0 +1,132 @@
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/error.h"
+#include "core/mapped_file.h"
+#include "onnx/model_loader.h"
+#include "onnx/model_writer.h"
+#include "runtime/session.h"
+#include "tests/util/graph_builder.h"
+#include "tests/util/test_util.h"
+
+namespace onnxllm {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::shared_ptr<Graph> matmul_graph() {
+  auto g = test::new_graph();
+  test::add_input(*g, "x", DType::kFloat32, {1, 64}, {});
+  std::vector<float> w(64 * 32);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 7) - 3.f;
+  test::add_constant(*g, "w", Tensor::from<float>(Shape{64, 32}, w));
+  g->add_node("MatMul", "", {"x", "w"}, {"y"}, "mm");
+  test::add_output(*g, "y");
+  return g;
+}
+
+void write_bytes(const fs::path& p, const std::string& bytes) {
+  std::ofstream(p, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+void expect_error(const std::function<void()>& fn, ErrorCode code, const std::string& text) {
+  try {
+    fn();
+    FAIL() << "expected an error containing: " << text;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+  }
+}
+
+TEST(Loader, ExternalDataIsMappedAndRuns) {
+  const fs::path dir = test::temp_dir("loader_external");
+  ModelWriteOptions opt;
+  opt.external_data_file = "model.onnx.data";
+  save_onnx_model(*matmul_graph(), dir / "model.onnx", opt);
+  ASSERT_TRUE(fs::exists(dir / "model.onnx.data"));
+  auto g = load_onnx_model(dir / "model.onnx");
+  const Value& w = g->values[g->find_value("w")];
+  ASSERT_TRUE(w.initializer);
+  // The weight points into the mapping of the data file (owner is a MappedFile), not a copy.
+  EXPECT_NE(std::static_pointer_cast<const MappedFile>(w.initializer->owner), nullptr);
+  auto file = std::static_pointer_cast<const MappedFile>(w.initializer->owner);
+  EXPECT_GE(static_cast<const uint8_t*>(w.initializer->view.raw()), file->data());
+  EXPECT_LT(static_cast<const uint8_t*>(w.initializer->view.raw()), file->data() + file->size());
+
+  Session s(g, {});
+  Tensor x(DType::kFloat32, Shape{1, 64});
+  for (int i = 0; i < 64; ++i) x.data<float>()[i] = 1.f;
+  auto y = s.run({{"x", x}});
+  float want = 0;
+  for (int k = 0; k < 64; ++k) want += static_cast<float>((k * 32 + 5) % 7) - 3.f;
+  EXPECT_FLOAT_EQ(y[0].data<float>()[5], want);
+}
+
+TEST(Loader, MissingFileAndMissingExternalData) {
+  const fs::path dir = test::temp_dir("loader_missing");
+  expect_error([&] { load_onnx_model(dir / "nope.onnx"); }, ErrorCode::kNotFound, "does not exist");
+  ModelWriteOptions opt;
+  opt.external_data_file = "weights.bin";
+  save_onnx_model(*matmul_graph(), dir / "model.onnx", opt);
+  fs::remove(dir / "weights.bin");
+  expect_error([&] { load_onnx_model(dir / "model.onnx"); }, ErrorCode::kNotFound, "weights.bin");
+}
+
+TEST(Loader, ShortExternalDataIsAnError) {
+  const fs::path dir = test::temp_dir("loader_short");
+  ModelWriteOptions opt;
+  opt.external_data_file = "weights.bin";
+  save_onnx_model(*matmul_graph(), dir / "model.onnx", opt);
+  fs::resize_file(dir / "weights.bin", 100);
+  expect_error([&] { load_onnx_model(dir / "model.onnx"); }, ErrorCode::kInvalidModel, "beyond the end of weights.bin");
+}
+
+TEST(Loader, TruncatedAndCorruptModelsAreErrors) {
+  const fs::path dir = test::temp_dir("loader_truncated");
+  const std::string bytes = serialize_onnx_model(*matmul_graph());
+  Tensor x(DType::kFloat32, Shape{1, 64});
+  for (int i = 0; i < 64; ++i) x.data<float>()[i] = static_cast<float>(i);
+  const Tensor want = std::move(Session(matmul_graph(), {}).run({{"x", x}})[0]);
+  // Every truncation fails with a clear error, except cuts that only drop fields the graph does
+  // not need (a trailing unused opset import): those must then compute the same result.
+  int errors = 0;
+  for (size_t len = 0; len < bytes.size(); ++len) {
+    write_bytes(dir / "m.onnx", bytes.substr(0, len));
+    try {
+      auto g = load_onnx_model(dir / "m.onnx");
+      const Tensor got = std::move(Session(g, {}).run({{"x", x}})[0]);
+      ASSERT_EQ(got.shape(), want.shape()) << len;
+      for (int i = 0; i < 32; ++i) ASSERT_EQ(got.data<float>()[i], want.data<float>()[i]) << len;
+    } catch (const Error& e) {
+      EXPECT_TRUE(e.code() == ErrorCode::kInvalidModel || e.code() == ErrorCode::kUnsupported) << e.what();
+      ++errors;
+    }
+  }
+  EXPECT_GE(errors, static_cast<int>(bytes.size()) - 16);
+  write_bytes(dir / "m.onnx", "this is not a protobuf at all \xff\xff\xff");
+  expect_error([&] { load_onnx_model(dir / "m.onnx"); }, ErrorCode::kInvalidModel, "not a valid ONNX model");
+}
+
+TEST(Loader, ExternalLocationMayNotEscapeTheFolder) {
+  const fs::path dir = test::temp_dir("loader_escape");
+  ModelWriteOptions opt;
+  opt.external_data_file = "../escape.bin";
+  save_onnx_model(*matmul_graph(), dir / "model.onnx", opt);
+  expect_error([&] { load_onnx_model(dir / "model.onnx"); }, ErrorCode::kInvalidModel, "must be a relative path inside");
+}
+
+TEST(Loader, SharedGpt2ModelLoads) {
+  ONNXLLM_REQUIRE_SHARED(shared);
+  auto g = load_onnx_model(shared / "models/tiny-random-gpt2-fp32/past.onnx");
+  EXPECT_EQ(g->inputs.size(), 8u);  // input_ids, position_ids, attention_mask, past_0..4
+  EXPECT_EQ(g->opset("com.microsoft"), 1);
+  int attention = 0;
+  for (const auto& n : g->nodes) attention += n.op_type == "Attention";
+  EXPECT_EQ(attention, 5);
+}
+
+}  // namespace
+}  // namespace onnxllm

@@ -1,0 +1,155 @@
+#include "runtime/session.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "runtime/io_binding.h"
+#include "tests/util/graph_builder.h"
+
+namespace onnxllm {
+namespace {
+
+using test::add_constant;
+using test::add_input;
+using test::add_output;
+
+// y = reshape(x + c, [-1]) ; z = x * x
+std::shared_ptr<Graph> small_graph() {
+  auto g = test::new_graph();
+  add_input(*g, "x", DType::kFloat32, {2, -1}, {"", "n"});
+  add_constant(*g, "c", Tensor::from<float>(Shape{1}, std::vector<float>{10.f}));
+  add_constant(*g, "shape", Tensor::from<int64_t>(Shape{1}, std::vector<int64_t>{-1}));
+  g->add_node("Add", "", {"x", "c"}, {"sum"}, "add");
+  g->add_node("Reshape", "", {"sum", "shape"}, {"y"}, "reshape");
+  g->add_node("Mul", "", {"x", "x"}, {"z"}, "square");
+  add_output(*g, "y");
+  add_output(*g, "z");
+  return g;
+}
+
+TEST(Session, RunsAndReturnsOutputs) {
+  Session session(small_graph(), SessionOptions{2, true, nullptr});
+  Tensor x = Tensor::from<float>(Shape{2, 3}, std::vector<float>{1, 2, 3, 4, 5, 6});
+  auto out = session.run({{"x", x}});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].shape().to_string(), "[6]");
+  EXPECT_EQ(out[0].data<float>()[5], 16.f);
+  EXPECT_EQ(out[1].shape().to_string(), "[2,3]");
+  EXPECT_EQ(out[1].data<float>()[4], 25.f);
+}
+
+TEST(Session, BindingReusesOutputMemoryAcrossRuns) {
+  Session session(small_graph(), SessionOptions{1, true, nullptr});
+  IoBinding binding(session);
+  std::vector<float> ybuf(16);
+  binding.bind_output("y", ybuf.data(), ybuf.size() * sizeof(float));
+  Tensor x = Tensor::from<float>(Shape{2, 2}, std::vector<float>{1, 2, 3, 4});
+  binding.bind_input("x", x);
+  session.run(binding);
+  EXPECT_EQ(binding.output("y").raw(), ybuf.data());
+  EXPECT_EQ(ybuf[3], 14.f);
+  const void* z_before = binding.output("z").raw();
+  session.run(binding);
+  EXPECT_EQ(binding.output("z").raw(), z_before);
+  // A bound buffer that is too small is a clear error.
+  Tensor big = Tensor::from<float>(Shape{2, 10}, std::vector<float>(20, 1.f));
+  binding.bind_input("x", big);
+  try {
+    session.run(binding);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("output 'y' needs 80 bytes"), std::string::npos) << e.what();
+  }
+}
+
+void expect_error(const std::function<void()>& fn, ErrorCode code, const std::string& text) {
+  try {
+    fn();
+    FAIL() << "expected an error containing: " << text;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+  }
+}
+
+TEST(Session, BadInputsAreClearErrors) {
+  Session session(small_graph(), SessionOptions{1, true, nullptr});
+  Tensor x = Tensor::from<float>(Shape{2, 2}, std::vector<float>{1, 2, 3, 4});
+  Tensor xi = Tensor::from<int64_t>(Shape{2, 2}, std::vector<int64_t>{1, 2, 3, 4});
+  Tensor x3 = Tensor(DType::kFloat32, Shape{2, 2, 1});
+  Tensor x_wrong_dim = Tensor(DType::kFloat32, Shape{3, 2});
+  expect_error([&] { session.run({{"nope", x}}); }, ErrorCode::kInvalidArgument, "no input named 'nope'");
+  expect_error([&] { session.run({}); }, ErrorCode::kInvalidArgument, "input 'x' is not bound");
+  expect_error([&] { session.run({{"x", xi}}); }, ErrorCode::kInvalidArgument, "must be float32 but a int64");
+  expect_error([&] { session.run({{"x", x3}}); }, ErrorCode::kInvalidArgument, "must have rank 2");
+  expect_error([&] { session.run({{"x", x_wrong_dim}}); }, ErrorCode::kInvalidArgument, "dimension 0 must be 2");
+}
+
+TEST(Session, UnknownOpNamesOpAndDomain) {
+  auto g = test::new_graph();
+  add_input(*g, "x", DType::kFloat32, {1});
+  g->add_node("FancyOp", "com.example", {"x"}, {"y"}, "fancy");
+  add_output(*g, "y");
+  g->opsets["com.example"] = 1;
+  expect_error([&] { Session s(g, {}); }, ErrorCode::kUnsupported, "unknown operator com.example.FancyOp (domain 'com.example')");
+}
+
+TEST(Session, KernelErrorsNameTheNode) {
+  auto g = test::new_graph();
+  add_input(*g, "a", DType::kFloat32, {-1});
+  add_input(*g, "b", DType::kFloat32, {-1});
+  g->add_node("Add", "", {"a", "b"}, {"y"}, "the_add");
+  add_output(*g, "y");
+  Session session(g, {});
+  Tensor a(DType::kFloat32, Shape{3}), b(DType::kFloat32, Shape{4});
+  expect_error([&] { session.run({{"a", a}, {"b", b}}); }, ErrorCode::kInvalidArgument, "Add node 'the_add': shapes [3] and [4]");
+}
+
+TEST(Session, ConstantFoldingRemovesConstantNodes) {
+  auto g = test::new_graph();
+  add_input(*g, "x", DType::kFloat32, {2});
+  add_constant(*g, "a", Tensor::from<float>(Shape{2}, std::vector<float>{1, 2}));
+  add_constant(*g, "b", Tensor::from<float>(Shape{2}, std::vector<float>{3, 4}));
+  g->add_node("Mul", "", {"a", "b"}, {"ab"}, "const_mul");
+  g->add_node("Add", "", {"x", "ab"}, {"y"}, "add");
+  add_output(*g, "y");
+  Session folded(g, SessionOptions{1, true, nullptr});
+  Session plain(g, SessionOptions{1, false, nullptr});
+  EXPECT_EQ(folded.provider_node_counts().front().second, 1);
+  EXPECT_EQ(plain.provider_node_counts().front().second, 2);
+  Tensor x = Tensor::from<float>(Shape{2}, std::vector<float>{1, 1});
+  EXPECT_EQ(folded.run({{"x", x}})[0].data<float>()[1], 9.f);
+  EXPECT_EQ(plain.run({{"x", x}})[0].data<float>()[1], 9.f);
+}
+
+TEST(Session, IfRunsTheChosenBranchWithOuterValues) {
+  auto g = test::new_graph();
+  add_input(*g, "cond", DType::kBool, {});
+  add_input(*g, "x", DType::kFloat32, {2});
+  auto then_g = std::make_shared<Graph>();
+  then_g->opsets = g->opsets;
+  then_g->add_node("Add", "", {"x", "x"}, {"t_out"}, "then_add");
+  then_g->get_or_add_value("x");
+  then_g->values[then_g->find_value("x")].is_outer = true;
+  test::add_output(*then_g, "t_out");
+  auto else_g = std::make_shared<Graph>();
+  else_g->opsets = g->opsets;
+  else_g->add_node("Mul", "", {"x", "x"}, {"e_out"}, "else_mul");
+  else_g->values[else_g->find_value("x")].is_outer = true;
+  test::add_output(*else_g, "e_out");
+  Node& n = g->add_node("If", "", {"cond"}, {"y"}, "the_if");
+  Attribute ta, ea;
+  ta.name = "then_branch"; ta.kind = Attribute::Kind::kGraph; ta.g = then_g;
+  ea.name = "else_branch"; ea.kind = Attribute::Kind::kGraph; ea.g = else_g;
+  n.attributes = {ta, ea};
+  n.implicit_inputs = {g->find_value("x")};
+  g->relink();
+  add_output(*g, "y");
+  Session session(g, {});
+  Tensor x = Tensor::from<float>(Shape{2}, std::vector<float>{3, 4});
+  EXPECT_EQ(session.run({{"cond", Tensor::scalar<bool>(true)}, {"x", x}})[0].data<float>()[1], 8.f);
+  EXPECT_EQ(session.run({{"cond", Tensor::scalar<bool>(false)}, {"x", x}})[0].data<float>()[1], 16.f);
+}
+
+}  // namespace
+}  // namespace onnxllm

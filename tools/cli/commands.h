@@ -1,0 +1,20 @@
+// Subcommands of the `onnxllm` CLI. Each adds itself to the app and returns the function to run.
+#pragma once
+
+#include <functional>
+#include <utility>
+
+namespace CLI {
+class App;
+}
+
+namespace onnxllm::cli {
+
+// The subcommand and what to run when it is chosen (returns the exit code).
+using Command = std::pair<CLI::App*, std::function<int()>>;
+
+Command add_onnx_test_command(CLI::App& app);
+Command add_ops_command(CLI::App& app);
+Command add_run_command(CLI::App& app);
+
+}  // namespace onnxllm::cli

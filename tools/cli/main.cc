@@ -1,0 +1,33 @@
+// onnxllm: command-line front end.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "core/error.h"
+#include "tools/cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"onnxllm: run generative ONNX models"};
+  app.require_subcommand(1);
+  const std::vector<onnxllm::cli::Command> commands = {
+      onnxllm::cli::add_onnx_test_command(app),
+      onnxllm::cli::add_ops_command(app),
+      onnxllm::cli::add_run_command(app),
+  };
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (auto& [sub, run] : commands)
+      if (sub->parsed()) return run();
+  } catch (const onnxllm::Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+  return 1;
+}
