@@ -48,6 +48,7 @@ void fill_tensor(onnx::TensorProto& tp, const std::string& name, const TensorVie
 
 void fill_value_info(onnx::ValueInfoProto& vi, const Value& v) {
   vi.set_name(v.name);
+  if (v.dtype == DType::kUndefined) return;  // left to the reader's type inference
   auto* tt = vi.mutable_type()->mutable_tensor_type();
   tt->set_elem_type(static_cast<int32_t>(v.dtype));
   if (!v.dims) return;

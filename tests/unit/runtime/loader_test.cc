@@ -130,3 +130,27 @@ TEST(Loader, SharedGpt2ModelLoads) {
 
 }  // namespace
 }  // namespace onnxllm
+
+#include "tests/util/ort_oracle.h"
+
+namespace onnxllm {
+namespace {
+
+TEST(Loader, MatMulMatchesOnnxRuntime) {
+  std::string why;
+  auto ort = test::OrtOracle::find(&why);
+  if (!ort) GTEST_SKIP() << why;
+  const fs::path dir = test::temp_dir("loader_ort");
+  auto g = matmul_graph();
+  save_onnx_model(*g, dir / "model.onnx");
+  Tensor x(DType::kFloat32, Shape{1, 64});
+  for (int i = 0; i < 64; ++i) x.data<float>()[i] = 0.25f * static_cast<float>(i % 5);
+  auto ours = Session(g, {}).run({{"x", x}});
+  auto theirs = ort->run(dir / "model.onnx", {{"x", x}});
+  ASSERT_EQ(theirs.size(), 1u);
+  ASSERT_EQ(theirs[0].second.shape(), ours[0].shape());
+  for (int i = 0; i < 32; ++i) EXPECT_NEAR(ours[0].data<float>()[i], theirs[0].second.data<float>()[i], 1e-4);
+}
+
+}  // namespace
+}  // namespace onnxllm

@@ -1,0 +1,13 @@
+# Core, graph, ONNX I/O and runtime tests, and the ONNX backend node suite.
+onnxllm_test(unit_core SOURCES
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/arena_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/float16_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/shape_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/thread_pool_test.cc
+  DEPS onnxllm_core)
+onnxllm_test(unit_runtime SOURCES
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/runtime/session_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/runtime/loader_test.cc
+  DEPS onnxllm_runtime)
+
+# Every ONNX backend node test from Debian's libonnx-testdata whose op is supported must pass.
+add_test(NAME onnx_backend_node_tests
+  COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/onnx_backend/check_node_tests.py
+          $<TARGET_FILE:onnxllm> /usr/share/libonnx-testdata/data/node)
+set_tests_properties(onnx_backend_node_tests PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 900)
