@@ -20,3 +20,9 @@ endfunction()
 # Flags for translation units that use a particular instruction set (chosen at run time).
 set(ONNXLLM_AVX2_FLAGS -mavx2 -mfma -mf16c -mbmi2)
 set(ONNXLLM_AVX512_FLAGS -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mfma -mf16c -mbmi2)
+
+# Fuzzing builds instrument every library for coverage and memory errors.
+if(ONNXLLM_BUILD_FUZZERS)
+  target_compile_options(onnxllm_options INTERFACE -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -g)
+  target_link_options(onnxllm_options INTERFACE -fsanitize=address,undefined)
+endif()

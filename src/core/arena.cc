@@ -29,6 +29,8 @@ Arena::~Arena() {
 }
 
 void* Arena::allocate(size_t bytes) {
+  ONNXLLM_CHECK(bytes <= reserved_, kOutOfMemory, "activation memory exhausted: ", bytes, " bytes requested, ",
+                reserved_, " reserved");
   const size_t size = std::max<size_t>(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
   // Best fit among free blocks.
   size_t best = blocks_.size();
@@ -51,7 +53,7 @@ void* Arena::allocate(size_t bytes) {
       offset = blocks_.back().offset;
       blocks_.pop_back();
     }
-    ONNXLLM_CHECK(offset + size <= reserved_, kOutOfMemory, "activation memory exhausted: need ", size,
+    ONNXLLM_CHECK(size <= reserved_ && offset <= reserved_ - size, kOutOfMemory, "activation memory exhausted: need ", size,
                   " more bytes beyond ", offset, " of ", reserved_, " reserved");
     blocks_.push_back(Block{offset, size, false});
     end_ = offset + size;

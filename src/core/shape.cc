@@ -16,6 +16,16 @@ Shape::Shape(std::span<const int64_t> dims) {
 
 int64_t Shape::numel() const { return numel(0, rank_); }
 
+size_t Shape::checked_bytes(size_t element_size) const {
+  size_t n = element_size;
+  for (int i = 0; i < rank_; ++i) {
+    ONNXLLM_CHECK(dims_[i] >= 0, kInvalidArgument, "negative dimension in shape ", to_string());
+    ONNXLLM_CHECK(!__builtin_mul_overflow(n, static_cast<size_t>(dims_[i]), &n) && n < (size_t{1} << 60), kOutOfMemory,
+                  "a tensor of shape ", to_string(), " is too large");
+  }
+  return n;
+}
+
 int64_t Shape::numel(int from, int to) const {
   int64_t n = 1;
   for (int i = from; i < to; ++i) n *= dims_[i];

@@ -28,6 +28,9 @@ class Shape {
 
   // Product of all dims (1 for a scalar).
   int64_t numel() const;
+  // Bytes of a tensor of this shape with elements of `element_size` bytes; throws
+  // kInvalidArgument for negative dims and kOutOfMemory when the size overflows.
+  size_t checked_bytes(size_t element_size) const;
   // Product of dims [from, to).
   int64_t numel(int from, int to) const;
 

@@ -30,8 +30,7 @@ AlignedBuffer::~AlignedBuffer() { std::free(data_); }
 
 Tensor::Tensor(DType dtype, const Shape& shape) {
   ONNXLLM_CHECK(dtype_is_known(dtype), kUnsupported, "cannot create a tensor of dtype ", dtype_name(dtype));
-  for (int64_t d : shape) ONNXLLM_CHECK(d >= 0, kInvalidArgument, "negative dimension in shape ", shape.to_string());
-  const size_t bytes = static_cast<size_t>(shape.numel()) * dtype_size(dtype);
+  const size_t bytes = shape.checked_bytes(dtype_size(dtype));
   buffer_ = AlignedBuffer(bytes);
   if (bytes) std::memset(buffer_.data(), 0, bytes);
   view_ = TensorView(buffer_.data(), dtype, shape);
@@ -44,7 +43,7 @@ Tensor Tensor::copy_of(const TensorView& view) {
 }
 
 void Tensor::resize(DType dtype, const Shape& shape) {
-  const size_t bytes = static_cast<size_t>(shape.numel()) * dtype_size(dtype);
+  const size_t bytes = shape.checked_bytes(dtype_size(dtype));
   if (bytes > buffer_.bytes()) buffer_ = AlignedBuffer(bytes);
   view_ = TensorView(buffer_.data(), dtype, shape);
 }

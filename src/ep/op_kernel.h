@@ -33,9 +33,15 @@ class InferContext {
   const Node& node() const { return node_; }
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
   bool has_input(int i) const { return i < num_inputs() && !inputs_[i].empty(); }
-  const TensorView& input(int i) const { return inputs_[i]; }
+  // A required input: throws kInvalidModel when the node does not provide it. Check optional
+  // inputs with has_input() first.
+  const TensorView& input(int i) const {
+    if (!has_input(i)) throw_error(ErrorCode::kInvalidModel, "required input ", i, " is missing");
+    return inputs_[i];
+  }
   int num_outputs() const { return static_cast<int>(outputs_.size()); }
-  // False when the node leaves output i unnamed (optional output not wanted).
+  // False when the node leaves output i unnamed (optional output not wanted). A kernel may still
+  // define such an output: the runtime then gives it scratch memory for the step.
   bool has_output(int i) const { return i < num_outputs() && node_.has_output(i); }
 
   void set_output(int i, DType dtype, const Shape& shape) {
@@ -65,12 +71,13 @@ class ComputeContext {
                  size_t workspace_bytes, ThreadPool* pool)
       : inputs_(inputs), outputs_(outputs), workspace_(workspace), workspace_bytes_(workspace_bytes), pool_(pool) {}
 
+  // Absent inputs and outputs are empty views (infer() has checked what compute() reads).
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
   bool has_input(int i) const { return i < num_inputs() && !inputs_[i].empty(); }
-  const TensorView& input(int i) const { return inputs_[i]; }
+  const TensorView& input(int i) const { return i < num_inputs() ? inputs_[i] : kAbsent; }
   int num_outputs() const { return static_cast<int>(outputs_.size()); }
   bool has_output(int i) const { return i < num_outputs() && !outputs_[i].empty(); }
-  const TensorView& output(int i) const { return outputs_[i]; }
+  const TensorView& output(int i) const { return i < num_outputs() ? outputs_[i] : kAbsent; }
   void* workspace() const { return workspace_; }
   size_t workspace_bytes() const { return workspace_bytes_; }
   ThreadPool& pool() const { return *pool_; }
@@ -81,6 +88,7 @@ class ComputeContext {
   void* workspace_;
   size_t workspace_bytes_;
   ThreadPool* pool_;
+  static inline const TensorView kAbsent{};
 };
 
 // Given to kernel factories.

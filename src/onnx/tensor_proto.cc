@@ -156,6 +156,18 @@ Initializer initializer_from_proto(const onnx::TensorProto& proto, const std::sh
     return Initializer{t->view(), t};
   }
 
+  // Check the value count before allocating: the dims may be hostile.
+  const int64_t n = shape.numel();
+  int64_t have = 0;
+  switch (dtype) {
+    case DType::kFloat32: have = proto.float_data_size(); break;
+    case DType::kFloat64: have = proto.double_data_size(); break;
+    case DType::kInt64: have = proto.int64_data_size(); break;
+    case DType::kUInt64: case DType::kUInt32: have = proto.uint64_data_size(); break;
+    default: have = proto.int32_data_size(); break;
+  }
+  ONNXLLM_CHECK(have == n, kInvalidModel, "tensor '", name, "' holds ", have, " values but its shape ",
+                shape.to_string(), " needs ", n);
   auto t = std::make_shared<Tensor>(dtype, shape);
   copy_typed_fields(proto, t->view());
   return Initializer{t->view(), t};

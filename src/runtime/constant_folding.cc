@@ -63,7 +63,7 @@ int fold_constants(Graph& g, const KernelRegistry& registry, ThreadPool& pool) {
       kernel->infer(ictx);
       size_t out_bytes = 0;
       for (size_t i = 0; i < specs.size(); ++i)
-        if (node.outputs[i] >= 0) out_bytes += static_cast<size_t>(specs[i].shape.numel()) * dtype_size(specs[i].dtype);
+        if (node.outputs[i] >= 0) out_bytes += specs[i].shape.checked_bytes(dtype_size(specs[i].dtype));
       if (out_bytes > in_bytes + kMaxGrowthBytes) continue;
       std::vector<std::shared_ptr<Tensor>> results;
       std::vector<TensorView> outputs;

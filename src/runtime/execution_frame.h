@@ -26,6 +26,7 @@ struct FrameLevel {
 };
 
 struct ExecutionFrame {
+  explicit ExecutionFrame(size_t arena_bytes) : arena(arena_bytes) {}
   Arena arena;
   std::unordered_map<const void*, std::unique_ptr<FrameLevel>> levels;  // by plan
 

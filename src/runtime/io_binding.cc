@@ -25,7 +25,7 @@ IoBinding::IoBinding(const Session& session)
     : session_(session),
       inputs_(session.inputs().size()),
       outputs_(session.outputs().size()),
-      frame_(std::make_unique<ExecutionFrame>()) {}
+      frame_(std::make_unique<ExecutionFrame>(session.memory_limit_bytes())) {}
 
 IoBinding::~IoBinding() = default;
 

@@ -65,8 +65,10 @@ std::shared_ptr<Session> Session::load(const std::filesystem::path& model_path, 
 
 Session::Session(std::shared_ptr<Graph> graph, const SessionOptions& options)
     : graph_(graph->clone()),
-      pool_(options.pool ? options.pool : std::make_shared<ThreadPool>(options.num_threads)) {
+      pool_(options.pool ? options.pool : std::make_shared<ThreadPool>(options.num_threads)),
+      memory_limit_bytes_(options.memory_limit_bytes) {
   providers_.push_back(std::make_unique<CpuProvider>());
+  graph_->remove_dead_nodes();  // nodes that no graph output depends on never run
   if (options.constant_folding) fold_constants(*graph_, providers_.front()->registry(), *pool_);
 
   // Build the plan (and the plans of every subgraph) once.
@@ -148,6 +150,12 @@ Session::Session(std::shared_ptr<Graph> graph, const SessionOptions& options)
 
 Session::~Session() = default;
 
+void Session::check_output_size(const std::string& name, size_t bytes) const {
+  const size_t limit = memory_limit_bytes_ ? memory_limit_bytes_ : (size_t{64} << 30);
+  ONNXLLM_CHECK(bytes <= limit, kOutOfMemory, "output '", name, "' would need ", bytes, " bytes, over the limit of ",
+                limit);
+}
+
 int Session::input_index(const std::string& name) const {
   for (size_t i = 0; i < inputs_.size(); ++i)
     if (inputs_[i].name == name) return static_cast<int>(i);
@@ -217,6 +225,7 @@ void Session::run(IoBinding& binding) const {
       if (src.bytes() && src.raw() != slot.user) std::memmove(slot.user, src.raw(), src.bytes());
       slot.view = TensorView(slot.user, src.dtype(), src.shape());
     } else {
+      check_output_size(outputs_[i].name, src.bytes());
       slot.owned.resize(src.dtype(), src.shape());
       if (src.bytes()) std::memmove(slot.owned.view().raw(), src.raw(), src.bytes());
       slot.view = slot.owned.view();
@@ -235,7 +244,7 @@ void Session::execute(const Plan& plan, ExecutionFrame& frame, std::span<const T
 
   // Gives output value v (of the step's node) memory for `spec`.
   auto place_output = [&](int v, const OutputSpec& spec, std::span<const int> node_inputs) -> TensorView {
-    const size_t bytes = static_cast<size_t>(spec.shape.numel()) * dtype_size(spec.dtype);
+    const size_t bytes = spec.shape.checked_bytes(dtype_size(spec.dtype));
     if (spec.alias_input >= 0) {
       const int src = node_inputs[spec.alias_input];
       const TensorView& in = level.values[src];
@@ -253,6 +262,7 @@ void Session::execute(const Plan& plan, ExecutionFrame& frame, std::span<const T
                       bytes, " bytes but its bound buffer holds ", slot.capacity);
         p = slot.user;
       } else {
+        check_output_size(plan.graph->values[v].name, bytes);
         slot.owned.resize(spec.dtype, spec.shape);
         p = slot.owned.view().raw();
       }
@@ -277,6 +287,7 @@ void Session::execute(const Plan& plan, ExecutionFrame& frame, std::span<const T
 
     if (!step.branches.empty()) {  // If
       try {
+        ONNXLLM_CHECK(n_in >= 1, kInvalidModel, "If needs a condition input");
         const TensorView& cond = inputs[0];
         ONNXLLM_CHECK(!cond.empty() && cond.numel() == 1 && cond.dtype() == DType::kBool, kInvalidArgument,
                       "condition must be a single bool");
@@ -307,8 +318,12 @@ void Session::execute(const Plan& plan, ExecutionFrame& frame, std::span<const T
         workspace_bytes = ictx.workspace_bytes();
         for (size_t i = 0; i < n_out; ++i) {
           const int v = node.outputs[i];
-          if (v < 0) {
+          if (v < 0) {  // unnamed output: scratch for this step if the kernel defines it
             level.step_outputs[i] = TensorView();
+            if (specs[i].dtype != DType::kUndefined && specs[i].alias_input < 0) {
+              void* p = arena.allocate(specs[i].shape.checked_bytes(dtype_size(specs[i].dtype)));
+              level.step_outputs[i] = TensorView(p, specs[i].dtype, specs[i].shape);
+            }
             continue;
           }
           ONNXLLM_CHECK(specs[i].dtype != DType::kUndefined, kRuntime, "kernel did not define output ", i);
@@ -321,6 +336,8 @@ void Session::execute(const Plan& plan, ExecutionFrame& frame, std::span<const T
       if (workspace_bytes) workspace = arena.allocate(workspace_bytes);
       step.kernel->compute(ComputeContext(inputs, outputs, workspace, workspace_bytes, pool_.get()));
       if (workspace) arena.free(workspace);
+      for (size_t i = 0; i < n_out; ++i)
+        if (node.outputs[i] < 0 && !level.step_outputs[i].empty()) arena.free(level.step_outputs[i].raw());
     }
     for (int v : step.free_after) release(level, arena, v);
   }

@@ -24,6 +24,9 @@ struct SessionOptions {
   int num_threads = 0;                 // intra-op threads; 0 = physical cores
   bool constant_folding = true;        // precompute nodes whose inputs are all constant
   std::shared_ptr<ThreadPool> pool;    // share a pool between sessions (overrides num_threads)
+  // Upper bound on activation memory per IoBinding (and on each output a binding allocates);
+  // 0 = the default address-space reservation (64 GiB). Exceeding it is a clear kOutOfMemory.
+  size_t memory_limit_bytes = 0;
 };
 
 struct IoInfo {
@@ -45,6 +48,7 @@ class Session {
   int output_index(const std::string& name) const;  // -1 when absent
   const Graph& graph() const { return *graph_; }
   ThreadPool& pool() const { return *pool_; }
+  size_t memory_limit_bytes() const { return memory_limit_bytes_; }
 
   // Convenience: runs with the given inputs and returns copies of the requested outputs (all
   // outputs when `output_names` is empty), in the requested order.
@@ -59,6 +63,7 @@ class Session {
  private:
   friend class IoBinding;
   struct Plan;
+  void check_output_size(const std::string& name, size_t bytes) const;
   // Runs `plan` in frame.levels[&plan] (reset by the caller). Outer-scope values come from `outer`
   // (the parent level's values); outputs of the root plan go to `binding`.
   void execute(const Plan& plan, ExecutionFrame& frame, std::span<const TensorView> outer, IoBinding* binding) const;
@@ -69,6 +74,7 @@ class Session {
   std::unique_ptr<Plan> plan_;
   std::vector<IoInfo> inputs_;
   std::vector<IoInfo> outputs_;
+  size_t memory_limit_bytes_ = 0;
 };
 
 }  // namespace onnxllm
