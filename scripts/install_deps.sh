@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages onnxllm needs (idempotent; run as root on Debian 12).
+#   scripts/install_deps.sh          what `make`, `make test` and `make run` need
+#   scripts/install_deps.sh --fuzz   also clang and its sanitizer runtime for the fuzz targets
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
@@ -7,8 +9,13 @@ packages=(
   nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   libpcre2-dev libicu-dev
   python3 python3-numpy python3-onnx python3-pytest python3-sentencepiece python3-pybind11 pybind11-dev
-  nodejs npm clang lld libclang-rt-14-dev
+  python3-jinja2  # chat-template oracle: the engine transformers renders with
 )
+if [ "${1:-}" = "--fuzz" ]; then packages+=(clang lld libclang-rt-14-dev); fi
+# Node.js runs the ONNX Runtime / tokenizers / jinja oracles. Machines that already carry a
+# Node.js from another source (nodesource bundles npm) must not get Debian's npm: the two conflict.
+command -v node >/dev/null 2>&1 || packages+=(nodejs)
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

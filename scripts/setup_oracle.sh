@@ -7,9 +7,14 @@ dest="${1:-$root/build/oracle}"
 src="$root/../shared/tools/oracle"
 if [ ! -d "$src" ]; then echo "setup_oracle: $src not found; differential tests will skip"; exit 0; fi
 if ! command -v npm >/dev/null; then echo "setup_oracle: npm not found; differential tests will skip"; exit 0; fi
-if [ -f "$dest/.installed" ] && cmp -s "$src/package.json" "$dest/package.json"; then exit 0; fi
 mkdir -p "$dest"
-cp -r "$src"/. "$dest"/
+# The scripts are copied every time (cheap); npm runs only when the package list changed.
+if [ -f "$dest/.installed" ] && cmp -s "$src/package.json" "$dest/package.json"; then
+  cp -f "$src"/*.js "$src"/*.mjs "$src"/*.py "$dest"/ 2>/dev/null
+  exit 0
+fi
+rm -f "$dest/.installed"
+cp -rf "$src"/. "$dest"/
 cd "$dest"
 if npm install --ignore-scripts --no-audit --no-fund >npm-install.log 2>&1; then
   touch .installed
