@@ -27,7 +27,8 @@ class TensorView {
   const Shape& shape() const { return shape_; }
   int rank() const { return shape_.rank(); }
   int64_t dim(int i) const { return shape_.dim(i); }
-  int64_t numel() const { return shape_.numel(); }
+  // 0 for an empty (absent) view; a scalar has 1 element.
+  int64_t numel() const { return empty() ? 0 : shape_.numel(); }
   size_t bytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
 
   void* raw() const { return data_; }
@@ -41,6 +42,8 @@ class TensorView {
   }
   // The same memory seen with another shape of the same element count.
   TensorView reshaped(const Shape& shape) const { return TensorView(data_, dtype_, shape); }
+  // The same memory seen as another element type of the same size (bit reinterpretation).
+  TensorView retyped(DType dtype) const { return TensorView(data_, dtype, shape_); }
 
   std::string describe() const;  // "float32[2,3]"
 

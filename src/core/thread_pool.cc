@@ -62,8 +62,15 @@ void ThreadPool::worker_loop(int index) {
     int spins = 0;
     uint64_t gen;
     while ((gen = generation_.load(std::memory_order_acquire)) == seen) {
-      if (spin_scopes_.load(std::memory_order_relaxed) > 0 || ++spins < kSpinBeforeSleep) {
+      ++spins;
+      if (spins < kSpinBeforeSleep) {
         ONNXLLM_PAUSE();
+        continue;
+      }
+      if (spin_scopes_.load(std::memory_order_relaxed) > 0) {
+        // Still inside a run: keep polling, but give the core away when others want it (an
+        // oversubscribed machine would otherwise stall the thread we are waiting for).
+        std::this_thread::yield();
         continue;
       }
       std::unique_lock<std::mutex> lock(sleep_mutex_);
@@ -100,7 +107,10 @@ void ThreadPool::run(FunctionRef<void(int, int)> fn) {
   t_in_parallel_region = true;
   fn(0, num_threads_);
   t_in_parallel_region = false;
-  while (pending_.load(std::memory_order_acquire) != 0) ONNXLLM_PAUSE();
+  for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
+    if (spins < kSpinBeforeSleep) ONNXLLM_PAUSE();
+    else std::this_thread::yield();
+  }
   task_ = nullptr;
 }
 

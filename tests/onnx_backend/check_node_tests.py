@@ -34,7 +34,13 @@ def main():
         r"training_mode=true",                     # Dropout in training mode draws random masks
         r"no test_data_set",
     ]
+    # ONNX 1.12's CastLike bfloat16 data gives `like` shape [1] where the model declares [3,4].
+    bad_data = {"test_castlike_BFLOAT16_to_FLOAT", "test_castlike_BFLOAT16_to_FLOAT_expanded",
+                "test_castlike_FLOAT_to_BFLOAT16", "test_castlike_FLOAT_to_BFLOAT16_expanded"}
     for line in skips:
+        name = line.split()[1].rstrip(":")
+        if "(bad test data)" in line and name in bad_data:
+            continue
         if not any(re.search(p, line) for p in allowed):
             bad_skips.append(line)
     print(lines[-1] if lines else "no output")

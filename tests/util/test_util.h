@@ -1,9 +1,14 @@
-// Helpers for tests: the shared data folder, and small graphs built in code.
+// Helpers for tests: the shared data folder, temporary folders and error expectations.
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
 
 namespace onnxllm::test {
 
@@ -25,6 +30,17 @@ inline std::filesystem::path temp_dir(const std::string& name) {
   std::filesystem::remove_all(p);
   std::filesystem::create_directories(p);
   return p;
+}
+
+// Runs fn and expects an onnxllm::Error with `code` whose message contains `text`.
+inline void expect_error(const std::function<void()>& fn, ErrorCode code, const std::string& text) {
+  try {
+    fn();
+    ADD_FAILURE() << "expected an error containing: " << text;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace onnxllm::test

@@ -86,6 +86,24 @@ Outcome run_test(const fs::path& dir, int threads, std::string& reason) {
       for (const auto& p : sorted_entries(set, "output_")) expected.push_back(load_tensor_file(p).second);
       ONNXLLM_CHECK(inputs.size() == session->inputs().size(), kInvalidArgument, "test has ", inputs.size(),
                     " inputs but the model declares ", session->inputs().size());
+      // ONNX 1.12 test data stores bfloat16 tensors as uint16 bit patterns.
+      auto as_declared = [](Tensor& t, DType declared) {
+        if (declared == DType::kBFloat16 && t.dtype() == DType::kUInt16) t = Tensor::copy_of(t.view().retyped(DType::kBFloat16));
+      };
+      for (size_t i = 0; i < inputs.size(); ++i) {
+        const IoInfo& info = session->inputs()[i];
+        as_declared(inputs[i], info.dtype);
+        bool shape_ok = info.dims.empty() || static_cast<int>(info.dims.size()) == inputs[i].shape().rank();
+        for (size_t d = 0; shape_ok && d < info.dims.size(); ++d)
+          shape_ok = info.dims[d] < 0 || info.dims[d] == inputs[i].shape()[static_cast<int>(d)];
+        if (!shape_ok) {
+          reason = str_cat("test data for input '", info.name, "' has shape ", inputs[i].shape().to_string(),
+                           " but the model declares a different static shape (bad test data)");
+          return Outcome::kSkip;
+        }
+      }
+      for (size_t i = 0; i < expected.size() && i < session->outputs().size(); ++i)
+        as_declared(expected[i], session->outputs()[i].dtype);
       for (size_t i = 0; i < inputs.size(); ++i) binding.bind_input(static_cast<int>(i), inputs[i]);
       session->run(binding);
       ONNXLLM_CHECK(expected.size() <= session->outputs().size(), kInvalidArgument, "test expects ", expected.size(),

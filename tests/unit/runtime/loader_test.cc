@@ -31,15 +31,7 @@ void write_bytes(const fs::path& p, const std::string& bytes) {
   std::ofstream(p, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
-void expect_error(const std::function<void()>& fn, ErrorCode code, const std::string& text) {
-  try {
-    fn();
-    FAIL() << "expected an error containing: " << text;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 TEST(Loader, ExternalDataIsMappedAndRuns) {
   const fs::path dir = test::temp_dir("loader_external");

@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "runtime/io_binding.h"
 #include "tests/util/graph_builder.h"
+#include "tests/util/test_util.h"
 
 namespace onnxllm {
 namespace {
@@ -62,15 +63,7 @@ TEST(Session, BindingReusesOutputMemoryAcrossRuns) {
   }
 }
 
-void expect_error(const std::function<void()>& fn, ErrorCode code, const std::string& text) {
-  try {
-    fn();
-    FAIL() << "expected an error containing: " << text;
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 TEST(Session, BadInputsAreClearErrors) {
   Session session(small_graph(), SessionOptions{1, true, nullptr});

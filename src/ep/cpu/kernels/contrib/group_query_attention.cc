@@ -1,0 +1,348 @@
+// com.microsoft.GroupQueryAttention (CPU, float): causal attention with grouped K/V heads, a KV
+// cache in BNSH layout (shared with the past input or separate), optional fused rotary embedding,
+// softcap, local window, smooth softmax / head sinks and an additive attention bias.
+//
+// Per batch row b: L_b = seqlens_k[b] + 1 valid tokens after this step, P_b = 0 on the first prompt
+// and L_b - S otherwise; new token s sits at cache row P_b + s and sees keys j <= P_b + s. With
+// local_window_size W > 0 it sees only the last W of them (j > P_b + s - W): measured on ONNX
+// Runtime 1.30, which counts the current token in W as Hugging Face's sliding_window does (older
+// ORT code admitted W + 1 keys). Rotary positions are P_b + s, or position_ids[b, s] when given
+// (ORT 1.30's CPU kernel instead reads position_ids as a start offset). Query rows beyond L_b on a
+// padded first prompt are written as zeros.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+
+#include "ep/cpu/kernels/contrib/attention_common.h"
+#include "ep/kernel_registry.h"
+
+namespace onnxllm {
+namespace {
+
+enum Input {
+  kQuery, kKey, kValue, kPastKey, kPastValue, kSeqlensK, kTotalSeqLen, kCosCache, kSinCache, kPositionIds,
+  kAttentionBias, kHeadSink
+};
+
+struct GqaDims {
+  int64_t batch = 0, seq = 0, heads = 0, kv_heads = 0, head_size = 0;
+  int64_t past_len = 0;     // rows in the past_key buffer (0 without past)
+  int64_t present_len = 0;  // rows in the present_key buffer
+  int64_t total = 0;        // total_sequence_length
+  int64_t rotary_dim = 0;   // 0 without rotary
+  bool packed = false;
+  bool first_prompt = false;
+};
+
+class GroupQueryAttentionKernel final : public OpKernel {
+ public:
+  explicit GroupQueryAttentionKernel(const KernelInfo& info) {
+    const Node& n = info.node();
+    heads_ = n.required_int("num_heads");
+    kv_heads_ = n.required_int("kv_num_heads");
+    ONNXLLM_CHECK(heads_ > 0 && kv_heads_ > 0 && heads_ % kv_heads_ == 0, kInvalidModel,
+                  "num_heads (", heads_, ") must be a positive multiple of kv_num_heads (", kv_heads_, ")");
+    scale_ = n.attr_float("scale", 0.0f);
+    softcap_ = n.attr_float("softcap", 0.0f);
+    ONNXLLM_CHECK(softcap_ >= 0.0f, kInvalidModel, "softcap must be >= 0, got ", softcap_);
+    local_window_ = n.attr_int("local_window_size", -1);
+    do_rotary_ = n.attr_int("do_rotary", 0) != 0;
+    interleaved_ = n.attr_int("rotary_interleaved", 0) != 0;
+    smooth_softmax_ = n.attr_int("smooth_softmax", 0) != 0;
+    ONNXLLM_CHECK(n.attr_int("causal", 1) == 1, kUnsupported, "GroupQueryAttention with causal=0 is not supported");
+    ONNXLLM_CHECK(n.attr_int("qk_output", 0) == 0, kUnsupported, "GroupQueryAttention qk_output is not supported");
+    ONNXLLM_CHECK(n.attr_int("sliding_window_cache", 0) == 0, kUnsupported,
+                  "GroupQueryAttention sliding_window_cache is not supported");
+    for (const char* a : {"k_quant_type", "v_quant_type"}) {
+      const std::string t = n.attr_string(a, "NONE");
+      ONNXLLM_CHECK(t == "NONE", kUnsupported, "GroupQueryAttention ", a, "=", t, " (quantized KV cache) is not supported");
+    }
+  }
+
+  void infer(InferContext& ctx) const override {
+    const GqaDims d = dims(ctx.num_inputs(), [&](int i) { return ctx.has_input(i) ? &ctx.input(i) : nullptr; });
+    check_values(ctx, d);
+    // The cache is always written to present_key/value (scratch memory when the node leaves them unnamed).
+    ONNXLLM_CHECK(ctx.num_outputs() >= 3, kUnsupported, "GroupQueryAttention needs the present_key and present_value outputs");
+    ONNXLLM_CHECK(!ctx.has_output(3), kUnsupported, "GroupQueryAttention output_qk is not supported");
+    ctx.set_output(0, DType::kFloat32, Shape{d.batch, d.seq, heads_ * d.head_size});
+    ctx.set_output(1, DType::kFloat32, Shape{d.batch, kv_heads_, d.present_len, d.head_size});
+    ctx.set_output(2, DType::kFloat32, Shape{d.batch, kv_heads_, d.present_len, d.head_size});
+    ctx.request_workspace(layout(d).bytes(ctx.num_threads()));
+  }
+
+  void compute(const ComputeContext& ctx) const noexcept override {
+    const GqaDims d = dims(ctx.num_inputs(), [&](int i) { return ctx.has_input(i) ? &ctx.input(i) : nullptr; });
+    const TensorView& present_k = ctx.output(1);
+    const TensorView& present_v = ctx.output(2);
+    write_cache(ctx, d, ctx.input(kPastKey), present_k, /*is_key=*/true);
+    write_cache(ctx, d, ctx.input(kPastValue), present_v, /*is_key=*/false);
+    attend(ctx, d, present_k.data<float>(), present_v.data<float>());
+  }
+
+ private:
+  // Per thread: the scores and the rotated queries of one group of query heads.
+  ScratchLayout layout(const GqaDims& d) const {
+    return ScratchLayout(0, static_cast<size_t>((heads_ / kv_heads_) * (d.present_len + d.head_size)));
+  }
+
+  // Shapes and dtypes; throws on anything inconsistent. `in(i)` is input i or null when absent.
+  template <typename In>
+  GqaDims dims(int num_inputs, In&& in) const {
+    GqaDims d;
+    const TensorView* q = in(kQuery);
+    ONNXLLM_CHECK(q, kInvalidModel, "GroupQueryAttention needs the query input");
+    check_dtype(*q, DType::kFloat32, "query");
+    ONNXLLM_CHECK(q->rank() == 3, kInvalidArgument, "query must be [batch, sequence, hidden], got ", q->shape().to_string());
+    d.batch = q->dim(0);
+    d.seq = q->dim(1);
+    d.heads = heads_;
+    d.kv_heads = kv_heads_;
+    const TensorView* k = in(kKey);
+    const TensorView* v = in(kValue);
+    ONNXLLM_CHECK((k == nullptr) == (v == nullptr), kInvalidArgument, "key and value must both be given or both be absent");
+    d.packed = k == nullptr;
+    const int64_t width = d.packed ? heads_ + 2 * kv_heads_ : heads_;
+    ONNXLLM_CHECK(q->dim(2) > 0 && q->dim(2) % width == 0, kInvalidArgument, "query hidden size ", q->dim(2),
+                  " is not a multiple of ", width, d.packed ? " (num_heads + 2 * kv_num_heads, packed QKV)" : " (num_heads)");
+    d.head_size = q->dim(2) / width;
+    if (!d.packed) {
+      for (const TensorView* t : {k, v}) {
+        const char* what = t == k ? "key" : "value";
+        check_dtype(*t, DType::kFloat32, what);
+        const Shape want{d.batch, d.seq, kv_heads_ * d.head_size};
+        ONNXLLM_CHECK(t->shape() == want, kInvalidArgument, what, " must have shape ", want.to_string(), ", got ",
+                      t->shape().to_string());
+      }
+    }
+    const TensorView* pk = in(kPastKey);
+    const TensorView* pv = in(kPastValue);
+    ONNXLLM_CHECK((pk == nullptr) == (pv == nullptr), kInvalidArgument,
+                  "past_key and past_value must both be given or both be absent");
+    if (pk) {
+      for (const TensorView* t : {pk, pv}) {
+        const char* what = t == pk ? "past_key" : "past_value";
+        check_dtype(*t, DType::kFloat32, what);
+        const bool ok = t->rank() == 4 && t->dim(0) == d.batch && t->dim(1) == kv_heads_ && t->dim(3) == d.head_size;
+        ONNXLLM_CHECK(ok, kInvalidArgument, what, " must be [", d.batch, ", ", kv_heads_, ", past, ", d.head_size,
+                      "] (BNSH), got ", t->shape().to_string());
+      }
+      ONNXLLM_CHECK(pk->dim(2) == pv->dim(2), kInvalidArgument, "past_key ", pk->shape().to_string(), " and past_value ",
+                    pv->shape().to_string(), " differ in length");
+      d.past_len = pk->dim(2);
+    }
+    const TensorView* seqlens = in(kSeqlensK);
+    ONNXLLM_CHECK(seqlens, kInvalidModel, "GroupQueryAttention needs the seqlens_k input");
+    check_dtype(*seqlens, DType::kInt32, "seqlens_k");
+    // [B], or the legacy [B, 1] / [1, B].
+    const bool seq_ok = seqlens->numel() == d.batch && seqlens->rank() >= 1 && seqlens->rank() <= 2 &&
+                        (seqlens->rank() == 1 || seqlens->dim(0) == 1 || seqlens->dim(1) == 1);
+    ONNXLLM_CHECK(seq_ok, kInvalidArgument, "seqlens_k must have shape [", d.batch, "], got ", seqlens->shape().to_string());
+    const TensorView* total = in(kTotalSeqLen);
+    ONNXLLM_CHECK(total, kInvalidModel, "GroupQueryAttention needs the total_sequence_length input");
+    check_dtype(*total, DType::kInt32, "total_sequence_length");
+    d.total = scalar_int(*total, "total_sequence_length");
+    ONNXLLM_CHECK(d.total >= 1, kInvalidArgument, "total_sequence_length must be >= 1, got ", d.total);
+    // Step kind, as ONNX Runtime classifies it.
+    const bool subsequent = d.seq > 1 && d.seq != d.total;
+    d.first_prompt = !subsequent && d.seq == d.total;
+    ONNXLLM_CHECK(d.first_prompt || subsequent || d.seq == 1, kInvalidArgument, "sequence length ", d.seq,
+                  " with total_sequence_length ", d.total, " is neither a prompt nor one generated token");
+    d.present_len = std::max(d.past_len, d.total);
+    const TensorView* cos = in(kCosCache);
+    const TensorView* sin = in(kSinCache);
+    if (do_rotary_) {
+      ONNXLLM_CHECK(cos && sin, kInvalidArgument, "do_rotary=1 needs cos_cache and sin_cache");
+      check_dtype(*cos, DType::kFloat32, "cos_cache");
+      check_dtype(*sin, DType::kFloat32, "sin_cache");
+      ONNXLLM_CHECK(cos->rank() == 2 && cos->shape() == sin->shape(), kInvalidArgument,
+                    "cos_cache and sin_cache must be [max_position, rotary_dim / 2] of one shape, got ",
+                    cos->shape().to_string(), " and ", sin->shape().to_string());
+      d.rotary_dim = 2 * cos->dim(1);
+      ONNXLLM_CHECK(d.rotary_dim > 0 && d.rotary_dim <= d.head_size, kInvalidArgument, "rotary dimension ", d.rotary_dim,
+                    " (2 * cos_cache.shape[1]) must be in [2, head_size = ", d.head_size, "]");
+    }
+    if (const TensorView* pos = in(kPositionIds)) {
+      ONNXLLM_CHECK(pos->dtype() == DType::kInt64 || pos->dtype() == DType::kInt32, kInvalidArgument,
+                    "position_ids must be int64, got ", dtype_name(pos->dtype()));
+      ONNXLLM_CHECK(pos->shape() == (Shape{d.batch, d.seq}), kInvalidArgument, "position_ids must be [", d.batch, ", ",
+                    d.seq, "], got ", pos->shape().to_string());
+    }
+    if (const TensorView* bias = in(kAttentionBias)) check_attention_bias(*bias, d.batch, heads_, d.seq, d.total);
+    if (const TensorView* sink = in(kHeadSink)) {
+      check_dtype(*sink, DType::kFloat32, "head_sink");
+      ONNXLLM_CHECK(sink->numel() == heads_ && sink->rank() == 1, kInvalidArgument, "head_sink must be [", heads_,
+                    "], got ", sink->shape().to_string());
+    }
+    for (int i = kHeadSink + 1; i < num_inputs; ++i)
+      ONNXLLM_CHECK(!in(i), kUnsupported, "GroupQueryAttention input ", i, " (quantized cache scales or fused Q/K norm) is not supported");
+    return d;
+  }
+
+  // Cache row where batch row b's first new token goes.
+  static int64_t past_rows(const GqaDims& d, const int32_t* seqlens, int64_t b) {
+    return d.first_prompt ? 0 : static_cast<int64_t>(seqlens[b]) + 1 - d.seq;
+  }
+
+  int64_t position(const GqaDims& d, const TensorView& pos_ids, const int32_t* seqlens, int64_t b, int64_t s) const {
+    return pos_ids.empty() ? past_rows(d, seqlens, b) + s : int_at(pos_ids, b * d.seq + s);
+  }
+
+  // Values of seqlens_k (and positions for rotary) against the buffers.
+  void check_values(const InferContext& ctx, const GqaDims& d) const {
+    const int32_t* seqlens = ctx.input(kSeqlensK).data<int32_t>();
+    for (int64_t b = 0; b < d.batch; ++b) {
+      const int64_t len = static_cast<int64_t>(seqlens[b]) + 1;
+      ONNXLLM_CHECK(len >= 1 && len <= d.total, kInvalidArgument, "seqlens_k[", b, "] = ", seqlens[b],
+                    " must be in [0, total_sequence_length - 1 = ", d.total - 1, "]");
+      if (d.first_prompt) {
+        ONNXLLM_CHECK(len <= d.seq, kInvalidArgument, "seqlens_k[", b, "] = ", seqlens[b], " exceeds the prompt length ",
+                      d.seq, " - 1");
+        continue;
+      }
+      const int64_t past = len - d.seq;
+      ONNXLLM_CHECK(past >= 0, kInvalidArgument, "seqlens_k[", b, "] = ", seqlens[b], " is less than the ", d.seq,
+                    " new tokens - 1");
+      ONNXLLM_CHECK(past <= d.past_len, kInvalidArgument, "seqlens_k[", b, "] = ", seqlens[b], " needs ", past,
+                    " past rows but past_key holds ", d.past_len);
+    }
+    if (do_rotary_) {
+      const TensorView& cos = ctx.input(kCosCache);
+      const TensorView pos_ids = ctx.has_input(kPositionIds) ? ctx.input(kPositionIds) : TensorView();
+      for (int64_t b = 0; b < d.batch; ++b)
+        for (int64_t s = 0; s < d.seq; ++s) {
+          const int64_t p = position(d, pos_ids, seqlens, b, s);
+          ONNXLLM_CHECK(p >= 0 && p < cos.dim(0), kInvalidArgument, "position ", p, " of batch row ", b, " token ", s,
+                        " is outside the rotary cache [0, ", cos.dim(0), ")");
+        }
+    }
+  }
+
+  // New row s of batch b, kv head kh, from key/value or the packed query; part 1 = key, 2 = value.
+  static const float* new_row(const ComputeContext& ctx, const GqaDims& d, int part, int64_t b, int64_t s, int64_t kh) {
+    if (d.packed) {
+      const int64_t width = d.heads + 2 * d.kv_heads;
+      const int64_t head = d.heads + (part == 2 ? d.kv_heads : 0) + kh;
+      return ctx.input(kQuery).data<float>() + ((b * d.seq + s) * width + head) * d.head_size;
+    }
+    return ctx.input(part == 1 ? kKey : kValue).data<float>() + ((b * d.seq + s) * d.kv_heads + kh) * d.head_size;
+  }
+
+  // Writes the present cache of keys (rotated) or values. With a shared buffer (present is the
+  // past memory, same layout) only the new rows [P_b, P_b + S) are written; otherwise present =
+  // past rows [0, P_b), the new rows, then zeros.
+  void write_cache(const ComputeContext& ctx, const GqaDims& d, const TensorView& past, const TensorView& present,
+                   bool is_key) const {
+    const bool aliased = !past.empty() && past.raw() == present.raw();
+    const bool in_place = aliased && d.past_len == d.present_len;
+    const int32_t* seqlens = ctx.input(kSeqlensK).data<int32_t>();
+    const TensorView& pos_ids = ctx.input(kPositionIds);
+    const bool rotate = is_key && do_rotary_;
+    const int64_t h = d.head_size, half = d.rotary_dim / 2;
+    float* dst_all = present.data<float>();
+    auto write_block = [&](int64_t t) {
+      const int64_t b = t / d.kv_heads, kh = t % d.kv_heads;
+      const int64_t p0 = past_rows(d, seqlens, b);
+      float* dst = dst_all + t * d.present_len * h;
+      if (!in_place) {
+        if (p0 > 0) std::memmove(dst, past.data<float>() + t * d.past_len * h, static_cast<size_t>(p0 * h) * sizeof(float));
+        std::fill(dst + (p0 + d.seq) * h, dst + d.present_len * h, 0.0f);
+      }
+      for (int64_t s = 0; s < d.seq; ++s) {
+        const float* src = new_row(ctx, d, is_key ? 1 : 2, b, s, kh);
+        float* row = dst + (p0 + s) * h;
+        if (rotate) {
+          const int64_t p = position(d, pos_ids, seqlens, b, s);
+          apply_rotary(src, row, h, d.rotary_dim, ctx.input(kCosCache).data<float>() + p * half,
+                       ctx.input(kSinCache).data<float>() + p * half, interleaved_);
+        } else {
+          std::memcpy(row, src, static_cast<size_t>(h) * sizeof(float));
+        }
+      }
+    };
+    const int64_t blocks = d.batch * d.kv_heads;
+    if (aliased && !in_place) {
+      // One buffer seen with a longer row count: every block moves to a higher address, so going
+      // back to front never overwrites rows still to be read.
+      for (int64_t t = blocks - 1; t >= 0; --t) write_block(t);
+      return;
+    }
+    ctx.pool().parallel_for(blocks, 1, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) write_block(t);
+    });
+  }
+
+  // Query heads that share a KV head are attended together (each cached key/value row is read once
+  // for the group). Tasks are (b, token, kv head, slice of the group); a decode step with fewer KV
+  // heads than threads splits each group into slices. Threads take tasks dynamically, since causal
+  // rows differ in length.
+  void attend(const ComputeContext& ctx, const GqaDims& d, const float* cache_k, const float* cache_v) const {
+    const int32_t* seqlens = ctx.input(kSeqlensK).data<int32_t>();
+    const TensorView& pos_ids = ctx.input(kPositionIds);
+    const TensorView& bias = ctx.input(kAttentionBias);
+    const float* sinks = ctx.has_input(kHeadSink) ? ctx.input(kHeadSink).data<float>() : nullptr;
+    const float* q_all = ctx.input(kQuery).data<float>();
+    float* out_all = ctx.output(0).data<float>();
+    const int64_t h = d.head_size, half = d.rotary_dim / 2, group = d.heads / d.kv_heads;
+    const int64_t q_width = d.packed ? d.heads + 2 * d.kv_heads : d.heads;
+    const int64_t rows = d.batch * d.seq * d.kv_heads;
+    const int64_t slices = std::clamp<int64_t>((ctx.pool().num_threads() + rows - 1) / std::max<int64_t>(rows, 1), 1, group);
+    SoftmaxParams params;
+    params.scale = scale_ != 0.0f ? scale_ : 1.0f / std::sqrt(static_cast<float>(h));
+    params.softcap = softcap_;
+    params.use_sink = smooth_softmax_ || sinks != nullptr;
+    const ScratchLayout scratch = layout(d);
+    std::atomic<int64_t> next{0};
+    ctx.pool().run([&](int thread, int) {
+      float* scores = scratch.thread_slice(ctx.workspace(), thread);
+      float* q_rot = scores + group * d.present_len;
+      for (int64_t task; (task = next.fetch_add(1, std::memory_order_relaxed)) < rows * slices;) {
+        const int64_t slice = task % slices, kvh = (task / slices) % d.kv_heads, bi = task / slices / d.kv_heads;
+        const int64_t b = bi / d.seq, i = bi % d.seq;
+        const int64_t head0 = kvh * group + slice * group / slices, heads = kvh * group + (slice + 1) * group / slices - head0;
+        const int64_t len = static_cast<int64_t>(seqlens[b]) + 1, p = past_rows(d, seqlens, b) + i;
+        float* out = out_all + ((b * d.seq + i) * d.heads + head0) * h;
+        if (p >= len) {  // padding of a shorter row in a batched first prompt
+          std::fill(out, out + heads * h, 0.0f);
+          continue;
+        }
+        QueryBlock qb;
+        qb.rows = heads;
+        qb.q = q_all + ((b * d.seq + i) * q_width + head0) * h;
+        qb.q_stride = h;
+        qb.out = out;
+        qb.out_stride = h;
+        if (!bias.empty()) {
+          qb.bias = attention_bias_row(bias, b, head0, i);
+          qb.bias_stride = bias.dim(1) == 1 ? 0 : d.seq * d.total;
+        }
+        if (sinks) qb.sinks = sinks + head0;
+        if (do_rotary_) {
+          const int64_t pos = position(d, pos_ids, seqlens, b, i);
+          for (int64_t m = 0; m < heads; ++m)
+            apply_rotary(qb.q + m * h, q_rot + m * h, h, d.rotary_dim, ctx.input(kCosCache).data<float>() + pos * half,
+                         ctx.input(kSinCache).data<float>() + pos * half, interleaved_);
+          qb.q = q_rot;
+        }
+        const int64_t cache_offset = (b * d.kv_heads + kvh) * d.present_len * h;
+        const KvRows kv{cache_k + cache_offset, cache_v + cache_offset, h, h};
+        const int64_t begin = local_window_ > 0 ? std::max<int64_t>(0, p + 1 - local_window_) : 0;
+        attend_block(qb, h, kv, h, begin, p + 1, params, scores);
+      }
+    });
+  }
+
+  int64_t heads_ = 0, kv_heads_ = 0;
+  float scale_ = 0.0f, softcap_ = 0.0f;
+  int64_t local_window_ = -1;
+  bool do_rotary_ = false, interleaved_ = false, smooth_softmax_ = false;
+};
+
+}  // namespace
+
+void register_group_query_attention_kernel(KernelRegistry& r) {
+  r.add({"com.microsoft", "GroupQueryAttention", 1, 1 << 30, {DType::kFloat32}, make_factory<GroupQueryAttentionKernel>()});
+}
+
+}  // namespace onnxllm

@@ -1,0 +1,19 @@
+// The com.microsoft quantization, normalization and activation kernels (one call from
+// register_kernels.cc).
+#include "ep/kernel_registry.h"
+
+namespace onnxllm {
+
+void register_matmul_nbits_kernel(KernelRegistry& r);
+void register_gather_block_quantized_kernel(KernelRegistry& r);
+void register_skip_layer_norm_kernels(KernelRegistry& r);
+void register_gelu_contrib_kernels(KernelRegistry& r);
+
+void register_contrib_kernels(KernelRegistry& r) {
+  register_matmul_nbits_kernel(r);
+  register_gather_block_quantized_kernel(r);
+  register_skip_layer_norm_kernels(r);
+  register_gelu_contrib_kernels(r);
+}
+
+}  // namespace onnxllm

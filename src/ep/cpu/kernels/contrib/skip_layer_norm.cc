@@ -1,0 +1,137 @@
+// SkipLayerNormalization and SkipSimplifiedLayerNormalization (com.microsoft), ops.md §2.4:
+//   s = input + skip (+ bias);  output = norm(s) * gamma (+ beta);  input_skip_bias_sum = s.
+// Statistics are computed in double from the float sum (one row is at most a few thousand values,
+// so this costs little and keeps fp16 models and large activations accurate).
+// Inputs: SkipLN (input, skip, gamma, beta?, bias?); SkipSimplifiedLN (input, skip, gamma, bias?).
+// Outputs: output, mean?, inv_std_var? (float32, input shape with last dim 1), input_skip_bias_sum?.
+#include <cmath>
+
+#include "ep/cpu/kernels/kernel_utils.h"
+#include "ep/kernel_registry.h"
+
+namespace onnxllm {
+namespace {
+
+template <bool kSimplified>
+class SkipNormKernel final : public OpKernel {
+ public:
+  static constexpr int kBeta = kSimplified ? -1 : 3;
+  static constexpr int kBias = kSimplified ? 3 : 4;
+
+  explicit SkipNormKernel(const KernelInfo& info) : epsilon_(info.node().attr_float("epsilon", 1e-12f)) {
+    ONNXLLM_CHECK(epsilon_ >= 0, kInvalidModel, "epsilon must be >= 0, got ", epsilon_);
+  }
+
+  void infer(InferContext& ctx) const override {
+    const TensorView& x = ctx.input(0);
+    const TensorView& skip = ctx.input(1);
+    ONNXLLM_CHECK(x.dtype() == DType::kFloat32 || x.dtype() == DType::kFloat16, kUnsupported, "input of dtype ",
+                  dtype_name(x.dtype()), " is not supported (float32 or float16)");
+    ONNXLLM_CHECK(x.rank() >= 1, kInvalidArgument, "input must have rank >= 1");
+    const int64_t hidden = x.dim(-1);
+    check_same_dtype(skip, x, "skip", "input");
+    check_skip_shape(x.shape(), skip.shape());
+    check_vector(ctx, 2, "gamma", hidden);
+    if (kBeta >= 0 && ctx.has_input(kBeta)) check_vector(ctx, kBeta, "beta", hidden);
+    if (ctx.has_input(kBias)) check_vector(ctx, kBias, "bias", hidden);
+
+    ctx.set_output(0, x.dtype(), x.shape());
+    Shape stats = x.shape();
+    stats[stats.rank() - 1] = 1;
+    if (ctx.has_output(1)) ctx.set_output(1, DType::kFloat32, stats);
+    if (ctx.has_output(2)) ctx.set_output(2, DType::kFloat32, stats);
+    if (ctx.has_output(3)) ctx.set_output(3, x.dtype(), x.shape());
+    // One float row per thread holds s.
+    ctx.request_workspace(static_cast<size_t>(hidden) * 4 * static_cast<size_t>(ctx.num_threads()));
+  }
+
+  void compute(const ComputeContext& ctx) const noexcept override {
+    dispatch_dtype<float, Float16>(ctx.input(0).dtype(), [&]<typename T>() { run<T>(ctx); });
+  }
+
+ private:
+  template <typename T>
+  void run(const ComputeContext& ctx) const {
+    const TensorView& x = ctx.input(0);
+    const int64_t hidden = x.dim(-1);
+    if (hidden == 0 || x.numel() == 0) return;
+    const int64_t rows = x.numel() / hidden;
+    const int64_t skip_size = ctx.input(1).numel();
+    const T* in = x.data<T>();
+    const T* skip = ctx.input(1).data<T>();
+    const T* gamma = ctx.input(2).data<T>();
+    const T* beta = kBeta >= 0 && ctx.has_input(kBeta) ? ctx.input(kBeta).data<T>() : nullptr;
+    const T* bias = ctx.has_input(kBias) ? ctx.input(kBias).data<T>() : nullptr;
+    T* out = ctx.output(0).data<T>();
+    float* mean_out = ctx.has_output(1) ? ctx.output(1).data<float>() : nullptr;
+    float* inv_out = ctx.has_output(2) ? ctx.output(2).data<float>() : nullptr;
+    T* sum_out = ctx.has_output(3) ? ctx.output(3).data<T>() : nullptr;
+    const double eps = epsilon_;
+    ctx.pool().run([&](int t, int nt) {
+      float* s = static_cast<float*>(ctx.workspace()) + static_cast<size_t>(t) * hidden;
+      for (int64_t r = rows * t / nt; r < rows * (t + 1) / nt; ++r) {
+        const T* xr = in + r * hidden;
+        const T* sk = skip + (r * hidden) % skip_size;  // skip repeats when broadcast
+        double sum = 0;
+        for (int64_t i = 0; i < hidden; ++i) {
+          float v = static_cast<float>(xr[i]) + static_cast<float>(sk[i]);
+          if (bias) v += static_cast<float>(bias[i]);
+          s[i] = v;
+          sum += v;
+        }
+        if (sum_out) {
+          T* so = sum_out + r * hidden;
+          for (int64_t i = 0; i < hidden; ++i) so[i] = T(s[i]);
+        }
+        const double mean = sum / hidden;
+        const double center = kSimplified ? 0.0 : mean;
+        double sq = 0;
+        for (int64_t i = 0; i < hidden; ++i) {
+          const double c = s[i] - center;
+          sq += c * c;
+        }
+        const double inv = 1.0 / std::sqrt(sq / hidden + eps);
+        const float fcenter = static_cast<float>(center), finv = static_cast<float>(inv);
+        T* o = out + r * hidden;
+        for (int64_t i = 0; i < hidden; ++i) {
+          float v = (s[i] - fcenter) * finv * static_cast<float>(gamma[i]);
+          if (beta) v += static_cast<float>(beta[i]);
+          o[i] = T(v);
+        }
+        if (mean_out) mean_out[r] = static_cast<float>(mean);
+        if (inv_out) inv_out[r] = finv;
+      }
+    });
+  }
+
+  // skip is input's shape, or its trailing dims with leading ones ([1,S,D] or [S,D] for [B,S,D]).
+  static void check_skip_shape(const Shape& x, const Shape& skip) {
+    int lead = 0;
+    while (skip.rank() - lead > 1 && skip[lead] == 1) ++lead;
+    const int kept = skip.rank() - lead;
+    bool ok = kept >= 1 && kept <= x.rank();
+    for (int i = 0; ok && i < kept; ++i) ok = skip[lead + i] == x[x.rank() - kept + i];
+    ONNXLLM_CHECK(ok, kInvalidArgument, "skip shape ", skip.to_string(), " must equal input shape ", x.to_string(),
+                  " or its trailing dimensions");
+  }
+
+  static void check_vector(const InferContext& ctx, int i, const char* what, int64_t hidden) {
+    const TensorView& v = ctx.input(i);
+    check_same_dtype(v, ctx.input(0), what, "input");
+    ONNXLLM_CHECK(v.numel() == hidden, kInvalidArgument, what, " must have ", hidden, " values (the hidden size), got shape ",
+                  v.shape().to_string());
+  }
+
+  float epsilon_;
+};
+
+}  // namespace
+
+void register_skip_layer_norm_kernels(KernelRegistry& r) {
+  r.add({"com.microsoft", "SkipLayerNormalization", 1, 1 << 30, {DType::kFloat32, DType::kFloat16},
+         make_factory<SkipNormKernel<false>>()});
+  r.add({"com.microsoft", "SkipSimplifiedLayerNormalization", 1, 1 << 30, {DType::kFloat32, DType::kFloat16},
+         make_factory<SkipNormKernel<true>>()});
+}
+
+}  // namespace onnxllm

@@ -1,0 +1,82 @@
+// MatMulNBits throughput on the packed kernels. Decode (M = 1) is bound by memory bandwidth, so
+// the figure that matters is "bytes/s": packed weight bytes (4-bit values + fp32 scales) streamed
+// per second. Prefill (M > 1) reports FLOP/s.
+//   bench_matmul_nbits [--benchmark_filter=...]
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <vector>
+
+#include "core/tensor.h"
+#include "ep/cpu/kernels/contrib/matmul_nbits.h"
+
+namespace onnxllm {
+namespace {
+
+struct Fixture {
+  NBitsLayout layout;
+  AlignedBuffer packed;
+  std::vector<float> a, y;
+  AlignedBuffer ws;
+};
+
+// Random int4 weights (block 32, no zero points: genai's symmetric default) packed for the kernels.
+Fixture make(int64_t m, int64_t k, int64_t n, int threads) {
+  const NBitsShape shape{k, n, 4, 32};
+  Fixture f;
+  f.layout = nbits_layout(shape, false);
+  std::mt19937 rng(1);
+  std::vector<uint8_t> b(static_cast<size_t>(n * shape.blocks() * shape.blob_bytes()));
+  for (auto& x : b) x = static_cast<uint8_t>(rng());
+  std::vector<float> scales(static_cast<size_t>(n * shape.blocks()));
+  std::uniform_real_distribution<float> u(-0.05f, 0.05f);
+  for (auto& s : scales) s = u(rng);
+  NBitsSource src;
+  src.b = b.data();
+  src.scales = scales.data();
+  f.packed = AlignedBuffer(f.layout.bytes());
+  pack_nbits(f.layout, src, static_cast<uint8_t*>(f.packed.data()), 0, f.layout.tiles);
+  f.a.resize(static_cast<size_t>(m * k));
+  for (auto& x : f.a) x = u(rng);
+  f.y.resize(static_cast<size_t>(m * n));
+  f.ws = AlignedBuffer(matmul_nbits_workspace(f.layout, m, threads));
+  return f;
+}
+
+// Args: M, K, N, threads, isa (0 auto, 1 generic).
+void BM_MatMulNBits(benchmark::State& state) {
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  const int threads = static_cast<int>(state.range(3));
+  const NBitsIsa isa = state.range(4) ? NBitsIsa::kGeneric : NBitsIsa::kAuto;
+  Fixture f = make(m, k, n, threads);
+  ThreadPool pool(threads);
+  ThreadPool::SpinScope spin(&pool);  // as during a model run
+  for (auto _ : state) {
+    matmul_nbits_run(f.layout, static_cast<const uint8_t*>(f.packed.data()), f.a.data(), m, nullptr, f.y.data(),
+                     f.ws.data(), pool, isa);
+    benchmark::DoNotOptimize(f.y.data());
+  }
+  state.counters["weight_bytes/s"] =
+      benchmark::Counter(static_cast<double>(f.layout.bytes()), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["FLOP/s"] =
+      benchmark::Counter(2.0 * static_cast<double>(m * k * n), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void decode_args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"M", "K", "N", "threads", "generic"});
+  for (int threads : {1, 2}) {
+    b->Args({1, 4096, 4096, threads, 0});
+    b->Args({1, 896, 4864, threads, 0});
+  }
+  b->Args({1, 4096, 4096, 1, 1});
+  b->Args({64, 4096, 4096, 1, 0});
+  b->Args({64, 4096, 4096, 2, 0});
+  b->UseRealTime();
+}
+
+BENCHMARK(BM_MatMulNBits)->Apply(decode_args);
+
+}  // namespace
+}  // namespace onnxllm
+
+BENCHMARK_MAIN();

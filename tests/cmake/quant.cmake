@@ -1,0 +1,14 @@
+# com.microsoft quantization, normalization and activation kernels (MatMulNBits, GatherBlockQuantized,
+# Skip(Simplified)LayerNormalization, Gelu family).
+set(QUANT_TEST_DIR ${CMAKE_CURRENT_SOURCE_DIR}/unit/kernels/quant)
+onnxllm_test(unit_kernels_quant SOURCES
+  ${QUANT_TEST_DIR}/matmul_nbits_test.cc ${QUANT_TEST_DIR}/contrib_ops_test.cc ${QUANT_TEST_DIR}/contrib_ort_test.cc
+  DEPS onnxllm_runtime)
+
+# MatMulNBits decode throughput (google-benchmark; not part of ctest or `make`: `make bench`). Skipped when the library is absent.
+find_package(benchmark QUIET)
+if(benchmark_FOUND)
+  add_executable(bench_matmul_nbits EXCLUDE_FROM_ALL ${CMAKE_CURRENT_SOURCE_DIR}/bench/matmul_nbits_bench.cc)
+  target_include_directories(bench_matmul_nbits PRIVATE ${PROJECT_SOURCE_DIR})
+  target_link_libraries(bench_matmul_nbits PRIVATE onnxllm_ep_cpu benchmark::benchmark)
+endif()
