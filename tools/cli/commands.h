@@ -16,5 +16,10 @@ using Command = std::pair<CLI::App*, std::function<int()>>;
 Command add_onnx_test_command(CLI::App& app);
 Command add_ops_command(CLI::App& app);
 Command add_run_command(CLI::App& app);
+Command add_template_command(CLI::App& app);
+Command add_build_command(CLI::App& app);
+Command add_quantize_command(CLI::App& app);
+Command add_tokenize_command(CLI::App& app);
+Command add_generate_command(CLI::App& app);
 
 }  // namespace onnxllm::cli

@@ -13,6 +13,11 @@ int main(int argc, char** argv) {
       onnxllm::cli::add_onnx_test_command(app),
       onnxllm::cli::add_ops_command(app),
       onnxllm::cli::add_run_command(app),
+      onnxllm::cli::add_template_command(app),
+      onnxllm::cli::add_build_command(app),
+      onnxllm::cli::add_quantize_command(app),
+      onnxllm::cli::add_tokenize_command(app),
+      onnxllm::cli::add_generate_command(app),
   };
   try {
     app.parse(argc, argv);

@@ -1,0 +1,139 @@
+#include "genai/generator/decoder_state.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace onnxllm::genai {
+
+namespace {
+
+// Writes value(r, c) for rows x cols into `buffer` as int32 or int64; returns the view.
+template <typename ValueOf>
+TensorView write_ints(const AlignedBuffer& buffer, DType dtype, int rows, int cols, ValueOf value) {
+  dispatch_dtype<int32_t, int64_t>(dtype, [&]<typename T>() {
+    T* out = static_cast<T*>(buffer.data());
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < cols; ++c) *out++ = static_cast<T>(value(r, c));
+  });
+  return TensorView(buffer.data(), dtype, Shape{rows, cols});
+}
+
+}  // namespace
+
+DecoderState::DecoderState(const Model& model, int rows, int max_length, bool share_buffer, int kv_capacity,
+                           int chunk_size)
+    : model_(model),
+      io_(model.io()),
+      rows_(rows),
+      max_length_(max_length),
+      chunk_size_(chunk_size),
+      binding_(model.session()),
+      kv_(io_, rows, kv_capacity, share_buffer),
+      input_ids_(static_cast<size_t>(rows) * max_length * dtype_size(io_.input_ids_dtype)),
+      attention_mask_(static_cast<size_t>(rows) * max_length * dtype_size(io_.attention_mask_dtype)),
+      position_ids_(static_cast<size_t>(rows) * max_length * dtype_size(io_.position_ids_dtype)),
+      mask_(static_cast<size_t>(rows) * max_length, 0),
+      positions_(static_cast<size_t>(rows) * max_length, 0),
+      next_position_(static_cast<size_t>(rows), 0),
+      logits_column_(static_cast<size_t>(rows), 0) {}
+
+void DecoderState::add_columns(const Sequences& sequences, int first, bool detect_padding) {
+  const int end = sequences.length();
+  const int pad = model_.config().model.pad_token_id;
+  for (int r = 0; r < rows_; ++r) {
+    const auto row = sequences.row(r);
+    int last_real = end - 1;
+    if (detect_padding)
+      while (last_real >= first && row[last_real] == pad) --last_real;
+    for (int c = first; c < end; ++c) {
+      const size_t i = static_cast<size_t>(r) * max_length_ + c;
+      mask_[i] = c <= last_real ? 1 : 0;
+      positions_[i] = c <= last_real ? next_position_[r]++ : 0;
+    }
+  }
+}
+
+void DecoderState::fill_inputs(const Sequences& sequences, int from, int to) {
+  const int n = to - from;
+  const size_t stride = static_cast<size_t>(max_length_);
+  binding_.bind_input(io_.input_ids, write_ints(input_ids_, io_.input_ids_dtype, rows_, n,
+                                                [&](int r, int c) { return sequences.row(r)[from + c]; }));
+  if (io_.position_ids >= 0)
+    binding_.bind_input(io_.position_ids, write_ints(position_ids_, io_.position_ids_dtype, rows_, n,
+                                                     [&](int r, int c) { return positions_[r * stride + from + c]; }));
+  if (io_.attention_mask >= 0)
+    binding_.bind_input(io_.attention_mask, write_ints(attention_mask_, io_.attention_mask_dtype, rows_, to,
+                                                       [&](int r, int c) { return mask_[r * stride + c]; }));
+}
+
+void DecoderState::run(const Sequences& sequences, std::span<float> logits) {
+  const bool cached = !io_.layers.empty();
+  const int end = sequences.length();
+  const int first_new = cached ? kv_.length() : std::min(uncached_seen_, end - 1);
+  ONNXLLM_CHECK(first_new < end, kInvalidArgument, "the decoder has already seen all ", end, " tokens");
+  int from = cached ? first_new : 0;  // a graph without a cache sees the whole sequence every time
+  // As onnxruntime-genai does, each row's logits come from its last token of this run that is not
+  // pad_token_id (so a right-padded row continues from its last real token), or from the last one.
+  const int pad = model_.config().model.pad_token_id;
+  for (int r = 0; r < rows_; ++r) {
+    const auto row = sequences.row(r);
+    int c = end - 1;
+    while (c > first_new && row[c] == pad) --c;
+    logits_column_[r] = row[c] == pad ? end - 1 : c;
+  }
+  const int step = cached && chunk_size_ > 0 ? chunk_size_ : end - from;
+  while (from < end) {
+    const int to = std::min(from + step, end);
+    fill_inputs(sequences, from, to);
+    if (cached) kv_.bind(binding_);
+    model_.session().run(binding_);
+    if (cached) kv_.advance(binding_, to);
+    copy_logits(from, to, logits);
+    from = to;
+  }
+  uncached_seen_ = end;
+}
+
+void DecoderState::copy_logits(int from, int to, std::span<float> logits) {
+  const TensorView& out = binding_.output(io_.logits);
+  const int64_t vocab = static_cast<int64_t>(logits.size()) / rows_;
+  const int64_t positions = out.rank() == 3 ? out.dim(1) : 1;
+  const bool ok = (out.rank() == 3 && out.dim(0) == rows_ && (positions == to - from || positions == 1) &&
+                   out.dim(2) == vocab) ||
+                  (out.rank() == 2 && out.dim(0) == rows_ && out.dim(1) == vocab);
+  ONNXLLM_CHECK(ok, kInvalidModel, "the decoder's logits are ", out.describe(), " but [", rows_, ", ", to - from, ", ",
+                vocab, "] was expected (model.vocab_size is ", vocab, ")");
+  const bool converted = dispatch_dtype<float, Float16, BFloat16>(out.dtype(), [&]<typename T>() {
+    for (int r = 0; r < rows_; ++r) {
+      const int c = logits_column_[r];
+      if (c < from || c >= to) continue;
+      // A graph with a pruned LM head gives only the last position.
+      const int64_t p = positions == 1 ? 0 : c - from;
+      const T* src = out.data<T>() + (r * positions + p) * vocab;
+      std::transform(src, src + vocab, logits.begin() + r * vocab, [](T v) { return static_cast<float>(v); });
+    }
+  });
+  ONNXLLM_CHECK(converted, kInvalidModel, "the decoder's logits are ", dtype_name(out.dtype()),
+                "; float32, float16 or bfloat16 was expected");
+}
+
+void DecoderState::reorder(std::span<const int32_t> source_rows) {
+  // Masks and positions need no reordering: the beams of a batch entry share its prompt, and every
+  // generated column has mask 1 and the same position in all of them.
+  if (!io_.layers.empty()) kv_.reorder(source_rows);
+}
+
+void DecoderState::rewind_to(int length) {
+  kv_.rewind(std::min(kv_.length(), std::max(length - 1, 0)));
+  uncached_seen_ = std::min(uncached_seen_, std::max(length - 1, 0));
+  for (int r = 0; r < rows_; ++r) {
+    next_position_[r] = 0;
+    for (int c = 0; c < length; ++c) {
+      const size_t i = static_cast<size_t>(r) * max_length_ + c;
+      if (mask_[i]) next_position_[r] = positions_[i] + 1;
+    }
+  }
+}
+
+}  // namespace onnxllm::genai

@@ -1,0 +1,68 @@
+// What a generator feeds the decoder graph and keeps between runs: the IoBinding (activation
+// memory reused by every run), input_ids / attention_mask / position_ids buffers sized for
+// max_length, the mask and position of every sequence column, and the KV cache.
+// Nothing here allocates after construction.
+//
+// Masks and positions follow onnxruntime-genai: a batch (batch_size > 1) is right-padded with
+// pad_token_id, and in its first prompt each row's trailing pad tokens get mask 0 and position 0;
+// every other token gets mask 1 and the next position of its row (0, 1, ... over unmasked tokens).
+// With batch_size 1 nothing is treated as padding.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/tensor.h"
+#include "genai/kv_cache/kv_cache.h"
+#include "genai/model/model.h"
+#include "genai/search/sequences.h"
+#include "runtime/io_binding.h"
+
+namespace onnxllm::genai {
+
+class DecoderState {
+ public:
+  // rows = batch_size * num_beams; chunk_size > 0 splits longer runs (chunked prefill).
+  DecoderState(const Model& model, int rows, int max_length, bool share_buffer, int kv_capacity, int chunk_size);
+
+  // Records mask and positions of columns [first, sequences.length()). detect_padding: this is a
+  // batch's first prompt, whose trailing pad tokens are masked.
+  void add_columns(const Sequences& sequences, int first, bool detect_padding);
+  // Runs the decoder on the columns the cache does not hold yet (all of them for a graph without
+  // a cache), in chunks of chunk_size, and writes each row's logits as float32 to logits
+  // [rows, vocab]: those of the row's last token in the run that is not pad_token_id.
+  void run(const Sequences& sequences, std::span<float> logits);
+  // Beam search: row r continues row source_rows[r].
+  void reorder(std::span<const int32_t> source_rows);
+  // Keeps the first `length` columns; the cache keeps at most length - 1 positions, so that the
+  // next run has a token to produce logits from.
+  void rewind_to(int length);
+
+  // Sequence positions the cache holds.
+  int cached_length() const { return kv_.length(); }
+  const IoBinding& binding() const { return binding_; }
+
+ private:
+  void fill_inputs(const Sequences& sequences, int from, int to);
+  // After running columns [from, to): the logits of rows whose logits column is among them.
+  void copy_logits(int from, int to, std::span<float> logits);
+
+  const Model& model_;
+  const DecoderIo& io_;
+  int rows_;
+  int max_length_;
+  int chunk_size_;
+  IoBinding binding_;
+  KvCache kv_;
+  AlignedBuffer input_ids_;       // rows x max_length of int32/int64, as the graph wants
+  AlignedBuffer attention_mask_;
+  AlignedBuffer position_ids_;
+  std::vector<int64_t> mask_;       // rows x max_length: per sequence column
+  std::vector<int64_t> positions_;  // rows x max_length
+  std::vector<int64_t> next_position_;  // per row
+  std::vector<int> logits_column_;      // per row: the column whose logits the current run yields
+  int uncached_seen_ = 0;               // a graph without a cache: columns run before
+};
+
+}  // namespace onnxllm::genai

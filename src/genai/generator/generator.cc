@@ -1,0 +1,240 @@
+#include "genai/generator/generator.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/error.h"
+
+namespace onnxllm::genai {
+
+namespace {
+
+constexpr int kMaxBatchSize = 32;
+constexpr int kMaxNumBeams = 32;
+// Per row and position: the token, its mask and position, the three input buffers and the beam
+// search copies (rounded up).
+constexpr size_t kBytesPerPosition = 64;
+
+std::string gib(size_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f GiB", static_cast<double>(bytes) / (1ull << 30));
+  return text;
+}
+
+// The request's search options, checked against the model as onnxruntime-genai does when it
+// creates a generator.
+SearchParams checked_search_params(const GeneratorParams& params) {
+  const Config& config = params.model()->config();
+  SearchParams p;
+  p.search = params.search;
+  SearchConfig& s = p.search;
+  p.vocab_size = config.model.vocab_size;
+  p.pad_token_id = config.model.pad_token_id;
+  p.eos_token_ids = config.eos_token_ids();
+  const int context = config.model.context_length;
+
+  ONNXLLM_CHECK(s.max_length >= 0, kInvalidArgument, "search.max_length must be >= 0 (0 = context_length), got ",
+                s.max_length);
+  if (s.max_length == 0) s.max_length = context;
+  ONNXLLM_CHECK(s.max_length <= context, kInvalidArgument, "search.max_length (", s.max_length,
+                ") cannot be greater than model.context_length (", context, ")");
+  ONNXLLM_CHECK(s.batch_size >= 1 && s.batch_size <= kMaxBatchSize, kInvalidArgument, "search.batch_size (",
+                s.batch_size, ") must be in [1, ", kMaxBatchSize, "]");
+  ONNXLLM_CHECK(s.num_beams >= 1 && s.num_beams <= kMaxNumBeams, kInvalidArgument, "search.num_beams (", s.num_beams,
+                ") must be in [1, ", kMaxNumBeams, "]");
+  ONNXLLM_CHECK(s.num_return_sequences >= 1 && s.num_return_sequences <= s.num_beams, kInvalidArgument,
+                "search.num_return_sequences (", s.num_return_sequences, ") must be in [1, num_beams = ", s.num_beams,
+                "]");
+  ONNXLLM_CHECK(p.vocab_size >= 1, kInvalidArgument, "model.vocab_size must be 1 or greater, got ", p.vocab_size);
+  ONNXLLM_CHECK(s.num_beams == 1 || p.vocab_size >= 2, kInvalidArgument, "model.vocab_size (", p.vocab_size,
+                ") must be 2 or greater for beam search (num_beams ", s.num_beams, ")");
+  for (const int eos : p.eos_token_ids)
+    ONNXLLM_CHECK(eos >= 0 && eos < p.vocab_size, kInvalidArgument, "model.eos_token_id (", eos,
+                  ") must be in [0, vocab_size = ", p.vocab_size, ")");
+  const bool sampling = s.do_sample && s.top_k != 1 && s.temperature != 0.0f;
+  ONNXLLM_CHECK(!sampling || s.num_beams == 1, kInvalidArgument,
+                "sampling (do_sample with top_k/top_p) cannot be combined with beam search (num_beams ", s.num_beams,
+                ")");
+  ONNXLLM_CHECK(s.min_length >= 0, kInvalidArgument, "search.min_length must be >= 0, got ", s.min_length);
+  ONNXLLM_CHECK(s.no_repeat_ngram_size >= 0, kInvalidArgument, "search.no_repeat_ngram_size must be >= 0, got ",
+                s.no_repeat_ngram_size);
+  ONNXLLM_CHECK(s.repetition_penalty > 0.0f, kInvalidArgument, "search.repetition_penalty must be > 0, got ",
+                s.repetition_penalty);
+  ONNXLLM_CHECK(s.chunk_size >= 0, kInvalidArgument, "search.chunk_size must be >= 0, got ", s.chunk_size);
+  ONNXLLM_CHECK(s.random_seed >= -1, kInvalidArgument, "search.random_seed must be >= 0, or -1 for a random seed, got ",
+                s.random_seed);
+  return p;
+}
+
+}  // namespace
+
+Generator::Generator(const GeneratorParams& params) : model_(params.model()) {
+  const SearchParams p = checked_search_params(params);
+  const SearchConfig& s = p.search;
+  const DecoderIo& io = model_->io();
+  batch_size_ = s.batch_size;
+  num_beams_ = s.num_beams;
+  vocab_size_ = p.vocab_size;
+  max_length_ = s.max_length;
+  const int rows = batch_size_ * num_beams_;
+
+  // KV cache mode: a graph with a fixed past length needs the shared buffer, which beam search
+  // cannot use (its rows are reordered every step).
+  bool share = s.past_present_share_buffer && num_beams_ == 1;
+  int capacity = max_length_;
+  if (io.static_past_length >= 0 && !io.layers.empty()) {
+    ONNXLLM_CHECK(num_beams_ == 1, kInvalidArgument, "the decoder's past inputs have a fixed length (",
+                  io.static_past_length, "), which needs past_present_share_buffer; beam search cannot use it");
+    ONNXLLM_CHECK(max_length_ <= io.static_past_length, kInvalidArgument, "search.max_length (", max_length_,
+                  ") exceeds the decoder's fixed past length (", io.static_past_length, ")");
+    share = true;
+    capacity = static_cast<int>(io.static_past_length);
+  }
+  // Everything is sized by max_length up front, so check it fits before allocating anything.
+  const size_t kv_bytes = KvCache::required_bytes(io, rows, capacity, share);
+  const size_t token_bytes = static_cast<size_t>(rows) * max_length_ * kBytesPerPosition;
+  const size_t available = available_memory_bytes();
+  ONNXLLM_CHECK(available == 0 || (kv_bytes <= available && token_bytes <= available - kv_bytes), kOutOfMemory,
+                "search.max_length ", max_length_,
+                params.search.max_length == 0 ? " (not set: it defaults to model.context_length)" : "", " needs ",
+                gib(kv_bytes), " for the KV cache (", io.layers.size(), " layers, ", rows, " rows, ", io.kv_heads,
+                " heads x ", capacity, " positions x ", io.head_size, " ", dtype_name(io.kv_dtype),
+                share ? ", one shared buffer" : ", two buffers", ") and ", gib(token_bytes),
+                " for tokens, masks and positions, but only ", gib(available),
+                " of memory is available; set a smaller search.max_length");
+
+  search_ = Search::create(p);  // checks the sampling options
+  state_ = std::make_unique<DecoderState>(*model_, rows, max_length_, share, capacity, s.chunk_size);
+  logits_.assign(static_cast<size_t>(rows) * vocab_size_, 0.0f);
+  const std::string& type = model_->type();
+  if (rows == 1 && (type == "phi3" || type == "phimoe")) rope_rewind_length_ = 4097;
+  if (rows == 1 && type == "phi3small") rope_rewind_length_ = 8193;
+  if (rope_rewind_length_ > 0) replay_.resize(static_cast<size_t>(max_length_));
+}
+
+void Generator::check_usable() const {
+  ONNXLLM_CHECK(failed_.empty(), kRuntime, "the generator failed earlier (", failed_,
+                "); call rewind_to(0) to start over");
+}
+
+void Generator::compute_logits() {
+  try {
+    state_->run(search_->sequences(), logits_);
+  } catch (const std::exception& e) {
+    failed_ = e.what();
+    throw;
+  }
+  logits_current_ = true;
+}
+
+void Generator::append_tokens(std::span<const int32_t> tokens) {
+  check_usable();
+  const int length = search_->length();
+  ONNXLLM_CHECK(!tokens.empty(), kInvalidArgument, "append_tokens: no tokens (the prompt is empty)");
+  ONNXLLM_CHECK(tokens.size() % batch_size_ == 0, kInvalidArgument, "append_tokens: ", tokens.size(),
+                " tokens do not split into search.batch_size (", batch_size_, ") rows of equal length");
+  const size_t per_row = tokens.size() / batch_size_;
+  ONNXLLM_CHECK(per_row <= static_cast<size_t>(max_length_ - length), kInvalidArgument, "append_tokens: ", per_row,
+                " tokens per row after ", length, " exceed search.max_length (", max_length_, ")");
+  const int count = static_cast<int>(per_row);
+  ONNXLLM_CHECK(length == 0 || batch_size_ == 1, kInvalidArgument,
+                "append_tokens can be called once for batch_size > 1; call rewind_to(0) to start over");
+  ONNXLLM_CHECK(length == 0 || num_beams_ == 1, kInvalidArgument,
+                "append_tokens can be called once with beam search; call rewind_to(0) to start over");
+  for (size_t i = 0; i < tokens.size(); ++i)
+    ONNXLLM_CHECK(tokens[i] >= 0 && tokens[i] < vocab_size_, kInvalidArgument, "append_tokens: token id ", tokens[i],
+                  " (row ", i / count, ", column ", i % count, ") is outside the vocabulary [0, ", vocab_size_, ")");
+
+  search_->append_tokens(tokens, count);
+  state_->add_columns(search_->sequences(), length, batch_size_ > 1 && length == 0);
+  logits_current_ = false;
+  compute_logits();
+}
+
+void Generator::append_token_sequences(const std::vector<std::vector<int32_t>>& rows) {
+  ONNXLLM_CHECK(static_cast<int>(rows.size()) == batch_size_, kInvalidArgument, "append_token_sequences: ",
+                rows.size(), " rows but search.batch_size is ", batch_size_);
+  size_t longest = 0;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    ONNXLLM_CHECK(!rows[r].empty(), kInvalidArgument, "append_token_sequences: row ", r, " is empty");
+    longest = std::max(longest, rows[r].size());
+  }
+  std::vector<int32_t> padded(rows.size() * longest, model_->config().model.pad_token_id);
+  for (size_t r = 0; r < rows.size(); ++r) std::copy(rows[r].begin(), rows[r].end(), padded.begin() + r * longest);
+  append_tokens(padded);
+}
+
+void Generator::generate_next_token() {
+  check_usable();
+  ONNXLLM_CHECK(search_->length() < max_length_, kInvalidArgument,
+                "generate_next_token: the sequences already have search.max_length (", max_length_, ") tokens");
+  ONNXLLM_CHECK(search_->length() > 0 || logits_current_, kInvalidArgument,
+                "generate_next_token: call append_tokens (or set_logits) first");
+  if (rope_rewind_length_ > 0 && search_->length() == rope_rewind_length_) {
+    // Phi-3 LongRoPE switches to its long factors here: recompute the whole sequence with them.
+    const auto sequence = search_->sequences().row(0);
+    std::copy(sequence.begin(), sequence.end(), replay_.begin());
+    const std::span<const int32_t> replay(replay_.data(), sequence.size());
+    rewind_to(0);
+    append_tokens(replay);
+  }
+  if (!logits_current_) compute_logits();
+  const int length = search_->length();
+  search_->generate(logits_);
+  state_->add_columns(search_->sequences(), length, false);
+  logits_current_ = false;
+  if (num_beams_ > 1) state_->reorder(search_->source_rows());
+}
+
+bool Generator::is_done() const {
+  check_usable();
+  return search_->length() >= max_length_ || (!logits_current_ && search_->is_done());
+}
+
+std::span<const int32_t> Generator::get_sequence(int index) {
+  check_usable();
+  return search_->result(index);
+}
+
+void Generator::rewind_to(int length) {
+  ONNXLLM_CHECK(length >= 0 && length <= search_->length(), kInvalidArgument, "rewind_to(", length,
+                "): the sequences have ", search_->length(), " tokens");
+  if (length == 0) failed_.clear();
+  check_usable();
+  if (length == search_->length() && length > 0) return;
+  ONNXLLM_CHECK(length == 0 || batch_size_ == 1, kInvalidArgument, "rewind_to(", length,
+                "): with batch_size > 1 only rewind_to(0) is supported");
+  ONNXLLM_CHECK(length == 0 || num_beams_ == 1, kInvalidArgument, "rewind_to(", length,
+                "): beam search supports only rewind_to(0)");
+  search_->rewind_to(length);
+  state_->rewind_to(length);
+  logits_current_ = false;
+}
+
+TensorView Generator::get_logits() {
+  check_usable();
+  if (!logits_current_) {
+    ONNXLLM_CHECK(search_->length() > 0, kInvalidArgument, "get_logits: there are no tokens yet (append_tokens first)");
+    compute_logits();
+  }
+  const int64_t rows = static_cast<int64_t>(batch_size_) * num_beams_;
+  return TensorView(logits_.data(), DType::kFloat32, Shape{rows, 1, vocab_size_});
+}
+
+void Generator::set_logits(std::span<const float> logits) {
+  check_usable();
+  ONNXLLM_CHECK(logits.size() == logits_.size(), kInvalidArgument, "set_logits: ", logits.size(),
+                " values, expected rows x vocab_size = ", batch_size_ * num_beams_, " x ", vocab_size_, " = ",
+                logits_.size());
+  std::copy(logits.begin(), logits.end(), logits_.begin());
+  logits_current_ = true;
+}
+
+const TensorView& Generator::get_output(const std::string& name) const {
+  check_usable();
+  const TensorView& out = state_->binding().output(name);
+  ONNXLLM_CHECK(!out.empty(), kInvalidArgument, "get_output: '", name, "' is not available before the first run");
+  return out;
+}
+
+}  // namespace onnxllm::genai

@@ -1,0 +1,82 @@
+// An immutable, shareable model: the parsed genai_config.json and the decoder Session, with the
+// decoder's inputs and outputs resolved once from the config's names. Generators hold a
+// shared_ptr to it; one Model serves any number of generators (each with its own state).
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/thread_pool.h"
+#include "genai/config/config.h"
+#include "graph/graph.h"
+#include "runtime/session.h"
+
+namespace onnxllm::genai {
+
+enum class KvLayout {
+  kSeparate,  // K and V per layer, each [batch, kv_heads, seq, head_size] (decoder-only families)
+  kCombined,  // one tensor per layer, [2, batch, kv_heads, seq, head_size] (gpt2's past_%d)
+};
+
+// Where each decoder input and output is, by index into the Session's lists.
+struct DecoderIo {
+  int input_ids = -1;       // required
+  int attention_mask = -1;  // -1: the graph has no such input
+  int position_ids = -1;    // -1: the graph has no such input (e.g. RoPE fused with the mask)
+  DType input_ids_dtype = DType::kInt64;
+  DType attention_mask_dtype = DType::kInt64;
+  DType position_ids_dtype = DType::kInt64;
+  int logits = -1;  // output index
+  DType logits_dtype = DType::kFloat32;
+
+  // Per layer: past/present indices. kCombined uses only the *_key fields.
+  struct Layer {
+    int past_key = -1;
+    int past_value = -1;
+    int present_key = -1;
+    int present_value = -1;
+  };
+  KvLayout kv_layout = KvLayout::kSeparate;
+  std::vector<Layer> layers;  // empty: the graph keeps no cache (each run sees the whole sequence)
+  DType kv_dtype = DType::kFloat32;
+  int kv_heads = 0;
+  int head_size = 0;
+  int64_t static_past_length = -1;  // the graph's fixed past sequence dim, -1 when symbolic
+};
+
+struct ModelOptions {
+  int num_threads = 0;               // 0: the config's intra_op_num_threads, else physical cores
+  std::shared_ptr<ThreadPool> pool;  // share a pool between models (overrides num_threads)
+};
+
+class Model {
+ public:
+  // Loads <dir>/genai_config.json and the decoder graph it names.
+  static std::shared_ptr<const Model> load(const std::filesystem::path& dir, const ModelOptions& options = {});
+  // A model from a config (e.g. after Config::overlay); the decoder file comes from config.dir.
+  static std::shared_ptr<const Model> create(Config config, const ModelOptions& options = {});
+  // A model from a config and a decoder graph built in code (tests, the model builder).
+  static std::shared_ptr<const Model> create(Config config, std::shared_ptr<Graph> decoder,
+                                             const ModelOptions& options = {});
+
+  const Config& config() const { return config_; }
+  const std::string& type() const { return config_.model.type; }
+  const Session& session() const { return *session_; }
+  const DecoderIo& io() const { return io_; }
+
+  // The model types onnxllm runs (gpt2 and the decoder-only families).
+  static bool is_supported_type(std::string_view type);
+
+ private:
+  Model(Config config, std::shared_ptr<Session> session);
+
+  Config config_;
+  std::shared_ptr<Session> session_;
+  DecoderIo io_;
+};
+
+}  // namespace onnxllm::genai

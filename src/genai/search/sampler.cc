@@ -1,0 +1,121 @@
+#include "genai/search/sampler.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <numeric>
+
+#include "core/error.h"
+
+namespace onnxllm::genai {
+
+namespace {
+
+// Index i of [0, n) with probability weight(i) / sum of weights (weights >= 0). Equivalent to
+// std::discrete_distribution, which onnxruntime-genai uses, without its allocation.
+template <typename WeightOf>
+size_t draw(std::mt19937& rng, size_t n, WeightOf weight) {
+  double total = 0.0;
+  for (size_t i = 0; i < n; ++i) total += weight(i);
+  const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng) * total;
+  double cumulative = 0.0;
+  size_t last = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double w = weight(i);
+    if (w <= 0.0) continue;
+    cumulative += w;
+    last = i;
+    if (u < cumulative) return i;
+  }
+  return last;  // rounding: u reached the total
+}
+
+std::mt19937 make_rng(int seed) {
+  if (seed >= 0) return std::mt19937(static_cast<uint32_t>(seed));
+  std::random_device device;
+  std::array<uint32_t, std::mt19937::state_size> data;
+  for (auto& v : data) v = device();
+  std::seed_seq seq(data.begin(), data.end());
+  return std::mt19937(seq);
+}
+
+}  // namespace
+
+Sampler::Sampler(const SearchConfig& s, int vocab_size)
+    : top_k_(s.top_k), top_p_(s.top_p), temperature_(s.temperature), rng_(make_rng(s.random_seed)) {
+  if (!s.do_sample || s.top_k == 1 || s.temperature == 0.0f) {
+    method_ = Method::kGreedy;
+    return;
+  }
+  ONNXLLM_CHECK(s.temperature > 0.0f, kInvalidArgument, "search.temperature must be >= 0, got ", s.temperature);
+  ONNXLLM_CHECK(s.top_p >= 0.0f && s.top_p <= 1.0f, kInvalidArgument, "search.top_p must be in [0, 1], got ", s.top_p);
+  ONNXLLM_CHECK(s.top_k >= 0, kInvalidArgument, "search.top_k must be >= 0, got ", s.top_k);
+  ONNXLLM_CHECK(s.top_k <= vocab_size, kInvalidArgument, "search.top_k (", s.top_k,
+                ") must be less than or equal to model.vocab_size (", vocab_size, ")");
+  if (s.top_p > 0.0f && s.top_p < 1.0f && s.top_k > 1) method_ = Method::kTopKTopP;
+  else if (s.top_k > 1) method_ = Method::kTopK;
+  else method_ = Method::kTopP;
+  order_.resize(static_cast<size_t>(vocab_size));
+  weights_.resize(static_cast<size_t>(vocab_size));
+}
+
+int32_t Sampler::argmax(std::span<const float> logits) {
+  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+}
+
+int32_t Sampler::choose(std::span<const float> logits) {
+  switch (method_) {
+    case Method::kGreedy: return argmax(logits);
+    case Method::kTopK: return top_k(logits, top_k_, 1.0f);
+    case Method::kTopKTopP: return top_k(logits, top_k_, top_p_);
+    case Method::kTopP: return top_p(logits);
+  }
+  return argmax(logits);
+}
+
+int32_t Sampler::top_k(std::span<const float> logits, int k, float p) {
+  std::iota(order_.begin(), order_.end(), 0);
+  const auto by_logit = [&](int32_t a, int32_t b) { return logits[a] > logits[b]; };
+  std::partial_sort(order_.begin(), order_.begin() + k, order_.end(), by_logit);
+  const float max = logits[order_[0]];
+  float sum = 0.0f;
+  for (int i = 0; i < k; ++i) sum += weights_[i] = std::exp((logits[order_[i]] - max) / temperature_);
+  // Nucleus within the top k: the shortest prefix whose probability reaches p.
+  int keep = k;
+  if (p < 1.0f) {
+    float cumulative = 0.0f;
+    for (int i = 0; i < k; ++i) {
+      cumulative += weights_[i] / sum;
+      if (cumulative >= p) {
+        keep = i + 1;
+        break;
+      }
+    }
+  }
+  return order_[draw(rng_, static_cast<size_t>(keep), [&](size_t i) { return weights_[i]; })];
+}
+
+int32_t Sampler::top_p(std::span<const float> logits) {
+  const size_t vocab = logits.size();
+  const float max = *std::max_element(logits.begin(), logits.end());
+  float sum = 0.0f;
+  for (size_t i = 0; i < vocab; ++i) sum += weights_[i] = std::exp((logits[i] - max) / temperature_);
+  if (top_p_ <= 0.0f || top_p_ >= 1.0f)
+    return static_cast<int32_t>(draw(rng_, vocab, [&](size_t i) { return weights_[i]; }));
+  // Sort only as far as the nucleus reaches: 16 candidates first, four times more each round.
+  std::iota(order_.begin(), order_.end(), 0);
+  const auto by_weight = [&](int32_t a, int32_t b) { return weights_[a] > weights_[b]; };
+  size_t sorted = 0, keep = vocab;
+  float cumulative = 0.0f;
+  for (size_t k = std::min<size_t>(16, vocab);; k = std::min(k * 4, vocab)) {
+    std::partial_sort(order_.begin() + sorted, order_.begin() + k, order_.end(), by_weight);
+    for (; sorted < k && keep == vocab; ++sorted) {
+      cumulative += weights_[order_[sorted]] / sum;
+      if (cumulative >= top_p_) keep = sorted + 1;
+    }
+    if (keep != vocab || k == vocab) break;
+  }
+  return order_[draw(rng_, keep, [&](size_t i) { return weights_[order_[i]]; })];
+}
+
+}  // namespace onnxllm::genai

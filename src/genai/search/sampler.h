@@ -1,0 +1,44 @@
+// Chooses one token from a row of logits: greedy argmax, or sampling from softmax(logits /
+// temperature) restricted to the top k and/or the top-p nucleus, with the generator's own
+// std::mt19937. Method selection follows onnxruntime-genai: greedy when !do_sample, top_k == 1 or
+// temperature == 0; top-k + top-p when 0 < top_p < 1 and top_k > 1; top-k when top_k > 1; else
+// top-p (top_p outside (0, 1) samples the whole softmax). Choosing allocates nothing.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "genai/config/config.h"
+
+namespace onnxllm::genai {
+
+class Sampler {
+ public:
+  enum class Method { kGreedy, kTopK, kTopP, kTopKTopP };
+
+  // Throws kInvalidArgument for values sampling cannot use (top_k > vocab_size, top_p outside
+  // [0, 1], negative temperature).
+  Sampler(const SearchConfig& search, int vocab_size);
+
+  Method method() const { return method_; }
+  int32_t choose(std::span<const float> logits);
+
+  // The first index of the largest value.
+  static int32_t argmax(std::span<const float> logits);
+
+ private:
+  int32_t top_k(std::span<const float> logits, int k, float top_p);
+  int32_t top_p(std::span<const float> logits);
+
+  Method method_ = Method::kGreedy;
+  int top_k_;
+  float top_p_;
+  float temperature_;
+  std::mt19937 rng_;
+  std::vector<int32_t> order_;  // token ids, partially sorted
+  std::vector<float> weights_;  // unnormalised probabilities (by rank for top-k, by token for top-p)
+};
+
+}  // namespace onnxllm::genai

@@ -1,0 +1,12 @@
+# The generation layer (src/genai/config, model, kv_cache, search, generator) and `onnxllm generate`.
+set(GENAI_TEST_DIR ${CMAKE_CURRENT_SOURCE_DIR}/unit/genai)
+onnxllm_test(genai_unit SOURCES
+  ${GENAI_TEST_DIR}/config_test.cc ${GENAI_TEST_DIR}/search_test.cc ${GENAI_TEST_DIR}/generator_test.cc
+  DEPS onnxllm_genai)
+# Replaces malloc to count allocations, so it is a binary of its own.
+onnxllm_test(genai_alloc SOURCES ${GENAI_TEST_DIR}/alloc_test.cc DEPS onnxllm_genai)
+# ../shared/conformance/genai-cases.json on the tiny gpt2 model, our gpt2 cases and the CLI
+# (--prompt/--chat use the folder's tokenizer, so the test encodes with it too).
+onnxllm_test(genai_conformance SOURCES ${GENAI_TEST_DIR}/conformance_test.cc DEPS onnxllm_genai onnxllm_tokenizer)
+target_compile_definitions(genai_conformance PRIVATE ONNXLLM_CLI="$<TARGET_FILE:onnxllm>")
+add_dependencies(genai_conformance onnxllm)

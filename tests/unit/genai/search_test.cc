@@ -1,0 +1,273 @@
+// Search on injected logits: logits processors, the sampler's distributions, greedy rows, and
+// beam search against a plainly written reference.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <random>
+
+#include "core/error.h"
+#include "genai/search/logits_processors.h"
+#include "genai/search/sampler.h"
+#include "genai/search/search.h"
+#include "tests/unit/genai/test_models.h"
+
+namespace onnxllm::genai {
+namespace {
+
+constexpr float kLowest = std::numeric_limits<float>::lowest();
+
+TEST(GenaiLogitsProcessors, RepetitionPenaltyDividesPositivesAndMultipliesNegatives) {
+  std::vector<float> logits = {2.0f, -1.0f, 3.0f, 0.5f, -4.0f};
+  std::vector<uint8_t> seen(5, 0);
+  const std::vector<int32_t> sequence = {1, 0, 1, 4, 0};  // distinct: 0, 1, 4
+  apply_repetition_penalty(logits, sequence, 2.0f, seen);
+  EXPECT_EQ(logits, (std::vector<float>{1.0f, -2.0f, 3.0f, 0.5f, -8.0f}));
+  EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](uint8_t s) { return s == 0; }));
+}
+
+TEST(GenaiLogitsProcessors, SuppressTokensIgnoresIdsOutsideTheVocabulary) {
+  std::vector<float> logits = {1.0f, 2.0f, 3.0f};
+  const std::vector<int> ids = {2, 7, -1};
+  suppress_tokens(logits, ids);
+  EXPECT_EQ(logits, (std::vector<float>{1.0f, 2.0f, kLowest}));
+}
+
+TEST(GenaiLogitsProcessors, NoRepeatNgramBansExactlyTheCompletingTokens) {
+  std::mt19937 rng(3);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int vocab = 4, n = 1 + trial % 4;
+    std::vector<int32_t> sequence(trial % 13);
+    for (auto& t : sequence) t = static_cast<int32_t>(rng() % vocab);
+    std::vector<float> logits(vocab, 1.0f);
+    ban_repeated_ngrams(logits, sequence, n);
+    // Brute force: token t is banned when sequence + [t] ends with an n-gram seen earlier.
+    for (int t = 0; t < vocab; ++t) {
+      std::vector<int32_t> ext = sequence;
+      ext.push_back(t);
+      bool banned = false;
+      const int len = static_cast<int>(ext.size());
+      if (len >= n) {
+        for (int s = 0; s + n <= len - 1; ++s)
+          banned = banned || std::equal(ext.begin() + s, ext.begin() + s + n, ext.end() - n);
+      }
+      EXPECT_EQ(logits[t] == kLowest, banned) << "trial " << trial << " token " << t;
+    }
+  }
+}
+
+SearchConfig sampling(int top_k, float top_p, float temperature, int seed) {
+  SearchConfig s;
+  s.do_sample = true;
+  s.top_k = top_k;
+  s.top_p = top_p;
+  s.temperature = temperature;
+  s.random_seed = seed;
+  return s;
+}
+
+// softmax(logits / T) restricted to the top-k set and then to the top-p nucleus, renormalised.
+std::vector<double> expected_distribution(const std::vector<float>& logits, int top_k, float top_p, float t) {
+  const int v = static_cast<int>(logits.size());
+  std::vector<int> order(v);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return logits[a] > logits[b]; });
+  const int k = top_k > 0 ? top_k : v;
+  std::vector<double> p(v, 0.0);
+  double sum = 0.0;
+  for (int i = 0; i < k; ++i) sum += p[order[i]] = std::exp(logits[order[i]] / t);
+  int keep = k;
+  if (top_p > 0.0f && top_p < 1.0f) {
+    double cumulative = 0.0;
+    for (int i = 0; i < k; ++i) {
+      cumulative += p[order[i]] / sum;
+      if (cumulative >= top_p) {
+        keep = i + 1;
+        break;
+      }
+    }
+  }
+  for (int i = keep; i < k; ++i) p[order[i]] = 0.0;
+  const double kept = std::accumulate(p.begin(), p.end(), 0.0);
+  for (auto& x : p) x /= kept;
+  return p;
+}
+
+void check_distribution(int vocab, int top_k, float top_p, float temperature) {
+  std::vector<float> logits(vocab);
+  for (int i = 0; i < vocab; ++i) logits[i] = std::sin(1.7f * i) * 2.0f;  // distinct values
+  const auto expected = expected_distribution(logits, top_k, top_p, temperature);
+  Sampler sampler(sampling(top_k, top_p, temperature, 1234), vocab);
+  const int draws = 20000;
+  std::vector<int> counts(vocab, 0);
+  for (int i = 0; i < draws; ++i) ++counts[sampler.choose(logits)];
+  for (int t = 0; t < vocab; ++t) {
+    if (expected[t] == 0.0) {
+      EXPECT_EQ(counts[t], 0) << "token " << t << " is outside the top-k/top-p set";
+    } else {
+      EXPECT_NEAR(static_cast<double>(counts[t]) / draws, expected[t], 0.015) << "token " << t;
+    }
+  }
+}
+
+TEST(GenaiSampler, TopKDistribution) { check_distribution(13, 5, 0.0f, 0.8f); }
+TEST(GenaiSampler, TopKTopPDistribution) { check_distribution(21, 7, 0.75f, 1.0f); }
+TEST(GenaiSampler, TopPDistribution) { check_distribution(21, 0, 0.95f, 1.0f); }
+TEST(GenaiSampler, FullSoftmaxWhenTopPIsOutsideTheOpenInterval) { check_distribution(9, 0, 1.0f, 1.5f); }
+TEST(GenaiSampler, TopPOverALargeVocabulary) { check_distribution(300, 0, 0.5f, 0.3f); }
+
+TEST(GenaiSampler, MethodSelection) {
+  EXPECT_EQ(Sampler(SearchConfig{}, 10).method(), Sampler::Method::kGreedy);
+  EXPECT_EQ(Sampler(sampling(1, 0.5f, 1.0f, 0), 10).method(), Sampler::Method::kGreedy);
+  EXPECT_EQ(Sampler(sampling(5, 0.5f, 0.0f, 0), 10).method(), Sampler::Method::kGreedy);
+  EXPECT_EQ(Sampler(sampling(5, 0.5f, 1.0f, 0), 10).method(), Sampler::Method::kTopKTopP);
+  EXPECT_EQ(Sampler(sampling(5, 0.0f, 1.0f, 0), 10).method(), Sampler::Method::kTopK);
+  EXPECT_EQ(Sampler(sampling(5, 1.0f, 1.0f, 0), 10).method(), Sampler::Method::kTopK);
+  EXPECT_EQ(Sampler(sampling(0, 0.5f, 1.0f, 0), 10).method(), Sampler::Method::kTopP);
+  EXPECT_THROW(Sampler(sampling(11, 0.0f, 1.0f, 0), 10), Error);
+  EXPECT_THROW(Sampler(sampling(5, 1.5f, 1.0f, 0), 10), Error);
+  EXPECT_THROW(Sampler(sampling(5, 0.5f, -1.0f, 0), 10), Error);
+}
+
+TEST(GenaiSampler, GreedyTakesTheFirstMaximum) {
+  const std::vector<float> logits = {0.5f, 3.0f, -1.0f, 3.0f};
+  EXPECT_EQ(Sampler::argmax(logits), 1);
+}
+
+TEST(GenaiSampler, SameSeedSameTokens) {
+  std::vector<float> logits(50);
+  for (int i = 0; i < 50; ++i) logits[i] = std::cos(0.3f * i);
+  Sampler a(sampling(20, 0.9f, 1.0f, 77), 50), b(sampling(20, 0.9f, 1.0f, 77), 50), c(sampling(20, 0.9f, 1.0f, 78), 50);
+  std::vector<int32_t> ta, tb, tc;
+  for (int i = 0; i < 100; ++i) {
+    ta.push_back(a.choose(logits));
+    tb.push_back(b.choose(logits));
+    tc.push_back(c.choose(logits));
+  }
+  EXPECT_EQ(ta, tb);
+  EXPECT_NE(ta, tc);
+}
+
+SearchParams params(int batch, int beams, int vocab, int max_length, std::vector<int> eos, int pad = 0) {
+  SearchParams p;
+  p.search.batch_size = batch;
+  p.search.num_beams = beams;
+  p.search.max_length = max_length;
+  p.vocab_size = vocab;
+  p.pad_token_id = pad;
+  p.eos_token_ids = std::move(eos);
+  return p;
+}
+
+TEST(GenaiGreedySearch, FinishedRowsEmitPadAndAllDoneStops) {
+  auto search = Search::create(params(2, 1, 4, 10, {3}, 0));
+  const std::vector<int32_t> prompt = {1, 2, 2, 1};  // two rows of two
+  search->append_tokens(prompt, 2);
+  // Step 1: row 0 picks EOS (3), row 1 picks 2.
+  std::vector<float> logits = {0, 0, 0, 5, 0, 0, 5, 0};
+  search->generate(logits);
+  EXPECT_EQ(std::vector<int32_t>(search->next_tokens().begin(), search->next_tokens().end()),
+            (std::vector<int32_t>{3, 2}));
+  EXPECT_FALSE(search->is_done());
+  // Step 2: row 0 is finished: pad, whatever its logits say; row 1 picks EOS.
+  logits = {0, 9, 0, 0, 0, 0, 0, 5};
+  search->generate(logits);
+  EXPECT_TRUE(search->is_done());
+  const auto r0 = search->result(0), r1 = search->result(1);
+  EXPECT_EQ(std::vector<int32_t>(r0.begin(), r0.end()), (std::vector<int32_t>{1, 2, 3, 0}));
+  EXPECT_EQ(std::vector<int32_t>(r1.begin(), r1.end()), (std::vector<int32_t>{2, 1, 2, 3}));
+}
+
+TEST(GenaiGreedySearch, MinLengthRepetitionAndNgramApplyBeforeChoosing) {
+  SearchParams p = params(1, 1, 5, 10, {4});
+  p.search.min_length = 4;
+  p.search.repetition_penalty = 4.0f;
+  auto search = Search::create(p);
+  const std::vector<int32_t> prompt = {0, 1};
+  search->append_tokens(prompt, 2);
+  // EOS (4) is best but length 2 < min_length; token 1 (2.0 / 4 = 0.5) loses to token 2 (1.0).
+  std::vector<float> logits = {-1.0f, 2.0f, 1.0f, 0.0f, 9.0f};
+  search->generate(logits);
+  EXPECT_EQ(search->next_tokens()[0], 2);
+}
+
+// A deterministic stand-in for a model: logits from a hash of the sequence, EOS (1) made likely.
+std::vector<float> fake_logits(std::span<const int32_t> sequence, int vocab) {
+  uint32_t h = 2166136261u;
+  for (const int32_t t : sequence) h = (h ^ static_cast<uint32_t>(t + 1)) * 16777619u;
+  std::mt19937 rng(h);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  std::vector<float> l(vocab);
+  for (auto& x : l) x = u(rng);
+  l[1] += 0.8f;
+  return l;
+}
+
+void check_beam_search(int beams, int num_return, float length_penalty, bool early_stopping, int max_length) {
+  const int vocab = 6, eos = 1;
+  const std::vector<std::vector<int32_t>> prompts = {{2, 3}, {4, 0}};  // a batch of two
+  SearchParams p = params(2, beams, vocab, max_length, {eos}, 5);
+  p.search.length_penalty = length_penalty;
+  p.search.early_stopping = early_stopping;
+  p.search.num_return_sequences = num_return;
+  auto search = Search::create(p);
+  const std::vector<int32_t> flat = {2, 3, 4, 0};
+  search->append_tokens(flat, 2);
+  while (!search->is_done()) {
+    std::vector<float> logits;
+    for (int r = 0; r < search->rows(); ++r) {
+      const auto l = fake_logits(search->sequences().row(r), vocab);
+      logits.insert(logits.end(), l.begin(), l.end());
+    }
+    search->generate(logits);
+  }
+  ASSERT_EQ(search->num_results(), 2 * num_return);
+  for (int b = 0; b < 2; ++b) {
+    const auto expected = test::reference_beam_search(
+        prompts[b], [&](const std::vector<int32_t>& seq) { return fake_logits(seq, vocab); }, beams, max_length, eos,
+        length_penalty, early_stopping, num_return);
+    for (int i = 0; i < num_return; ++i) {
+      const auto got = search->result(b * num_return + i);
+      EXPECT_EQ(std::vector<int32_t>(got.begin(), got.end()), expected[i])
+          << "batch " << b << " result " << i << " (beams " << beams << ", length_penalty " << length_penalty
+          << ", early_stopping " << early_stopping << ")";
+    }
+  }
+}
+
+TEST(GenaiBeamSearch, MatchesReferenceEarlyStopping) { check_beam_search(3, 3, 1.0f, true, 12); }
+TEST(GenaiBeamSearch, MatchesReferenceWithoutEarlyStopping) { check_beam_search(3, 2, 1.0f, false, 12); }
+TEST(GenaiBeamSearch, MatchesReferenceLengthPenalties) {
+  check_beam_search(2, 1, 0.0f, true, 10);
+  check_beam_search(4, 4, 2.0f, false, 14);
+  check_beam_search(4, 2, -0.5f, true, 9);
+}
+
+TEST(GenaiBeamSearch, FirstStepExpandsOnlyTheFirstBeam) {
+  // Identical beams: without the -1e9 start scores all beams would pick the same token.
+  auto search = Search::create(params(1, 3, 5, 10, {4}));
+  const std::vector<int32_t> prompt = {0};
+  search->append_tokens(prompt, 1);
+  std::vector<float> logits;
+  for (int r = 0; r < 3; ++r) logits.insert(logits.end(), {0.0f, 3.0f, 2.0f, 1.0f, -5.0f});
+  search->generate(logits);
+  const auto next = search->next_tokens();
+  EXPECT_EQ(std::vector<int32_t>(next.begin(), next.end()), (std::vector<int32_t>{1, 2, 3}));
+  const auto rows = search->source_rows();
+  EXPECT_EQ(std::vector<int32_t>(rows.begin(), rows.end()), (std::vector<int32_t>{0, 0, 0}));
+}
+
+TEST(GenaiBeamSearch, OnlyRewindToZero) {
+  auto search = Search::create(params(1, 2, 5, 10, {4}));
+  const std::vector<int32_t> prompt = {0, 1};
+  search->append_tokens(prompt, 2);
+  EXPECT_THROW(search->rewind_to(1), Error);
+  search->rewind_to(0);
+  EXPECT_EQ(search->length(), 0);
+}
+
+}  // namespace
+}  // namespace onnxllm::genai

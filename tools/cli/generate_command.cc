@@ -1,0 +1,190 @@
+// `onnxllm generate -m DIR (--ids ROWS | --prompt TEXT | --chat TEXT) [search options] [--print-ids]`:
+// runs a model folder (genai_config.json).
+//   --ids "0,0,0,52;0,0,195,731"  token-id prompts, one per ';'-separated row (right-padded into
+//                                  one batch with pad_token_id)
+//   --prompt TEXT                  the text, encoded with the folder's tokenizer (special tokens
+//                                  added as the tokenizer's config says)
+//   --chat TEXT                    one user message, rendered with the folder's chat template
+//                                  (add_generation_prompt) and encoded without adding special
+//                                  tokens (the template writes them), as transformers'
+//                                  apply_chat_template(tokenize=True) does
+// Output: with --print-ids, each returned sequence (prompt included) as comma-separated ids on a
+// line of its own. Otherwise the generated text: streamed to stdout token by token for one
+// sequence (batch 1, no beam search), else each returned sequence's generated text on its own line.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <iostream>
+#include <optional>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "genai/chat_template/chat_template.h"
+#include "genai/chat_template/chat_template_config.h"
+#include "genai/generator/generator.h"
+#include "genai/tokenizer/tokenizer.h"
+#include "genai/tokenizer/tokenizer_stream.h"
+#include "tools/cli/commands.h"
+
+namespace onnxllm::cli {
+
+namespace {
+
+struct GenerateArgs {
+  std::string model;
+  std::string ids;
+  std::string prompt;
+  std::string chat;
+  std::optional<int> max_length;
+  bool do_sample = false;
+  std::optional<int> top_k;
+  std::optional<float> top_p;
+  std::optional<float> temperature;
+  std::optional<int> seed;
+  std::optional<int> num_beams;
+  std::optional<float> length_penalty;
+  std::optional<int> num_return_sequences;
+  std::optional<float> repetition_penalty;
+  int threads = 0;
+  bool print_ids = false;
+};
+
+// "0,0,0,52;0,0,195,731" -> {{0,0,0,52}, {0,0,195,731}}.
+std::vector<std::vector<int32_t>> parse_ids(const std::string& text) {
+  std::vector<std::vector<int32_t>> rows(1);
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find_first_of(",;", start);
+    if (end == std::string::npos) end = text.size();
+    const std::string_view item(text.data() + start, end - start);
+    int32_t id = 0;
+    const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), id);
+    ONNXLLM_CHECK(!item.empty() && ec == std::errc() && ptr == item.data() + item.size(), kInvalidArgument,
+                  "--ids: '", item, "' is not a token id (expected e.g. \"0,0,0,52;0,0,195,731\")");
+    rows.back().push_back(id);
+    if (end < text.size() && text[end] == ';') rows.emplace_back();
+    start = end + 1;
+  }
+  return rows;
+}
+
+// The folder the tokenizer files are in: model.tokenizer_dir (relative to the model folder), or
+// the model folder itself.
+std::filesystem::path tokenizer_dir(const genai::Config& config) {
+  return config.model.tokenizer_dir.empty() ? config.dir : config.dir / config.model.tokenizer_dir;
+}
+
+// The prompt text of --chat: one user message through the folder's chat template.
+std::string chat_prompt(const std::filesystem::path& dir, const std::string& text) {
+  const ChatTemplateConfig templates = ChatTemplateConfig::load(dir);
+  ChatRequest request;
+  request.messages.push_back({{"role", "user"}, {"content", text}});
+  request.add_generation_prompt = true;
+  const ChatTemplate tmpl = ChatTemplate::parse(templates.select("", false));
+  return apply_chat_template(tmpl, request, templates.special_tokens);
+}
+
+// The search options the user gave, as a JSON object (the rest come from genai_config.json).
+nlohmann::json search_options(const GenerateArgs& a, size_t batch_size) {
+  nlohmann::json s;
+  s["batch_size"] = batch_size;
+  if (a.max_length) s["max_length"] = *a.max_length;
+  if (a.do_sample) s["do_sample"] = true;
+  if (a.top_k) s["top_k"] = *a.top_k;
+  if (a.top_p) s["top_p"] = *a.top_p;
+  if (a.temperature) s["temperature"] = *a.temperature;
+  if (a.seed) s["random_seed"] = *a.seed;
+  if (a.num_beams) s["num_beams"] = *a.num_beams;
+  if (a.length_penalty) s["length_penalty"] = *a.length_penalty;
+  if (a.num_return_sequences) s["num_return_sequences"] = *a.num_return_sequences;
+  if (a.repetition_penalty) s["repetition_penalty"] = *a.repetition_penalty;
+  return s;
+}
+
+int run_generate(const GenerateArgs& args, bool has_ids, bool has_prompt, bool has_chat) {
+  ONNXLLM_CHECK(has_ids + has_prompt + has_chat == 1, kInvalidArgument,
+                "generate: give exactly one of --ids, --prompt and --chat");
+  genai::ModelOptions options;
+  options.num_threads = args.threads;
+  auto model = genai::Model::load(args.model, options);
+
+  // The tokenizer is needed for text prompts and for printing text.
+  std::shared_ptr<Tokenizer> tokenizer;
+  if (has_prompt || has_chat || !args.print_ids) tokenizer = Tokenizer::load(tokenizer_dir(model->config()));
+  std::vector<std::vector<int32_t>> rows;
+  if (has_ids) rows = parse_ids(args.ids);
+  if (has_prompt) rows.push_back(tokenizer->encode(args.prompt, true));
+  if (has_chat) rows.push_back(tokenizer->encode(chat_prompt(tokenizer_dir(model->config()), args.chat), false));
+  for (const auto& row : rows)
+    ONNXLLM_CHECK(!row.empty(), kInvalidArgument, "generate: the prompt has no tokens");
+
+  genai::GeneratorParams params(model);
+  params.set_search_options(search_options(args, rows.size()).dump());
+  genai::Generator generator(params);
+  generator.append_token_sequences(rows);
+  // Generated tokens start after the (right-padded) prompt.
+  const int prompt_length = generator.token_count();
+
+  const bool stream = !args.print_ids && generator.num_sequences() == 1 && generator.get_next_tokens().size() == 1;
+  if (stream) {
+    auto decoder = tokenizer->create_stream(true);
+    while (!generator.is_done()) {
+      generator.generate_next_token();
+      std::cout << decoder->step(generator.get_next_tokens()[0]) << std::flush;
+    }
+    std::cout << decoder->flush() << "\n";
+    return 0;
+  }
+  while (!generator.is_done()) generator.generate_next_token();
+  for (int i = 0; i < generator.num_sequences(); ++i) {
+    const auto sequence = generator.get_sequence(i);
+    if (args.print_ids) {
+      std::string line;
+      for (const int32_t id : sequence) {
+        if (!line.empty()) line += ',';
+        line += std::to_string(id);
+      }
+      std::cout << line << "\n";
+    } else {
+      const auto generated = sequence.subspan(std::min<size_t>(prompt_length, sequence.size()));
+      std::cout << tokenizer->decode(generated, true) << "\n";
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_generate_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("generate", "Generate tokens with a model folder (genai_config.json)");
+  auto args = std::make_shared<GenerateArgs>();
+  cmd->add_option("-m,--model", args->model, "Model folder with genai_config.json")->required();
+  auto* ids = cmd->add_option("--ids", args->ids,
+                              "Prompt token ids: rows separated by ';', ids by ',' (e.g. \"0,0,0,52;0,0,195,731\")");
+  auto* prompt = cmd->add_option("--prompt", args->prompt, "Prompt text, encoded with the model folder's tokenizer");
+  auto* chat = cmd->add_option("--chat", args->chat,
+                               "A user message, formatted with the model folder's chat template (generation prompt "
+                               "added) and encoded with its tokenizer");
+  ids->excludes(prompt)->excludes(chat);
+  prompt->excludes(chat);
+  cmd->add_option("--max-length", args->max_length, "search.max_length: prompt plus generated tokens");
+  cmd->add_flag("--do-sample", args->do_sample, "Sample instead of greedy search");
+  cmd->add_option("--top-k", args->top_k, "search.top_k");
+  cmd->add_option("--top-p", args->top_p, "search.top_p");
+  cmd->add_option("--temperature", args->temperature, "search.temperature");
+  cmd->add_option("--seed", args->seed, "search.random_seed (-1 = random)");
+  cmd->add_option("--num-beams", args->num_beams, "search.num_beams (beam search when > 1)");
+  cmd->add_option("--length-penalty", args->length_penalty, "search.length_penalty");
+  cmd->add_option("--num-return-sequences", args->num_return_sequences, "search.num_return_sequences");
+  cmd->add_option("--repetition-penalty", args->repetition_penalty, "search.repetition_penalty");
+  cmd->add_option("--threads", args->threads, "Intra-op threads (0 = the config's, else physical cores)");
+  cmd->add_flag("--print-ids", args->print_ids,
+                "Print each sequence as comma-separated token ids (default: stream the generated text)");
+  return {cmd, [args, ids, prompt, chat] {
+            return run_generate(*args, ids->count() > 0, prompt->count() > 0, chat->count() > 0);
+          }};
+}
+
+}  // namespace onnxllm::cli
