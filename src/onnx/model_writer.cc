@@ -16,30 +16,46 @@ struct ExternalSink {
   std::string file;
   size_t offset = 0;
   std::filesystem::path path;
+  const MappedFile* existing = nullptr;  // data already in the file, referenced in place
 };
+
+void set_external_location(onnx::TensorProto& tp, const std::string& file, size_t offset, size_t bytes) {
+  tp.set_data_location(onnx::TensorProto::EXTERNAL);
+  auto* kv = tp.add_external_data();
+  kv->set_key("location");
+  kv->set_value(file);
+  kv = tp.add_external_data();
+  kv->set_key("offset");
+  kv->set_value(std::to_string(offset));
+  kv = tp.add_external_data();
+  kv->set_key("length");
+  kv->set_value(std::to_string(bytes));
+}
+
+// Offset of the tensor's bytes inside the already written file, or -1 when they lie elsewhere.
+int64_t offset_in_existing(const ExternalSink* sink, const TensorView& t) {
+  if (!sink || !sink->existing || !sink->existing->data()) return -1;
+  const auto base = reinterpret_cast<uintptr_t>(sink->existing->data());
+  const auto p = reinterpret_cast<uintptr_t>(t.raw());
+  if (p < base || p - base > sink->existing->size() || t.bytes() > sink->existing->size() - (p - base)) return -1;
+  return static_cast<int64_t>(p - base);
+}
 
 void fill_tensor(onnx::TensorProto& tp, const std::string& name, const TensorView& t, size_t threshold, ExternalSink* sink) {
   tp.set_name(name);
   tp.set_data_type(static_cast<int32_t>(t.dtype()));
   for (int64_t d : t.shape()) tp.add_dims(d);
   const size_t bytes = t.bytes();
-  if (sink && sink->out && bytes >= threshold) {
+  if (const int64_t existing = offset_in_existing(sink, t); existing >= 0) {
+    set_external_location(tp, sink->file, static_cast<size_t>(existing), bytes);
+  } else if (sink && sink->out && bytes >= threshold) {
     const size_t pad = (kExternalAlignment - sink->offset % kExternalAlignment) % kExternalAlignment;
     static const char zeros[kExternalAlignment] = {};
     sink->out->write(zeros, static_cast<std::streamsize>(pad));
     sink->offset += pad;
     sink->out->write(static_cast<const char*>(t.raw()), static_cast<std::streamsize>(bytes));
     ONNXLLM_CHECK(sink->out->good(), kRuntime, "cannot write ", sink->path.string(), " (is the disk full?)");
-    tp.set_data_location(onnx::TensorProto::EXTERNAL);
-    auto* kv = tp.add_external_data();
-    kv->set_key("location");
-    kv->set_value(sink->file);
-    kv = tp.add_external_data();
-    kv->set_key("offset");
-    kv->set_value(std::to_string(sink->offset));
-    kv = tp.add_external_data();
-    kv->set_key("length");
-    kv->set_value(std::to_string(bytes));
+    set_external_location(tp, sink->file, sink->offset, bytes);
     sink->offset += bytes;
   } else {
     tp.set_raw_data(t.raw(), bytes);
@@ -134,7 +150,17 @@ size_t save_onnx_model(const Graph& graph, const std::filesystem::path& path, co
   if (!options.external_data_file.empty()) {
     sink.file = options.external_data_file;
     sink.path = path.parent_path() / options.external_data_file;
-    data_out.open(sink.path, std::ios::binary | std::ios::trunc);
+    if (options.existing_external_data) {
+      // Append after what is already there (the mapping stays valid as the file grows).
+      ONNXLLM_CHECK(std::filesystem::equivalent(options.existing_external_data->path(), sink.path), kInvalidArgument,
+                    "existing external data ", options.existing_external_data->path().string(),
+                    " is not the model's data file ", sink.path.string());
+      sink.existing = options.existing_external_data.get();
+      sink.offset = options.existing_external_data->size();
+      data_out.open(sink.path, std::ios::binary | std::ios::app);
+    } else {
+      data_out.open(sink.path, std::ios::binary | std::ios::trunc);
+    }
     ONNXLLM_CHECK(data_out.good(), kRuntime, "cannot create ", sink.path.string());
     sink.out = &data_out;
   }

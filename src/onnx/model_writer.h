@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <string>
 
+#include "core/mapped_file.h"
 #include "graph/graph.h"
 
 namespace onnxllm {
@@ -14,6 +15,10 @@ struct ModelWriteOptions {
   size_t external_threshold_bytes = 1024;
   // File name (relative to the model's folder) for external data; empty keeps everything inline.
   std::string external_data_file;
+  // The external data file as already written (e.g. streamed by the model builder), mapped.
+  // Initializers whose memory lies inside this mapping are referenced at their offsets instead of
+  // being written again; other large initializers are appended after its end.
+  std::shared_ptr<const MappedFile> existing_external_data;
   std::string producer_name = "onnxllm";
   std::string producer_version = "0.1.0";
   int64_t ir_version = 10;

@@ -1,0 +1,658 @@
+#include "builder/decoder_builder.h"
+
+#include <algorithm>
+#include <charconv>
+#include <set>
+
+#include "builder/quantizer.h"
+#include "builder/rope.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+
+namespace onnxllm {
+namespace {
+
+constexpr const char* kMs = "com.microsoft";
+// GroupQueryAttention, its rotary caches and the KV cache are float32 on CPU (the CPU kernels
+// compute attention in float32), so fp16 graphs cast around the attention op.
+constexpr DType kAttentionDType = DType::kFloat32;
+
+Attribute attr_int(const std::string& name, int64_t v) {
+  Attribute a;
+  a.name = name;
+  a.kind = Attribute::Kind::kInt;
+  a.i = v;
+  return a;
+}
+
+Attribute attr_float(const std::string& name, double v) {
+  Attribute a;
+  a.name = name;
+  a.kind = Attribute::Kind::kFloat;
+  a.f = static_cast<float>(v);
+  return a;
+}
+
+Attribute attr_string(const std::string& name, const std::string& v) {
+  Attribute a;
+  a.name = name;
+  a.kind = Attribute::Kind::kString;
+  a.s = v;
+  return a;
+}
+
+Attribute attr_ints(const std::string& name, std::vector<int64_t> v) {
+  Attribute a;
+  a.name = name;
+  a.kind = Attribute::Kind::kInts;
+  a.ints = std::move(v);
+  return a;
+}
+
+Attribute attr_tensor(const std::string& name, Tensor t) {
+  Attribute a;
+  a.name = name;
+  a.kind = Attribute::Kind::kTensor;
+  a.t = std::make_shared<const Tensor>(std::move(t));
+  return a;
+}
+
+Attribute attr_graph(const std::string& name, std::shared_ptr<Graph> g) {
+  Attribute a;
+  a.name = name;
+  a.kind = Attribute::Kind::kGraph;
+  a.g = std::move(g);
+  return a;
+}
+
+// "/model/layers.0/attn/qkv_proj/MatMul" -> "model.layers.0.attn.qkv_proj.MatMul" (genai's initializer names)
+std::string dotted(const std::string& node_name) {
+  std::string s = node_name.substr(1);
+  std::replace(s.begin(), s.end(), '/', '.');
+  return s;
+}
+
+std::string format_number(double v) {
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), v);
+  std::string s(buf, end);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+// Rows [begin, end) of one source tensor; an empty tensor name stands for zeros.
+struct Rows {
+  std::string tensor;
+  Shape shape;
+  int64_t begin = 0;
+  int64_t end = 0;
+};
+
+Rows all_rows(const std::string& tensor, const Shape& shape) { return {tensor, shape, 0, shape.rank() ? shape[0] : 1}; }
+
+int64_t count_rows(const std::vector<Rows>& parts) {
+  int64_t n = 0;
+  for (const auto& p : parts) n += p.end - p.begin;
+  return n;
+}
+
+// The parts stacked into a float32 [rows, cols] tensor (cols = 1 for vectors).
+Tensor read_stacked(const WeightSource& source, const std::vector<Rows>& parts, int64_t cols, ThreadPool& pool) {
+  Tensor t;
+  t.resize(DType::kFloat32, Shape{count_rows(parts), cols});
+  float* p = t.data<float>();
+  for (const auto& part : parts) {
+    const int64_t n = (part.end - part.begin) * cols;
+    if (part.tensor.empty()) std::fill(p, p + n, 0.0f);
+    else source.read_rows(part.tensor, part.shape, part.begin, part.end, p, pool);
+    p += n;
+  }
+  return t;
+}
+
+// float32 values -> `dtype` (float32 or float16) in a new tensor of `shape`.
+Tensor convert(const float* src, DType dtype, const Shape& shape, ThreadPool& pool) {
+  Tensor out;
+  out.resize(dtype, shape);
+  const int64_t n = shape.numel();
+  pool.parallel_for(n, 1 << 16, [&](int64_t b, int64_t e) {
+    if (dtype == DType::kFloat32) std::copy(src + b, src + e, out.data<float>() + b);
+    else
+      for (int64_t i = b; i < e; ++i) out.data<Float16>()[i] = Float16(src[i]);
+  });
+  return out;
+}
+
+// src [rows, cols] float32 -> [cols, rows] in `dtype`, in cache-friendly tiles.
+Tensor transpose_convert(const float* src, int64_t rows, int64_t cols, DType dtype, ThreadPool& pool) {
+  Tensor out;
+  out.resize(dtype, Shape{cols, rows});
+  constexpr int64_t kTile = 64;
+  const int64_t col_tiles = (cols + kTile - 1) / kTile;
+  pool.parallel_for(col_tiles, 1, [&](int64_t tb, int64_t te) {
+    for (int64_t tc = tb; tc < te; ++tc) {
+      const int64_t c0 = tc * kTile, c1 = std::min(cols, c0 + kTile);
+      for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
+        const int64_t r1 = std::min(rows, r0 + kTile);
+        for (int64_t c = c0; c < c1; ++c) {
+          if (dtype == DType::kFloat32) {
+            float* dst = out.data<float>() + c * rows;
+            for (int64_t r = r0; r < r1; ++r) dst[r] = src[r * cols + c];
+          } else {
+            Float16* dst = out.data<Float16>() + c * rows;
+            for (int64_t r = r0; r < r1; ++r) dst[r] = Float16(src[r * cols + c]);
+          }
+        }
+      }
+    }
+  });
+  return out;
+}
+
+Tensor scalar_tensor(double v, DType dtype) {
+  Tensor t(dtype, Shape{});
+  if (dtype == DType::kFloat16) *t.data<Float16>() = Float16(static_cast<float>(v));
+  else *t.data<float>() = static_cast<float>(v);
+  return t;
+}
+
+class Builder {
+ public:
+  Builder(const HfConfig& c, const DecoderOptions& o, const WeightSource& s, ThreadPool& p)
+      : c_(c), o_(o), source_(s), pool_(p), graph_(std::make_shared<Graph>()) {
+    quantized_ = o.precision == Precision::kInt4 || o.precision == Precision::kInt8;
+    io_ = o.precision == Precision::kFp16 ? DType::kFloat16 : DType::kFloat32;
+    quant_.bits = o.precision == Precision::kInt8 ? 8 : 4;
+    quant_.block_size = o.block_size;
+    quant_.symmetric = o.symmetric;
+    quant_.scale_dtype = io_;
+    if (quantized_) {
+      validate_block_quant_config(quant_);
+      ONNXLLM_CHECK(o.accuracy_level >= 0 && o.accuracy_level <= 4, kInvalidArgument,
+                    "accuracy level must be 0..4, got ", o.accuracy_level);
+    }
+    graph_->name = "main_graph";
+    graph_->ir_version = 10;
+    graph_->producer_name = "onnxllm";
+    graph_->opsets[""] = 21;
+    graph_->opsets[kMs] = 1;
+  }
+
+  DecoderGraph build() {
+    add_inputs();
+    mask_subgraph();
+    rotary_caches();
+    std::string root = embedding();
+    std::string skip = root;
+    for (int64_t i = 0; i < c_.num_layers; ++i) layer(i, root, skip);
+    const std::string hidden = norm(c_.num_layers, "final_norm", "model.norm.weight", root, skip, /*last=*/true,
+                                    o_.exclude_lm_head ? "hidden_states" : "")
+                                   .out0;
+    if (!o_.exclude_lm_head) lm_head(hidden);
+    add_outputs();
+    return DecoderGraph{graph_, std::move(tasks_), parameters_};
+  }
+
+ private:
+  struct NormOutputs {
+    std::string out0, out3;
+  };
+
+  std::string layer_prefix(int64_t i) const { return "/model/layers." + std::to_string(i); }
+  std::string hf_prefix(int64_t i) const { return "model.layers." + std::to_string(i) + "."; }
+
+  // ---- graph helpers ----
+
+  std::string node(const std::string& op, const std::string& name, const std::vector<std::string>& inputs,
+                   std::vector<std::string> outputs = {}, std::vector<Attribute> attrs = {},
+                   const std::string& domain = "") {
+    if (outputs.empty()) outputs.push_back(name + "/output_0");
+    std::vector<std::string> in = inputs;
+    while (!in.empty() && in.back().empty()) in.pop_back();  // trailing absent optionals
+    Node& n = graph_->add_node(op, domain, in, outputs, name);
+    n.attributes = std::move(attrs);
+    return outputs[0];
+  }
+
+  // A genai-style named constant ("/model/constants/INT64/[1]"), emitted once as a Constant node.
+  std::string constant(Tensor value, const std::string& dtype_tag, const std::string& text) {
+    const std::string name = "/model/constants/" + dtype_tag + "/" + text;
+    if (constants_.insert(name).second)
+      node("Constant", "/model/constant_nodes/" + dtype_tag + "/" + text, {}, {name}, {attr_tensor("value", std::move(value))});
+    return name;
+  }
+  std::string const_i64(const std::vector<int64_t>& values) {
+    std::string text = "[";
+    for (size_t i = 0; i < values.size(); ++i) text += (i ? ", " : "") + std::to_string(values[i]);
+    return constant(Tensor::from<int64_t>(Shape{static_cast<int64_t>(values.size())}, values), "INT64", text + "]");
+  }
+  std::string const_i64_scalar(int64_t v) { return constant(Tensor::scalar<int64_t>(v), "INT64", std::to_string(v)); }
+  std::string const_io(double v) {
+    return constant(scalar_tensor(v, io_), io_ == DType::kFloat16 ? "FLOAT16" : "FLOAT", format_number(v));
+  }
+
+  void set_io(const std::string& name, DType dtype, std::vector<int64_t> dims, std::vector<std::string> dim_names,
+              bool input) {
+    const int v = graph_->get_or_add_value(name);
+    Value& val = graph_->value(v);
+    val.dtype = dtype;
+    val.dims = std::move(dims);
+    val.dim_names = std::move(dim_names);
+    (input ? val.is_graph_input : val.is_graph_output) = true;
+    (input ? graph_->inputs : graph_->outputs).push_back(v);
+  }
+
+  void add_inputs() {
+    set_io("input_ids", DType::kInt64, {-1, -1}, {"batch_size", "sequence_length"}, true);
+    set_io("attention_mask", DType::kInt64, {-1, -1}, {"batch_size", "total_sequence_length"}, true);
+    for (const char* kind : {"key", "value"})
+      for (int64_t i = 0; i < c_.num_layers; ++i)
+        set_io(str_cat("past_key_values.", i, ".", kind), kAttentionDType, {-1, c_.num_kv_heads, -1, c_.head_dim},
+               {"batch_size", "", "past_sequence_length", ""}, true);
+  }
+
+  void add_outputs() {
+    if (o_.exclude_lm_head)
+      set_io("hidden_states", io_, {-1, -1, c_.hidden_size}, {"batch_size", "sequence_length", ""}, false);
+    else
+      set_io("logits", io_, {-1, -1, c_.vocab_size}, {"batch_size", "sequence_length", ""}, false);
+    for (const char* kind : {"key", "value"})
+      for (int64_t i = 0; i < c_.num_layers; ++i)
+        set_io(str_cat("present.", i, ".", kind), kAttentionDType, {-1, c_.num_kv_heads, -1, c_.head_dim},
+               {"batch_size", "", "total_sequence_length", ""}, false);
+  }
+
+  // ---- weights ----
+
+  // Checks a source tensor once and counts its parameters.
+  void use(const Rows& part) {
+    if (part.tensor.empty() || !used_.insert(part.tensor).second) return;
+    source_.check(part.tensor, part.shape);
+    parameters_ += part.shape.numel();
+  }
+
+  void add_task(std::vector<WeightTask::Output> outputs, int64_t elements,
+                std::function<void(const std::function<void(const std::string&, Tensor)>&)> run) {
+    tasks_.push_back(WeightTask{std::move(outputs), elements, std::move(run)});
+  }
+
+  // A 1-D float initializer from source rows (+ offset), in the io dtype.
+  void vector_weight(const std::string& name, std::vector<Rows> parts, float offset) {
+    for (const auto& p : parts) use(p);
+    const int64_t n = count_rows(parts);
+    const WeightSource* src = &source_;
+    ThreadPool* pool = &pool_;
+    const DType io = io_;
+    add_task({{name, io, Shape{n}}}, n, [=](const auto& emit) {
+      Tensor v = read_stacked(*src, parts, 1, *pool);
+      for (float& x : v.span<float>()) x += offset;
+      emit(name, convert(v.data<float>(), io, Shape{n}, *pool));
+    });
+  }
+
+  // Linear layer `parts` (Hugging Face [out, in] rows, stacked) applied to `input`: a MatMul with
+  // the transposed weight, or MatMulNBits with the quantized rows. Returns the output value.
+  std::string matmul(const std::string& basename, const std::string& input, std::vector<Rows> parts, int64_t k,
+                     const std::string& output = "") {
+    for (const auto& p : parts) use(p);
+    const int64_t n = count_rows(parts);
+    const std::string out = output.empty() ? basename + "/output_0" : output;
+    const std::string weight = dotted(basename) + ".weight";
+    const WeightSource* src = &source_;
+    ThreadPool* pool = &pool_;
+    const DType io = io_;
+    if (!quantized_) {
+      node("MatMul", basename, {input, weight}, {out});
+      add_task({{weight, io, Shape{k, n}}}, n * k, [=](const auto& emit) {
+        Tensor w = read_stacked(*src, parts, k, *pool);
+        emit(weight, transpose_convert(w.data<float>(), n, k, io, *pool));
+      });
+      return out;
+    }
+    const BlockQuantConfig q = quant_;
+    const std::string bits = std::to_string(q.bits);
+    const std::string data = weight + "_Q" + bits, scales = weight + "_scales", zeros = weight + "_zero_points";
+    const int64_t n_blk = (k + q.block_size - 1) / q.block_size;
+    std::vector<WeightTask::Output> outputs = {{data, DType::kUInt8, Shape{n, n_blk, q.block_size * q.bits / 8}},
+                                               {scales, io, Shape{n * n_blk}}};
+    if (!q.symmetric) outputs.push_back({zeros, DType::kUInt8, Shape{n * (q.bits == 4 ? (n_blk + 1) / 2 : n_blk)}});
+    node("MatMulNBits", basename + "_Q" + bits, {input, data, scales, q.symmetric ? "" : zeros}, {out},
+         {attr_int("K", k), attr_int("N", n), attr_int("bits", q.bits), attr_int("block_size", q.block_size),
+          attr_int("accuracy_level", o_.accuracy_level)},
+         kMs);
+    add_task(std::move(outputs), n * k, [=](const auto& emit) {
+      QuantizedWeight qw;
+      {
+        Tensor w = read_stacked(*src, parts, k, *pool);
+        qw = quantize_blockwise(w.data<float>(), n, k, q, *pool);
+      }
+      emit(data, std::move(qw.data));
+      emit(scales, std::move(qw.scales));
+      if (!q.symmetric) emit(zeros, std::move(qw.zero_points));
+    });
+    return out;
+  }
+
+  // The packed bias Add after a projection, when the source has a non-zero bias (genai drops zero
+  // biases). Missing parts of a packed bias count as zeros.
+  std::string bias(const std::string& basename, const std::string& input, std::vector<Rows> parts,
+                   const std::string& output = "") {
+    bool any = false;
+    for (auto& p : parts) {
+      if (source_.has(p.tensor)) any = true;
+      else p.tensor.clear();
+    }
+    if (!any) return input;
+    for (const auto& p : parts) use(p);
+    Tensor values = read_stacked(source_, parts, 1, pool_);
+    if (std::all_of(values.span<float>().begin(), values.span<float>().end(), [](float x) { return x == 0.0f; }))
+      return input;
+    const std::string name = dotted(basename) + ".bias";
+    vector_weight(name, parts, 0.0f);
+    return node("Add", basename, {input, name}, {output.empty() ? basename + "/output_0" : output});
+  }
+
+  // A projection plus its optional bias.
+  std::string linear(const std::string& base, const std::string& input, std::vector<Rows> weight_parts,
+                     std::vector<Rows> bias_parts, int64_t k) {
+    const std::string out = matmul(base + "/MatMul", input, std::move(weight_parts), k);
+    return bias(base + "/Add", out, std::move(bias_parts));
+  }
+
+  // RMSNorm `location` of layer `layer`: SimplifiedLayerNormalization when `skip` is empty, else
+  // SkipSimplifiedLayerNormalization(root, skip) whose output 3 carries the residual sum on.
+  NormOutputs norm(int64_t layer, const std::string& location, const std::string& hf_weight, const std::string& root,
+                   const std::string& skip, bool last = false, const std::string& out0_name = "") {
+    const std::string base = layer_prefix(layer) + "/" + location + "_layernorm";
+    const std::string weight = str_cat("model.layers.", layer, ".", location, "_layernorm.weight");
+    vector_weight(weight, {all_rows(hf_weight, Shape{c_.hidden_size})}, c_.norm_weight_offset ? 1.0f : 0.0f);
+    NormOutputs r{out0_name.empty() ? base + "/output_0" : out0_name, ""};
+    if (skip.empty()) {
+      node("SimplifiedLayerNormalization", base + "/LayerNorm", {root, weight}, {r.out0},
+           {attr_float("epsilon", c_.rms_norm_eps), attr_int("axis", -1), attr_int("stash_type", 1)});
+      return r;
+    }
+    std::vector<std::string> outputs = {r.out0};
+    if (!last) {
+      r.out3 = base + "/output_3";
+      outputs = {r.out0, "", "", r.out3};
+    }
+    node("SkipSimplifiedLayerNormalization", base + "/SkipLayerNorm", {root, skip, weight}, outputs,
+         {attr_float("epsilon", c_.rms_norm_eps)}, kMs);
+    return r;
+  }
+
+  // ---- model pieces ----
+
+  // seqlens_k = int32(ReduceSum(mask, axis 1) - 1); total_seq_len = int32(Shape(mask)[1]).
+  void mask_subgraph() {
+    const std::string base = "/model/attn_mask_reformat/attn_mask_subgraph";
+    const std::string sum = node("ReduceSum", base + "/ReduceSum", {"attention_mask", const_i64({1})}, {},
+                                 {attr_int("keepdims", 0)});
+    const std::string sub = node("Sub", base + "/Sub", {sum, const_i64({1})});
+    seqlens_k_ = node("Cast", base + "/Sub/Cast", {sub}, {}, {attr_int("to", static_cast<int64_t>(DType::kInt32))});
+    const std::string shape = node("Shape", base + "/Shape", {"attention_mask"});
+    total_length_i64_ = node("Gather", base + "/Gather", {shape, const_i64_scalar(1)}, {}, {attr_int("axis", 0)});
+    total_seq_len_ = node("Cast", base + "/Gather/Cast", {total_length_i64_}, {},
+                          {attr_int("to", static_cast<int64_t>(DType::kInt32))});
+  }
+
+  void cache_pair(const std::string& cos_name, const std::string& sin_name, std::vector<float> inv_freq,
+                  double mscale) {
+    const int64_t rows = c_.max_position_embeddings, half = static_cast<int64_t>(inv_freq.size());
+    const DType dtype = kAttentionDType;
+    add_task({{cos_name, dtype, Shape{rows, half}}, {sin_name, dtype, Shape{rows, half}}}, 0, [=](const auto& emit) {
+      RopeCaches caches = make_rope_caches(inv_freq, rows, mscale, dtype);
+      emit(cos_name, std::move(caches.cos));
+      emit(sin_name, std::move(caches.sin));
+    });
+  }
+
+  // A branch of the LongRoPE If: two Constant nodes holding one cos/sin pair.
+  std::shared_ptr<Graph> cache_branch(const std::string& size, std::vector<float> inv_freq, int64_t rows, double mscale) {
+    auto g = std::make_shared<Graph>();
+    g->name = size + "_rotemb_caches_graph";
+    g->opsets = graph_->opsets;
+    RopeCaches caches = make_rope_caches(inv_freq, rows, mscale, kAttentionDType);
+    for (auto [kind, tensor] : {std::pair{"cos", &caches.cos}, std::pair{"sin", &caches.sin}}) {
+      const std::string out = str_cat(kind, "_cache_", size);
+      const Shape shape = tensor->shape();
+      Node& n = g->add_node("Constant", "", {}, {out}, str_cat("/", size, "/", kind, "_cache/Constant"));
+      n.attributes = {attr_tensor("value", std::move(*tensor))};
+      const int v = g->find_value(out);
+      g->value(v).dtype = kAttentionDType;
+      g->value(v).dims = std::vector<int64_t>(shape.begin(), shape.end());
+      g->value(v).is_graph_output = true;
+      g->outputs.push_back(v);
+    }
+    return g;
+  }
+
+  void rotary_caches() {
+    const int64_t dim = c_.rotary_dim();
+    const RopeScaling& s = c_.rope_scaling;
+    if (s.type == "longrope") {
+      // Two cache pairs, chosen per run by whether the total length exceeds the pretraining length.
+      const int64_t original = s.original_max_position_embeddings;
+      auto large = cache_branch("large", rope_inv_freq(dim, c_.rope_theta, s, true), c_.max_position_embeddings,
+                                rope_mscale(s, c_.max_position_embeddings, true));
+      auto small = cache_branch("small", rope_inv_freq(dim, c_.rope_theta, s, false), original,
+                                rope_mscale(s, c_.max_position_embeddings, false));
+      const std::string base = "/model/rotemb_caches_subgraph";
+      const std::string greater = node("Greater", base + "/Greater", {total_length_i64_, const_i64_scalar(original)});
+      node("If", base + "/If", {greater}, {"cos_cache", "sin_cache"},
+           {attr_graph("then_branch", large), attr_graph("else_branch", small)});
+      global_caches_ = {"cos_cache", "sin_cache"};
+      local_caches_ = global_caches_;
+      return;
+    }
+    const double mscale = rope_mscale(s, c_.max_position_embeddings);
+    if (c_.rope_local_theta > 0) {  // Gemma 3: sliding layers use their own base and no scaling
+      global_caches_ = {"cos_cache_global", "sin_cache_global"};
+      local_caches_ = {"cos_cache_local", "sin_cache_local"};
+      cache_pair(global_caches_.first, global_caches_.second, rope_inv_freq(dim, c_.rope_theta, s), mscale);
+      cache_pair(local_caches_.first, local_caches_.second, rope_inv_freq(dim, c_.rope_local_theta, RopeScaling{}), 1.0);
+      return;
+    }
+    global_caches_ = {"cos_cache", "sin_cache"};
+    local_caches_ = global_caches_;
+    cache_pair("cos_cache", "sin_cache", rope_inv_freq(dim, c_.rope_theta, s), mscale);
+  }
+
+  bool tied_float_embedding() const { return c_.tie_word_embeddings && !quantized_ && !o_.exclude_lm_head; }
+
+  std::string embedding() {
+    const std::string base = "/model/embed_tokens";
+    const Shape shape{c_.vocab_size, c_.hidden_size};
+    std::string table;
+    if (tied_float_embedding()) {
+      // Tied float weights live once, as the LM head's [hidden, vocab] MatMul weight.
+      table = node("Transpose", base + "/Transpose", {"lm_head.MatMul.weight"}, {}, {attr_ints("perm", {1, 0})});
+    } else {
+      table = "model.embed_tokens.weight";
+      const Rows part = all_rows("model.embed_tokens.weight", shape);
+      use(part);
+      const WeightSource* src = &source_;
+      ThreadPool* pool = &pool_;
+      const DType io = io_;
+      add_task({{table, io, shape}}, shape.numel(), [=](const auto& emit) {
+        Tensor w = read_stacked(*src, {part}, shape[1], *pool);
+        emit(table, io == DType::kFloat32 ? std::move(w) : convert(w.data<float>(), io, shape, *pool));
+      });
+    }
+    std::string out = node("Gather", base + "/Gather", {table, "input_ids"});
+    if (c_.embedding_scale != 1.0) out = node("Mul", base + "/Mul", {out, const_io(c_.embedding_scale)});
+    return out;
+  }
+
+  // Q/K RMSNorm over each head: [B, S, heads*H] -> [B, S*heads, H] -> norm -> back.
+  std::string qk_norm(int64_t i, const std::string& which, const std::string& input, int64_t heads) {
+    const std::string base = layer_prefix(i) + "/attn/" + which + "_norm";
+    const std::string weight = str_cat("model.layers.", i, ".attn.", which, "_norm.layernorm.weight");
+    vector_weight(weight, {all_rows(hf_prefix(i) + "self_attn." + which + "_norm.weight", Shape{c_.head_dim})},
+                  c_.norm_weight_offset ? 1.0f : 0.0f);
+    const std::string r1 = node("Reshape", base + "/Reshape_1", {input, const_i64({0, -1, c_.head_dim})});
+    const std::string ln = node("SimplifiedLayerNormalization", base + "/SimplifiedLayerNormalization", {r1, weight}, {},
+                                {attr_float("epsilon", c_.rms_norm_eps), attr_int("axis", -1), attr_int("stash_type", 1)});
+    return node("Reshape", base + "/Reshape_2", {ln, const_i64({0, -1, heads * c_.head_dim})});
+  }
+
+  std::string attention(int64_t i, const std::string& input) {
+    const std::string base = layer_prefix(i) + "/attn";
+    const std::string hf = hf_prefix(i) + "self_attn.";
+    const int64_t d = c_.hidden_size, q_size = c_.num_heads * c_.head_dim, kv_size = c_.num_kv_heads * c_.head_dim;
+    const bool phi3 = c_.family == ModelFamily::kPhi3;
+    std::string q, k, v;
+    if (!c_.qk_norm) {  // one packed QKV projection
+      std::vector<Rows> w, b;
+      if (phi3) {
+        w = {all_rows(hf + "qkv_proj.weight", Shape{q_size + 2 * kv_size, d})};
+        b = {all_rows(hf + "qkv_proj.bias", Shape{q_size + 2 * kv_size})};
+      } else {
+        w = {all_rows(hf + "q_proj.weight", Shape{q_size, d}), all_rows(hf + "k_proj.weight", Shape{kv_size, d}),
+             all_rows(hf + "v_proj.weight", Shape{kv_size, d})};
+        b = {all_rows(hf + "q_proj.bias", Shape{q_size}), all_rows(hf + "k_proj.bias", Shape{kv_size}),
+             all_rows(hf + "v_proj.bias", Shape{kv_size})};
+      }
+      q = linear(base + "/qkv_proj", input, w, b, d);
+    } else {  // separate projections, then per-head norms on Q and K
+      q = linear(base + "/q_proj", input, {all_rows(hf + "q_proj.weight", Shape{q_size, d})},
+                 {all_rows(hf + "q_proj.bias", Shape{q_size})}, d);
+      k = linear(base + "/k_proj", input, {all_rows(hf + "k_proj.weight", Shape{kv_size, d})},
+                 {all_rows(hf + "k_proj.bias", Shape{kv_size})}, d);
+      v = linear(base + "/v_proj", input, {all_rows(hf + "v_proj.weight", Shape{kv_size, d})},
+                 {all_rows(hf + "v_proj.bias", Shape{kv_size})}, d);
+      q = qk_norm(i, "q", q, c_.num_heads);
+      k = qk_norm(i, "k", k, c_.num_kv_heads);
+    }
+    if (io_ != kAttentionDType) {  // fp16 graphs: attention (and the KV cache) stays float32
+      const auto to_float = [&](const std::string& x, const std::string& name) {
+        return x.empty() ? x : node("Cast", base + "/" + name + "/Cast", {x}, {}, {attr_int("to", static_cast<int64_t>(kAttentionDType))});
+      };
+      q = to_float(q, c_.qk_norm ? "q_proj" : "qkv_proj");
+      k = to_float(k, "k_proj");
+      v = to_float(v, "v_proj");
+    }
+    const bool sliding = c_.sliding_layers[static_cast<size_t>(i)];
+    const auto& caches = sliding ? local_caches_ : global_caches_;
+    const std::string attn =
+        node("GroupQueryAttention", base + "/GroupQueryAttention",
+             {q, k, v, str_cat("past_key_values.", i, ".key"), str_cat("past_key_values.", i, ".value"), seqlens_k_,
+              total_seq_len_, caches.first, caches.second},
+             {base + "/GroupQueryAttention/output_0", str_cat("present.", i, ".key"), str_cat("present.", i, ".value")},
+             {attr_int("num_heads", c_.num_heads), attr_int("kv_num_heads", c_.num_kv_heads),
+              attr_float("scale", c_.attention_scale), attr_int("local_window_size", sliding ? c_.sliding_window : -1),
+              attr_float("softcap", c_.attn_softcap), attr_int("do_rotary", 1), attr_int("rotary_interleaved", 0)},
+             kMs);
+    const std::string attn_io = io_ == kAttentionDType ? attn
+                                                       : node("Cast", base + "/GroupQueryAttention/Cast", {attn}, {},
+                                                              {attr_int("to", static_cast<int64_t>(io_))});
+    return linear(base + "/o_proj", attn_io, {all_rows(hf + "o_proj.weight", Shape{d, q_size})},
+                  {all_rows(hf + "o_proj.bias", Shape{d})}, q_size);
+  }
+
+  std::string activation(int64_t i, const std::string& gate) {
+    const std::string base = layer_prefix(i) + "/mlp/act_fn";
+    const std::string& a = c_.activation;
+    if (a == "silu" || a == "swish") return node("Mul", base + "/Mul", {gate, node("Sigmoid", base + "/Sigmoid", {gate})});
+    if (a == "gelu") return node("Gelu", base + "/Gelu", {gate}, {}, {attr_string("approximate", "none")});
+    if (a == "relu") return node("Relu", base + "/Relu", {gate});
+    return node("Gelu", base + "/FastGelu", {gate}, {}, {attr_string("approximate", "tanh")});  // tanh forms
+  }
+
+  std::string mlp(int64_t i, const std::string& input) {
+    const std::string base = layer_prefix(i) + "/mlp";
+    const std::string hf = hf_prefix(i) + "mlp.";
+    const int64_t d = c_.hidden_size, inter = c_.intermediate_size;
+    std::vector<Rows> gate_w, up_w, gate_b, up_b;
+    if (c_.family == ModelFamily::kPhi3) {  // gate and up stacked in one tensor
+      const Shape w{2 * inter, d}, b{2 * inter};
+      gate_w = {{hf + "gate_up_proj.weight", w, 0, inter}};
+      up_w = {{hf + "gate_up_proj.weight", w, inter, 2 * inter}};
+      gate_b = {{hf + "gate_up_proj.bias", b, 0, inter}};
+      up_b = {{hf + "gate_up_proj.bias", b, inter, 2 * inter}};
+    } else {
+      gate_w = {all_rows(hf + "gate_proj.weight", Shape{inter, d})};
+      up_w = {all_rows(hf + "up_proj.weight", Shape{inter, d})};
+      gate_b = {all_rows(hf + "gate_proj.bias", Shape{inter})};
+      up_b = {all_rows(hf + "up_proj.bias", Shape{inter})};
+    }
+    const std::string gate = linear(base + "/gate_proj", input, gate_w, gate_b, d);
+    const std::string up = linear(base + "/up_proj", input, up_w, up_b, d);
+    const std::string mul = node("Mul", base + "/Mul", {activation(i, gate), up});
+    return linear(base + "/down_proj", mul, {all_rows(hf + "down_proj.weight", Shape{d, inter})},
+                  {all_rows(hf + "down_proj.bias", Shape{d})}, inter);
+  }
+
+  // One decoder layer; `root` is the residual stream, `skip` the last sub-block output not yet added.
+  void layer(int64_t i, std::string& root, std::string& skip) {
+    const std::string hf = hf_prefix(i);
+    NormOutputs n = norm(i, "input", hf + "input_layernorm.weight", root, i == 0 ? "" : skip);
+    if (i > 0) root = n.out3;
+    const std::string attn = attention(i, n.out0);
+    if (c_.post_norms) {  // Gemma 2/3: norm the attention output, then a pre-MLP norm adds the residual
+      const std::string post = norm(i, "post_attention", hf + "post_attention_layernorm.weight", attn, "").out0;
+      n = norm(i, "pre_feedforward", hf + "pre_feedforward_layernorm.weight", root, post);
+    } else {
+      n = norm(i, "post_attention", hf + "post_attention_layernorm.weight", root, attn);
+    }
+    root = n.out3;
+    skip = mlp(i, n.out0);
+    if (c_.post_norms) skip = norm(i, "post_feedforward", hf + "post_feedforward_layernorm.weight", skip, "").out0;
+  }
+
+  void lm_head(const std::string& hidden) {
+    const bool tied = c_.tie_word_embeddings;
+    const Rows weight = all_rows(tied ? "model.embed_tokens.weight" : "lm_head.weight", Shape{c_.vocab_size, c_.hidden_size});
+    const bool softcap = c_.final_softcap > 0;
+    const std::string out = matmul("/lm_head/MatMul", hidden, {weight}, c_.hidden_size,
+                                   softcap ? "/lm_head/MatMul/output_0" : "logits");
+    if (!softcap) return;
+    const std::string cap = const_io(c_.final_softcap);
+    const std::string div = node("Div", "/lm_head/softcap/Div", {out, cap});
+    const std::string tanh = node("Tanh", "/lm_head/softcap/Tanh", {div});
+    node("Mul", "/lm_head/softcap/Mul", {tanh, cap}, {"logits"});
+  }
+
+  const HfConfig& c_;
+  const DecoderOptions& o_;
+  const WeightSource& source_;
+  ThreadPool& pool_;
+  std::shared_ptr<Graph> graph_;
+  bool quantized_ = false;
+  DType io_ = DType::kFloat32;
+  BlockQuantConfig quant_;
+  std::vector<WeightTask> tasks_;
+  std::set<std::string> constants_;
+  std::set<std::string> used_;
+  int64_t parameters_ = 0;
+  std::string seqlens_k_, total_seq_len_, total_length_i64_;
+  std::pair<std::string, std::string> global_caches_, local_caches_;
+};
+
+}  // namespace
+
+Precision parse_precision(const std::string& name) {
+  if (name == "fp32") return Precision::kFp32;
+  if (name == "fp16") return Precision::kFp16;
+  if (name == "int4") return Precision::kInt4;
+  if (name == "int8") return Precision::kInt8;
+  throw_error(ErrorCode::kInvalidArgument, "precision '", name, "' is not one of fp32, fp16, int4, int8");
+}
+
+const char* precision_name(Precision p) {
+  switch (p) {
+    case Precision::kFp32: return "fp32";
+    case Precision::kFp16: return "fp16";
+    case Precision::kInt4: return "int4";
+    case Precision::kInt8: return "int8";
+  }
+  return "?";
+}
+
+DecoderGraph build_decoder_graph(const HfConfig& config, const DecoderOptions& options, const WeightSource& source,
+                                 ThreadPool& pool) {
+  return Builder(config, options, source, pool).build();
+}
+
+}  // namespace onnxllm

@@ -1,0 +1,338 @@
+#include "builder/hf_config.h"
+
+#include <cmath>
+#include <fstream>
+
+#include "core/error.h"
+#include "core/mapped_file.h"
+
+namespace onnxllm {
+namespace {
+
+using nlohmann::json;
+
+struct ArchitectureInfo {
+  const char* architecture;
+  ModelFamily family;
+  const char* genai_type;
+};
+
+constexpr ArchitectureInfo kArchitectures[] = {
+    {"LlamaForCausalLM", ModelFamily::kLlama, "llama"},
+    {"MistralForCausalLM", ModelFamily::kMistral, "mistral"},
+    {"Qwen2ForCausalLM", ModelFamily::kQwen2, "qwen2"},
+    {"Qwen3ForCausalLM", ModelFamily::kQwen3, "qwen3"},
+    {"Phi3ForCausalLM", ModelFamily::kPhi3, "phi3"},
+    {"GemmaForCausalLM", ModelFamily::kGemma, "gemma"},
+    {"Gemma2ForCausalLM", ModelFamily::kGemma2, "gemma2"},
+    {"Gemma3ForCausalLM", ModelFamily::kGemma3, "gemma3_text"},
+};
+
+// Limits that keep a hostile config from asking for absurd allocations.
+constexpr int64_t kMaxDim = int64_t{1} << 20;
+constexpr int64_t kMaxVocab = int64_t{1} << 24;
+constexpr int64_t kMaxPositions = int64_t{1} << 22;
+constexpr int64_t kMaxLayers = 4096;
+
+std::string supported_list() {
+  std::string s;
+  for (const auto& a : kArchitectures) s += (s.empty() ? "" : ", ") + std::string(a.architecture);
+  return s;
+}
+
+// Typed, validated access to one JSON object; messages name the file and the key.
+class Fields {
+ public:
+  Fields(const json& j, std::string source) : j_(j), source_(std::move(source)) {}
+
+  bool has(const char* key) const { return j_.is_object() && j_.contains(key) && !j_.at(key).is_null(); }
+  const json& at(const char* key) const { return j_.at(key); }
+
+  int64_t integer(const char* key, int64_t min_value, int64_t max_value) const {
+    ONNXLLM_CHECK(has(key), kInvalidModel, source_, ": missing '", key, "'");
+    return integer_or(key, 0, min_value, max_value);
+  }
+  int64_t integer_or(const char* key, int64_t dflt, int64_t min_value, int64_t max_value) const {
+    if (!has(key)) return dflt;
+    const json& v = at(key);
+    const bool integral = v.is_number_integer() || (v.is_number_float() && std::isfinite(v.get<double>()) &&
+                                                     v.get<double>() == std::floor(v.get<double>()));
+    ONNXLLM_CHECK(integral, kInvalidModel, source_, ": '", key, "' should be an integer, got ", v.dump());
+    const double d = v.get<double>();
+    ONNXLLM_CHECK(d >= static_cast<double>(min_value) && d <= static_cast<double>(max_value), kInvalidModel, source_,
+                  ": '", key, "' is ", v.dump(), ", expected ", min_value, "..", max_value);
+    return v.is_number_integer() ? v.get<int64_t>() : static_cast<int64_t>(d);
+  }
+  double number_or(const char* key, double dflt) const {
+    if (!has(key)) return dflt;
+    const json& v = at(key);
+    ONNXLLM_CHECK(v.is_number() && std::isfinite(v.get<double>()), kInvalidModel, source_, ": '", key,
+                  "' should be a number, got ", v.dump());
+    return v.get<double>();
+  }
+  double positive_or(const char* key, double dflt) const {
+    const double v = number_or(key, dflt);
+    ONNXLLM_CHECK(v > 0, kInvalidModel, source_, ": '", key, "' should be positive, got ", v);
+    return v;
+  }
+  bool boolean_or(const char* key, bool dflt) const {
+    if (!has(key)) return dflt;
+    ONNXLLM_CHECK(at(key).is_boolean(), kInvalidModel, source_, ": '", key, "' should be true or false, got ",
+                  at(key).dump());
+    return at(key).get<bool>();
+  }
+  std::string string_or(const char* key, const std::string& dflt) const {
+    if (!has(key)) return dflt;
+    ONNXLLM_CHECK(at(key).is_string(), kInvalidModel, source_, ": '", key, "' should be a string, got ",
+                  at(key).dump());
+    return at(key).get<std::string>();
+  }
+  std::vector<double> numbers(const char* key) const {
+    std::vector<double> out;
+    if (!has(key)) return out;
+    ONNXLLM_CHECK(at(key).is_array(), kInvalidModel, source_, ": '", key, "' should be a list of numbers");
+    for (const auto& v : at(key)) {
+      ONNXLLM_CHECK(v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() > 0, kInvalidModel, source_,
+                    ": '", key, "' should hold positive numbers, found ", v.dump());
+      out.push_back(v.get<double>());
+    }
+    return out;
+  }
+  const std::string& source() const { return source_; }
+
+ private:
+  const json& j_;
+  std::string source_;
+};
+
+// A token id field: an int, a list of ints, or null.
+json token_ids(const Fields& f, const char* key) {
+  if (!f.has(key)) return nullptr;
+  const json& v = f.at(key);
+  auto valid = [](const json& x) { return x.is_number_integer() && x.get<int64_t>() >= 0; };
+  if (v.is_array()) {
+    for (const auto& x : v)
+      ONNXLLM_CHECK(valid(x), kInvalidModel, f.source(), ": '", key, "' should hold token ids, found ", x.dump());
+    return v.empty() ? json(nullptr) : v;
+  }
+  ONNXLLM_CHECK(valid(v), kInvalidModel, f.source(), ": '", key, "' should be a token id or a list, got ", v.dump());
+  return v;
+}
+
+RopeScaling parse_rope_scaling(const json& j, const std::string& source, int64_t max_positions, int64_t rotary_half) {
+  RopeScaling r;
+  if (j.is_null()) return r;
+  ONNXLLM_CHECK(j.is_object(), kInvalidModel, source, ": 'rope_scaling' should be an object, got ", j.dump());
+  const Fields f(j, source + " rope_scaling");
+  r.type = f.string_or("rope_type", f.string_or("type", "default"));
+  if (r.type == "su") r.type = "longrope";  // Phi-3's older name for the same scheme
+  r.original_max_position_embeddings = f.integer_or("original_max_position_embeddings", 0, 0, kMaxPositions);
+  if (r.type == "default") return r;
+  if (r.type == "linear") {
+    r.factor = f.positive_or("factor", 1.0);
+  } else if (r.type == "llama3") {
+    r.factor = f.positive_or("factor", 1.0);
+    r.low_freq_factor = f.positive_or("low_freq_factor", 1.0);
+    r.high_freq_factor = f.positive_or("high_freq_factor", 4.0);
+    ONNXLLM_CHECK(r.high_freq_factor > r.low_freq_factor, kInvalidModel, source,
+                  ": llama3 rope_scaling needs high_freq_factor > low_freq_factor");
+    ONNXLLM_CHECK(r.original_max_position_embeddings > 0, kInvalidModel, source,
+                  ": llama3 rope_scaling needs original_max_position_embeddings");
+  } else if (r.type == "longrope") {
+    r.short_factor = f.numbers("short_factor");
+    r.long_factor = f.numbers("long_factor");
+    ONNXLLM_CHECK(static_cast<int64_t>(r.short_factor.size()) == rotary_half &&
+                      static_cast<int64_t>(r.long_factor.size()) == rotary_half,
+                  kInvalidModel, source, ": longrope short_factor and long_factor need ", rotary_half,
+                  " values (rotary_dim / 2), got ", r.short_factor.size(), " and ", r.long_factor.size());
+    r.short_mscale = f.number_or("short_mscale", 0.0);
+    r.long_mscale = f.number_or("long_mscale", 0.0);
+  } else if (r.type == "yarn") {
+    r.factor = f.positive_or("factor", 1.0);
+    r.beta_fast = f.positive_or("beta_fast", 32.0);
+    r.beta_slow = f.positive_or("beta_slow", 1.0);
+    r.attention_factor = f.number_or("attention_factor", 0.0);
+    r.truncate = f.boolean_or("truncate", true);
+  } else {
+    throw_error(ErrorCode::kUnsupported, source, ": rope_scaling type '", r.type,
+                "' is not supported; supported: default, linear, llama3, longrope (su), yarn");
+  }
+  if (r.original_max_position_embeddings == 0) r.original_max_position_embeddings = max_positions;
+  return r;
+}
+
+void parse_search(const Fields& config, const Fields& generation, HfConfig& c) {
+  SearchDefaults& s = c.search;
+  // config.json may carry generation values (older checkpoints) ...
+  s.do_sample = config.boolean_or("do_sample", s.do_sample);
+  s.temperature = config.number_or("temperature", s.temperature);
+  s.top_k = config.integer_or("top_k", s.top_k, 0, kMaxVocab);
+  s.top_p = config.number_or("top_p", s.top_p);
+  s.repetition_penalty = config.number_or("repetition_penalty", s.repetition_penalty);
+  s.num_beams = config.integer_or("num_beams", s.num_beams, 1, 1024);
+  s.num_return_sequences = config.integer_or("num_return_sequences", s.num_return_sequences, 1, 1024);
+  s.length_penalty = config.number_or("length_penalty", s.length_penalty);
+  s.no_repeat_ngram_size = config.integer_or("no_repeat_ngram_size", s.no_repeat_ngram_size, 0, 1024);
+  s.diversity_penalty = config.number_or("diversity_penalty", s.diversity_penalty);
+  // ... and the genai builder lets generation_config.json override these when they differ from
+  // the transformers defaults.
+  if (generation.has("do_sample") && generation.boolean_or("do_sample", false)) s.do_sample = true;
+  if (generation.has("temperature") && generation.number_or("temperature", 1.0) != 1.0)
+    s.temperature = generation.number_or("temperature", 1.0);
+  if (generation.has("top_k") && generation.integer_or("top_k", 50, 0, kMaxVocab) != 50)
+    s.top_k = generation.integer_or("top_k", 50, 0, kMaxVocab);
+  if (generation.has("top_p") && generation.number_or("top_p", 1.0) != 1.0)
+    s.top_p = generation.number_or("top_p", 1.0);
+  if (generation.has("bos_token_id")) c.bos_token_id = generation.integer_or("bos_token_id", 1, 0, kMaxVocab);
+  if (generation.has("eos_token_id")) c.eos_token_id = token_ids(generation, "eos_token_id");
+  if (generation.has("pad_token_id")) c.pad_token_id = token_ids(generation, "pad_token_id");
+}
+
+// Which layers use the sliding window (newer configs list layer_types).
+std::vector<bool> sliding_layers(const Fields& f, const HfConfig& c, bool all_layers) {
+  std::vector<bool> sliding(static_cast<size_t>(c.num_layers), false);
+  if (c.sliding_window < 0) return sliding;
+  if (f.has("layer_types")) {
+    const json& types = f.at("layer_types");
+    ONNXLLM_CHECK(types.is_array() && static_cast<int64_t>(types.size()) == c.num_layers, kInvalidModel, f.source(),
+                  ": 'layer_types' should list one type per layer (", c.num_layers, ")");
+    for (size_t i = 0; i < sliding.size(); ++i) {
+      ONNXLLM_CHECK(types[i].is_string(), kInvalidModel, f.source(), ": 'layer_types' entries should be strings");
+      sliding[i] = types[i].get<std::string>() == "sliding_attention";
+    }
+    return sliding;
+  }
+  for (size_t i = 0; i < sliding.size(); ++i) {
+    if (all_layers) sliding[i] = true;
+    else if (c.family == ModelFamily::kGemma2) sliding[i] = i % 2 == 0;
+    else if (c.family == ModelFamily::kGemma3) {
+      const int64_t pattern = f.integer_or("sliding_window_pattern", 6, 1, kMaxLayers);
+      sliding[i] = (static_cast<int64_t>(i) + 1) % pattern != 0;
+    }
+  }
+  return sliding;
+}
+
+}  // namespace
+
+const std::vector<std::string>& supported_architectures() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> v;
+    for (const auto& a : kArchitectures) v.push_back(a.architecture);
+    return v;
+  }();
+  return names;
+}
+
+HfConfig parse_hf_config(const json& config, const json& generation, const std::string& source) {
+  ONNXLLM_CHECK(config.is_object(), kInvalidModel, source, ": expected a JSON object");
+  const Fields f(config, source);
+  HfConfig c;
+
+  ONNXLLM_CHECK(f.has("architectures") && config["architectures"].is_array() && !config["architectures"].empty() &&
+                    config["architectures"][0].is_string(),
+                kInvalidModel, source, ": missing 'architectures' (the model class); supported: ", supported_list());
+  c.architecture = config["architectures"][0].get<std::string>();
+  const ArchitectureInfo* info = nullptr;
+  for (const auto& a : kArchitectures)
+    if (c.architecture == a.architecture) info = &a;
+  ONNXLLM_CHECK(info != nullptr, kUnsupported, source, ": architecture '", c.architecture,
+                "' is not supported; supported: ", supported_list());
+  c.family = info->family;
+  c.genai_type = info->genai_type;
+  const bool gemma = c.family == ModelFamily::kGemma || c.family == ModelFamily::kGemma2 || c.family == ModelFamily::kGemma3;
+
+  c.hidden_size = f.integer("hidden_size", 1, kMaxDim);
+  c.intermediate_size = f.integer("intermediate_size", 1, 4 * kMaxDim);
+  c.num_layers = f.integer("num_hidden_layers", 1, kMaxLayers);
+  c.num_heads = f.integer("num_attention_heads", 1, kMaxDim);
+  c.num_kv_heads = f.integer_or("num_key_value_heads", c.num_heads, 1, kMaxDim);
+  ONNXLLM_CHECK(c.num_heads % c.num_kv_heads == 0, kInvalidModel, source, ": num_attention_heads (", c.num_heads,
+                ") should be a multiple of num_key_value_heads (", c.num_kv_heads, ")");
+  if (f.has("head_dim")) {
+    c.head_dim = f.integer("head_dim", 2, 65536);
+  } else {
+    ONNXLLM_CHECK(c.hidden_size % c.num_heads == 0, kInvalidModel, source, ": hidden_size (", c.hidden_size,
+                  ") should be a multiple of num_attention_heads (", c.num_heads, ") when head_dim is not given");
+    c.head_dim = c.hidden_size / c.num_heads;
+  }
+  ONNXLLM_CHECK(c.head_dim % 2 == 0, kInvalidModel, source, ": head size ", c.head_dim, " should be even (rotary)");
+  ONNXLLM_CHECK(c.num_heads * c.head_dim <= 4 * kMaxDim, kInvalidModel, source, ": num_attention_heads x head_dim (",
+                c.num_heads * c.head_dim, ") is too large");
+  c.vocab_size = f.integer("vocab_size", 1, kMaxVocab);
+  c.max_position_embeddings = f.integer("max_position_embeddings", 1, kMaxPositions);
+
+  c.rms_norm_eps = f.positive_or("rms_norm_eps", 1e-6);
+  c.activation = f.string_or("hidden_activation", f.string_or("hidden_act", "silu"));
+  static const char* kActivations[] = {"silu", "swish", "gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "relu"};
+  bool known_activation = false;
+  for (const char* a : kActivations) known_activation = known_activation || c.activation == a;
+  ONNXLLM_CHECK(known_activation, kUnsupported, source, ": activation '", c.activation,
+                "' is not supported; supported: silu, swish, gelu, gelu_new, gelu_fast, gelu_pytorch_tanh, relu");
+
+  c.tie_word_embeddings = f.boolean_or("tie_word_embeddings", gemma);
+  const bool attention_bias = f.boolean_or("attention_bias", false);
+  c.qkv_bias = c.family == ModelFamily::kQwen2 || attention_bias;
+  c.o_bias = attention_bias && c.family != ModelFamily::kQwen2;
+  c.mlp_bias = f.boolean_or("mlp_bias", false);
+  c.qk_norm = c.family == ModelFamily::kQwen3 || c.family == ModelFamily::kGemma3;
+  c.norm_weight_offset = gemma;
+  c.post_norms = c.family == ModelFamily::kGemma2 || c.family == ModelFamily::kGemma3;
+  if (gemma) c.embedding_scale = std::round(std::sqrt(static_cast<double>(c.hidden_size)) * 100.0) / 100.0;
+
+  c.rope_theta = f.positive_or("rope_theta", 10000.0);
+  if (c.family == ModelFamily::kGemma3) c.rope_local_theta = f.positive_or("rope_local_base_freq", 10000.0);
+  c.partial_rotary_factor = f.number_or("partial_rotary_factor", 1.0);
+  ONNXLLM_CHECK(c.partial_rotary_factor > 0 && c.partial_rotary_factor <= 1, kInvalidModel, source,
+                ": 'partial_rotary_factor' should be in (0, 1], got ", c.partial_rotary_factor);
+  ONNXLLM_CHECK(c.rotary_dim() >= 2 && c.rotary_dim() % 2 == 0, kInvalidModel, source, ": rotary dimension ",
+                c.rotary_dim(), " (head size x partial_rotary_factor) should be even and at least 2");
+  c.rope_scaling = parse_rope_scaling(f.has("rope_scaling") ? config["rope_scaling"] : json(nullptr), source,
+                                      c.max_position_embeddings, c.rotary_dim() / 2);
+  // Phi-3 keeps the pretraining length at the top level.
+  if (f.has("original_max_position_embeddings") && c.rope_scaling.type == "longrope")
+    c.rope_scaling.original_max_position_embeddings =
+        f.integer("original_max_position_embeddings", 1, kMaxPositions);
+
+  c.attention_scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
+  if (c.family == ModelFamily::kGemma2 || c.family == ModelFamily::kGemma3)
+    c.attention_scale = 1.0 / std::sqrt(f.positive_or("query_pre_attn_scalar", static_cast<double>(c.head_dim)));
+  c.attn_softcap = f.number_or("attn_logit_softcapping", 0.0);
+  c.final_softcap = f.number_or("final_logit_softcapping", 0.0);
+  ONNXLLM_CHECK(c.attn_softcap >= 0 && c.final_softcap >= 0, kInvalidModel, source, ": soft-capping values should be >= 0");
+
+  // Sliding-window attention, where the family uses it.
+  bool window_applies = c.family != ModelFamily::kLlama && c.family != ModelFamily::kGemma && c.family != ModelFamily::kQwen3;
+  if (c.family == ModelFamily::kQwen2) window_applies = f.boolean_or("use_sliding_window", false);
+  if (window_applies && f.has("sliding_window"))
+    c.sliding_window = f.integer("sliding_window", 1, kMaxPositions);
+  const bool all_layers = c.family == ModelFamily::kMistral || c.family == ModelFamily::kPhi3 || c.family == ModelFamily::kQwen2;
+  c.sliding_layers = sliding_layers(f, c, all_layers);
+
+  c.initializer_range = f.positive_or("initializer_range", 0.02);
+
+  c.bos_token_id = f.integer_or("bos_token_id", 1, 0, kMaxVocab);
+  c.eos_token_id = token_ids(f, "eos_token_id");
+  c.pad_token_id = token_ids(f, "pad_token_id");
+  parse_search(f, Fields(generation.is_object() ? generation : json::object(), "generation_config.json"), c);
+  return c;
+}
+
+HfConfig load_hf_config(const std::filesystem::path& config_path) {
+  auto parse_file = [](const std::filesystem::path& p) {
+    const std::string text = read_file(p);
+    try {
+      return json::parse(text);
+    } catch (const json::exception& e) {
+      throw_error(ErrorCode::kInvalidModel, p.string(), " is not valid JSON: ", e.what());
+    }
+  };
+  ONNXLLM_CHECK(std::filesystem::is_regular_file(config_path), kNotFound, "config file ", config_path.string(),
+                " not found");
+  const json config = parse_file(config_path);
+  const auto generation_path = config_path.parent_path() / "generation_config.json";
+  const json generation = std::filesystem::is_regular_file(generation_path) ? parse_file(generation_path) : json();
+  return parse_hf_config(config, generation, config_path.filename().string());
+}
+
+}  // namespace onnxllm

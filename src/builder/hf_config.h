@@ -1,0 +1,101 @@
+// What the model builder needs from a Hugging Face config.json (and generation_config.json):
+// sizes, norms, rotary settings and token ids, validated, with each family's defaults filled in.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace onnxllm {
+
+enum class ModelFamily { kLlama, kMistral, kQwen2, kQwen3, kPhi3, kGemma, kGemma2, kGemma3 };
+
+// rope_scaling from config.json. `type` is one of default, linear, llama3, longrope, yarn.
+struct RopeScaling {
+  std::string type = "default";
+  double factor = 1.0;
+  int64_t original_max_position_embeddings = 0;  // llama3, longrope, yarn; 0 = max_position_embeddings
+  double low_freq_factor = 1.0, high_freq_factor = 4.0;  // llama3
+  std::vector<double> short_factor, long_factor;         // longrope: one factor per rotary frequency
+  double short_mscale = 0.0, long_mscale = 0.0;          // longrope: 0 = derived from the length ratio
+  double beta_fast = 32.0, beta_slow = 1.0;              // yarn
+  double attention_factor = 0.0;                         // yarn: 0 = derived from factor
+  bool truncate = true;                                  // yarn: round the correction range to whole dims
+};
+
+// Generation defaults that genai_config.json's "search" section takes from the HF configs.
+struct SearchDefaults {
+  bool do_sample = false;
+  double temperature = 1.0;
+  int64_t top_k = 50;
+  double top_p = 1.0;
+  double repetition_penalty = 1.0;
+  int64_t num_beams = 1;
+  int64_t num_return_sequences = 1;
+  double length_penalty = 1.0;
+  int64_t no_repeat_ngram_size = 0;
+  double diversity_penalty = 0.0;
+};
+
+struct HfConfig {
+  std::string architecture;  // e.g. "LlamaForCausalLM"
+  ModelFamily family = ModelFamily::kLlama;
+  std::string genai_type;    // genai_config model.type, e.g. "llama"
+
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_layers = 0;
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t vocab_size = 0;
+  int64_t max_position_embeddings = 0;  // the context length
+
+  double rms_norm_eps = 1e-6;
+  bool norm_weight_offset = false;  // Gemma stores RMSNorm weights as w with scale (1 + w)
+  bool post_norms = false;          // Gemma 2/3: extra norms after attention and after the MLP
+  bool qk_norm = false;             // Qwen3, Gemma 3: per-head RMSNorm on Q and K
+
+  std::string activation;  // hidden_act / hidden_activation
+  bool qkv_bias = false;   // biases on q/k/v (Qwen2, Llama attention_bias)
+  bool o_bias = false;     // bias on o_proj (Llama attention_bias)
+  bool mlp_bias = false;   // biases on gate/up/down (Llama mlp_bias)
+  bool tie_word_embeddings = false;
+
+  double rope_theta = 10000.0;
+  double rope_local_theta = 0.0;  // Gemma 3 sliding layers; 0 = same caches for every layer
+  double partial_rotary_factor = 1.0;
+  RopeScaling rope_scaling;
+
+  double attention_scale = 0.0;     // multiplies Q·K; 1/sqrt(head_dim) unless the family says otherwise
+  double attn_softcap = 0.0;        // Gemma 2
+  double final_softcap = 0.0;       // Gemma 2 logit soft-capping
+  double embedding_scale = 1.0;     // Gemma multiplies embeddings by round(sqrt(hidden), 2)
+  int64_t sliding_window = -1;      // keys to the left a local layer sees; -1 = none
+  std::vector<bool> sliding_layers; // per layer: does it use sliding_window
+
+  double initializer_range = 0.02;  // std of random weights
+
+  int64_t bos_token_id = 1;
+  nlohmann::json eos_token_id;      // int or array, as in the HF config; null when absent
+  nlohmann::json pad_token_id;      // null when absent
+  SearchDefaults search;
+
+  int64_t rotary_dim() const { return static_cast<int64_t>(static_cast<double>(head_dim) * partial_rotary_factor); }
+};
+
+// Architectures the builder supports, as config.json names them.
+const std::vector<std::string>& supported_architectures();
+
+// Parses config.json (and generation_config.json, `generation` may be null). `source` names the
+// file in messages. Throws kInvalidModel naming the field for missing or bad values and
+// kUnsupported (listing the supported architectures / rope types) for what we do not build.
+HfConfig parse_hf_config(const nlohmann::json& config, const nlohmann::json& generation, const std::string& source);
+
+// Reads `config_path` and, when present beside it, generation_config.json.
+HfConfig load_hf_config(const std::filesystem::path& config_path);
+
+}  // namespace onnxllm

@@ -1,0 +1,117 @@
+#include "builder/model_builder.h"
+
+#include <chrono>
+#include <fstream>
+#include <memory>
+
+#include "builder/external_data_stream.h"
+#include "builder/genai_config_writer.h"
+#include "builder/progress.h"
+#include "builder/staging_dir.h"
+#include "core/error.h"
+#include "core/thread_pool.h"
+#include "onnx/model_writer.h"
+
+namespace onnxllm {
+namespace fs = std::filesystem;
+namespace {
+
+constexpr const char* kModelFile = "model.onnx";
+constexpr const char* kDataFile = "model.onnx.data";
+constexpr const char* kGenaiConfigFile = "genai_config.json";
+
+void write_text_file(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  ONNXLLM_CHECK(out.good(), kRuntime, "cannot create ", path.string());
+  out << text;
+  out.close();
+  ONNXLLM_CHECK(!out.fail(), kRuntime, "cannot write ", path.string(), " (is the disk full?)");
+}
+
+void copy_into(const fs::path& from, const fs::path& to) {
+  std::error_code ec;
+  fs::copy_file(from, to, fs::copy_options::overwrite_existing, ec);
+  ONNXLLM_CHECK(!ec, kRuntime, "cannot copy ", from.string(), " to ", to.string(), ": ", ec.message());
+  fs::permissions(to, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::add, ec);  // sources may be read-only
+}
+
+uint64_t folder_bytes(const fs::path& dir) {
+  uint64_t n = 0;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_regular_file()) n += e.file_size();
+  return n;
+}
+
+}  // namespace
+
+const std::vector<std::string>& tokenizer_file_names() {
+  static const std::vector<std::string> names = {"tokenizer.json",     "tokenizer_config.json", "special_tokens_map.json",
+                                                 "tokenizer.model",    "generation_config.json", "chat_template.jinja",
+                                                 "added_tokens.json",  "vocab.json",             "merges.txt"};
+  return names;
+}
+
+BuildSummary build_model(const BuildOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  ONNXLLM_CHECK(!o.input_dir.empty() || !o.config_path.empty(), kInvalidArgument,
+                "give a Hugging Face folder (-i) or a config.json (--config)");
+  ONNXLLM_CHECK(!o.input_dir.empty() || o.random_weights, kInvalidArgument,
+                "--config without -i has no weights to read: add --random-weights");
+  ONNXLLM_CHECK(!o.output_dir.empty(), kInvalidArgument, "give an output folder (-o)");
+  if (!o.input_dir.empty())
+    ONNXLLM_CHECK(fs::is_directory(o.input_dir), kNotFound, "model folder ", o.input_dir.string(), " not found");
+  const fs::path config_path = o.config_path.empty() ? o.input_dir / "config.json" : o.config_path;
+  const fs::path files_dir = o.input_dir.empty() ? config_path.parent_path() : o.input_dir;
+
+  const HfConfig config = load_hf_config(config_path);
+  ONNXLLM_CHECK(o.max_length >= 0 && o.max_length <= config.max_position_embeddings, kInvalidArgument,
+                "--max-length ", o.max_length, " exceeds the context length ", config.max_position_embeddings);
+
+  ThreadPool pool(o.num_threads);
+  std::unique_ptr<WeightSource> source;
+  if (o.random_weights) source = std::make_unique<RandomWeights>(config, o.seed);
+  else source = std::make_unique<CheckpointWeights>(SafetensorsReader::open_folder(o.input_dir));
+
+  // Everything is validated here, before any output exists.
+  DecoderGraph decoder = build_decoder_graph(config, o.decoder, *source, pool);
+
+  std::vector<std::string> replaceable = {kModelFile, kDataFile, kGenaiConfigFile};
+  for (const auto& name : tokenizer_file_names()) replaceable.push_back(name);
+  StagingDir stage(o.output_dir, o.overwrite, replaceable);
+
+  BuildSummary summary;
+  {
+    ExternalDataStream data(stage.dir() / kDataFile);
+    std::unique_ptr<Progress> progress;
+    if (o.progress)
+      progress = std::make_unique<Progress>(*o.progress, o.progress_terminal, "weights",
+                                            total_source_elements(decoder.tasks),
+                                            static_cast<int64_t>(decoder.tasks.size()));
+    summary.initializers = run_weight_tasks(decoder.tasks, data, progress.get());
+    if (progress) progress->finish();
+    ModelWriteOptions write;
+    write.external_threshold_bytes = 0;  // every initializer external, as the genai builder writes
+    write.external_data_file = kDataFile;
+    write.existing_external_data = data.finish(*decoder.graph);
+    save_onnx_model(*decoder.graph, stage.dir() / kModelFile, write);
+  }
+  decoder.graph.reset();  // releases the data file mapping
+
+  GenaiConfigOptions genai;
+  genai.filename = kModelFile;
+  genai.max_length = o.max_length;
+  genai.exclude_lm_head = o.decoder.exclude_lm_head;
+  write_text_file(stage.dir() / kGenaiConfigFile, make_genai_config(config, genai).dump(4) + "\n");
+  for (const auto& name : tokenizer_file_names())
+    if (fs::is_regular_file(files_dir / name)) copy_into(files_dir / name, stage.dir() / name);
+
+  summary.bytes_written = folder_bytes(stage.dir());
+  stage.commit_folder();
+  summary.architecture = config.architecture;
+  summary.parameters = decoder.parameters;
+  summary.output_dir = o.output_dir;
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return summary;
+}
+
+}  // namespace onnxllm

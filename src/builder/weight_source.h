@@ -1,0 +1,58 @@
+// Where the builder's weights come from: a safetensors checkpoint, or deterministic random values
+// of the shapes a config describes. Tensors are named and shaped as in Hugging Face checkpoints
+// (Linear weights are [out_features, in_features]); every read converts to float32.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "builder/hf_config.h"
+#include "builder/safetensors.h"
+#include "core/shape.h"
+
+namespace onnxllm {
+
+class ThreadPool;
+
+class WeightSource {
+ public:
+  virtual ~WeightSource() = default;
+  // Whether an optional tensor (a bias, an untied lm_head) exists.
+  virtual bool has(const std::string& name) const = 0;
+  // Throws kInvalidModel naming the tensor when it is missing, is not `shape`, or cannot be
+  // converted to float. Called for every tensor before anything is written.
+  virtual void check(const std::string& name, const Shape& shape) const = 0;
+  // Rows [row_begin, row_end) of the tensor (rank 1: elements) as float32 into `out`.
+  virtual void read_rows(const std::string& name, const Shape& shape, int64_t row_begin, int64_t row_end, float* out,
+                         ThreadPool& pool) const = 0;
+};
+
+class CheckpointWeights : public WeightSource {
+ public:
+  explicit CheckpointWeights(SafetensorsReader reader) : reader_(std::move(reader)) {}
+  bool has(const std::string& name) const override { return reader_.find(name) != nullptr; }
+  void check(const std::string& name, const Shape& shape) const override;
+  void read_rows(const std::string& name, const Shape& shape, int64_t row_begin, int64_t row_end, float* out,
+                 ThreadPool& pool) const override;
+
+ private:
+  SafetensorsReader reader_;
+};
+
+// Values depend only on (seed, tensor name, element index), so any row range of any tensor can be
+// produced in any order or thread split with the same result. Matrices and biases are
+// approximately normal with std initializer_range; norm weights are 1 (0 for Gemma's offset form).
+class RandomWeights : public WeightSource {
+ public:
+  RandomWeights(const HfConfig& config, uint64_t seed) : config_(config), seed_(seed) {}
+  bool has(const std::string& name) const override;
+  void check(const std::string&, const Shape&) const override {}
+  void read_rows(const std::string& name, const Shape& shape, int64_t row_begin, int64_t row_end, float* out,
+                 ThreadPool& pool) const override;
+
+ private:
+  HfConfig config_;
+  uint64_t seed_;
+};
+
+}  // namespace onnxllm

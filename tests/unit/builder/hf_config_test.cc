@@ -1,0 +1,134 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "builder/hf_config.h"
+#include "tests/unit/builder/builder_test_util.h"
+
+namespace onnxllm::test {
+namespace {
+
+using nlohmann::json;
+
+std::string parse_error(const json& config) {
+  try {
+    parse_hf_config(config, json(), "config.json");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(HfConfig, StoriesConfig) {
+  ONNXLLM_REQUIRE_SHARED(shared);
+  const HfConfig c = load_hf_config(shared / "models/stories260K-hf/config.json");
+  EXPECT_EQ(c.architecture, "LlamaForCausalLM");
+  EXPECT_EQ(c.genai_type, "llama");
+  EXPECT_EQ(c.hidden_size, 64);
+  EXPECT_EQ(c.intermediate_size, 172);
+  EXPECT_EQ(c.num_layers, 5);
+  EXPECT_EQ(c.num_heads, 8);
+  EXPECT_EQ(c.num_kv_heads, 4);
+  EXPECT_EQ(c.head_dim, 8);
+  EXPECT_EQ(c.vocab_size, 512);
+  EXPECT_EQ(c.max_position_embeddings, 512);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_FALSE(c.qkv_bias);
+  EXPECT_DOUBLE_EQ(c.rms_norm_eps, 1e-5);
+  EXPECT_EQ(c.eos_token_id, json(2));
+  EXPECT_EQ(c.rope_scaling.type, "default");
+  EXPECT_DOUBLE_EQ(c.attention_scale, 1 / std::sqrt(8.0));
+  EXPECT_EQ(c.sliding_window, -1);
+}
+
+TEST(HfConfig, ArchitectureErrorsListTheSupportedOnes) {
+  json c = tiny_config();
+  c.erase("architectures");
+  std::string msg = parse_error(c);
+  EXPECT_NE(msg.find("missing 'architectures'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM"), std::string::npos) << msg;
+  c["architectures"] = {"GPT2LMHeadModel"};
+  msg = parse_error(c);
+  EXPECT_NE(msg.find("'GPT2LMHeadModel' is not supported"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("Gemma2ForCausalLM"), std::string::npos) << msg;
+}
+
+TEST(HfConfig, BadValuesNameTheField) {
+  json c = tiny_config();
+  c["num_key_value_heads"] = 3;
+  EXPECT_NE(parse_error(c).find("multiple of num_key_value_heads"), std::string::npos);
+  c = tiny_config();
+  c["hidden_size"] = "64";
+  EXPECT_NE(parse_error(c).find("'hidden_size' should be an integer"), std::string::npos);
+  c = tiny_config();
+  c.erase("vocab_size");
+  EXPECT_NE(parse_error(c).find("missing 'vocab_size'"), std::string::npos);
+  c = tiny_config();
+  c["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 2.0}};
+  const std::string msg = parse_error(c);
+  EXPECT_NE(msg.find("'dynamic' is not supported"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("llama3"), std::string::npos) << msg;
+  c = tiny_config();
+  c["hidden_act"] = "mish";
+  EXPECT_NE(parse_error(c).find("activation 'mish'"), std::string::npos);
+}
+
+TEST(HfConfig, FamilyDefaults) {
+  HfConfig q2 = parse_hf_config(tiny_config("Qwen2ForCausalLM"), json(), "c");
+  EXPECT_TRUE(q2.qkv_bias);
+  EXPECT_FALSE(q2.o_bias);
+  EXPECT_EQ(q2.sliding_window, -1);  // use_sliding_window defaults to false
+
+  json g = tiny_config("GemmaForCausalLM");
+  g.erase("tie_word_embeddings");
+  HfConfig gemma = parse_hf_config(g, json(), "c");
+  EXPECT_TRUE(gemma.tie_word_embeddings);
+  EXPECT_TRUE(gemma.norm_weight_offset);
+  EXPECT_DOUBLE_EQ(gemma.embedding_scale, 8.0);  // round(sqrt(64), 2)
+
+  json g2 = tiny_config("Gemma2ForCausalLM");
+  g2["num_hidden_layers"] = 4;
+  g2["sliding_window"] = 16;
+  g2["query_pre_attn_scalar"] = 64;
+  g2["attn_logit_softcapping"] = 50.0;
+  g2["final_logit_softcapping"] = 30.0;
+  HfConfig gemma2 = parse_hf_config(g2, json(), "c");
+  EXPECT_EQ(gemma2.sliding_layers, (std::vector<bool>{true, false, true, false}));
+  EXPECT_DOUBLE_EQ(gemma2.attention_scale, 0.125);
+  EXPECT_TRUE(gemma2.post_norms);
+  EXPECT_DOUBLE_EQ(gemma2.final_softcap, 30.0);
+
+  json g3 = tiny_config("Gemma3ForCausalLM");
+  g3["num_hidden_layers"] = 6;
+  g3["sliding_window"] = 16;
+  g3["sliding_window_pattern"] = 3;
+  HfConfig gemma3 = parse_hf_config(g3, json(), "c");
+  EXPECT_EQ(gemma3.sliding_layers, (std::vector<bool>{true, true, false, true, true, false}));
+  EXPECT_EQ(gemma3.genai_type, "gemma3_text");
+  EXPECT_TRUE(gemma3.qk_norm);
+  EXPECT_DOUBLE_EQ(gemma3.rope_local_theta, 10000.0);
+
+  json phi = tiny_config("Phi3ForCausalLM");
+  phi["max_position_embeddings"] = 256;
+  phi["original_max_position_embeddings"] = 64;
+  phi["rope_scaling"] = {{"type", "su"}, {"short_factor", std::vector<double>(8, 1.0)}, {"long_factor", std::vector<double>(8, 2.0)}};
+  HfConfig phi3 = parse_hf_config(phi, json(), "c");
+  EXPECT_EQ(phi3.rope_scaling.type, "longrope");
+  EXPECT_EQ(phi3.rope_scaling.original_max_position_embeddings, 64);
+  phi["rope_scaling"]["long_factor"] = std::vector<double>(7, 2.0);
+  EXPECT_NE(parse_error(phi).find("need 8 values"), std::string::npos);
+}
+
+TEST(HfConfig, GenerationConfigOverridesAsTheGenaiBuilderDoes) {
+  json config = tiny_config();
+  config["temperature"] = 0.5;
+  json generation = {{"temperature", 1.0}, {"top_p", 0.9}, {"eos_token_id", {2, 7}}, {"do_sample", true}};
+  const HfConfig c = parse_hf_config(config, generation, "c");
+  EXPECT_DOUBLE_EQ(c.search.temperature, 0.5);  // 1.0 is the default, so it does not override
+  EXPECT_DOUBLE_EQ(c.search.top_p, 0.9);
+  EXPECT_TRUE(c.search.do_sample);
+  EXPECT_EQ(c.eos_token_id, json({2, 7}));
+}
+
+}  // namespace
+}  // namespace onnxllm::test

@@ -1,0 +1,69 @@
+// `onnxllm build`: Hugging Face checkpoint (or config + random weights) -> genai model folder.
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "builder/model_builder.h"
+#include "builder/progress.h"
+#include "tools/cli/commands.h"
+
+namespace onnxllm::cli {
+
+Command add_build_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand(
+      "build", "Build an optimized model folder (model.onnx + data, genai_config.json, tokenizer) from a Hugging Face "
+               "checkpoint, or from a config.json with random weights");
+  struct Args {
+    std::string input, config, output, precision = "fp32";
+    int64_t block_size = 32, max_length = 0;
+    int accuracy_level = 4, threads = 0;
+    bool asymmetric = false, exclude_lm_head = false, random_weights = false, overwrite = false, quiet = false;
+    uint64_t seed = 0;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("-i,--input", a->input, "Hugging Face folder (config.json, *.safetensors, tokenizer files)");
+  cmd->add_option("--config", a->config, "config.json to use (with --random-weights, no weights are needed)");
+  cmd->add_option("-o,--output", a->output, "Output folder (must not exist unless --overwrite)")->required();
+  cmd->add_option("-p,--precision", a->precision, "fp32 | fp16 | int4 | int8")
+      ->check(CLI::IsMember({"fp32", "fp16", "int4", "int8"}));
+  cmd->add_option("--block-size", a->block_size, "int4/int8 block size")->check(CLI::IsMember({16, 32, 64, 128, 256}));
+  cmd->add_option("--accuracy-level", a->accuracy_level, "MatMulNBits accuracy level (0 unset, 1 fp32, 4 int8)")
+      ->check(CLI::Range(0, 4));
+  cmd->add_flag("--asymmetric", a->asymmetric, "Quantize with zero points (default symmetric)");
+  cmd->add_option("--max-length", a->max_length, "search.max_length in genai_config.json (default: context length)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--exclude-lm-head", a->exclude_lm_head, "Output hidden_states instead of logits");
+  cmd->add_flag("--random-weights", a->random_weights, "Random weights of the config's shapes (benchmarks, tests)");
+  cmd->add_option("--seed", a->seed, "Seed for --random-weights");
+  cmd->add_flag("--overwrite", a->overwrite, "Replace an existing output folder");
+  cmd->add_option("--threads", a->threads, "Threads (0 = physical cores)");
+  cmd->add_flag("-q,--quiet", a->quiet, "No progress output");
+  return {cmd, [a] {
+    BuildOptions o;
+    o.input_dir = a->input;
+    o.config_path = a->config;
+    o.output_dir = a->output;
+    o.decoder.precision = parse_precision(a->precision);
+    o.decoder.block_size = a->block_size;
+    o.decoder.accuracy_level = a->accuracy_level;
+    o.decoder.symmetric = !a->asymmetric;
+    o.decoder.exclude_lm_head = a->exclude_lm_head;
+    o.max_length = a->max_length;
+    o.random_weights = a->random_weights;
+    o.seed = a->seed;
+    o.overwrite = a->overwrite;
+    o.num_threads = a->threads;
+    if (!a->quiet) {
+      o.progress = &std::cerr;
+      o.progress_terminal = Progress::stderr_is_terminal();
+    }
+    const BuildSummary s = build_model(o);
+    std::cout << "built " << s.architecture << " (" << a->precision << ") in " << s.output_dir.string() << ": "
+              << format_count(static_cast<double>(s.parameters)) << " parameters, " << s.initializers
+              << " initializers, " << format_bytes(static_cast<double>(s.bytes_written)) << " written in "
+              << format_duration(s.seconds) << "\n";
+    return 0;
+  }};
+}
+
+}  // namespace onnxllm::cli
