@@ -115,8 +115,11 @@ std::string SentencePieceTokenizer::normalize(std::string_view input) const {
     input.remove_prefix(n);
     if (!model_.remove_extra_whitespaces) is_prev_space = false;
   }
-  if (model_.remove_extra_whitespaces)
-    while (out.ends_with(space)) out.resize(out.size() - space.size());
+  if (model_.remove_extra_whitespaces) {
+    size_t end = out.size();
+    while (std::string_view(out.data(), end).ends_with(space)) end -= space.size();
+    out.resize(end);
+  }
   if (dummy_prefix && model_.treat_whitespace_as_suffix) out += space;
   return out;
 }

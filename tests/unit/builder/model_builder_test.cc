@@ -189,7 +189,11 @@ TEST(ModelBuilder, FamiliesProduceTheirNodes) {
     build_random(config, dir / name);
     auto g = load_onnx_model(dir / name / "model.onnx");
     std::map<std::string, int> ops;
-    for (const auto& n : g->nodes) ops[n.op_type + (n.op_type == "Gelu" ? "/" + n.attr_string("approximate", "") : "")]++;
+    for (const auto& n : g->nodes) {
+      std::string key = n.op_type;
+      if (key == "Gelu") key.append("/").append(n.attr_string("approximate", ""));
+      ops[key]++;
+    }
     return std::make_pair(g, ops);
   };
   {
