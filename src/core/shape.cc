@@ -69,7 +69,7 @@ std::string Shape::to_string() const {
 }
 
 int normalize_axis(int64_t axis, int rank, const char* what) {
-  ONNXLLM_CHECK(axis >= -rank && axis < std::max(rank, 1), kInvalidArgument, what, " ", axis,
+  ONNXLLM_CHECK(axis >= -rank && axis < rank, kInvalidArgument, what, " ", axis,
                 " is out of range for rank ", rank);
   return static_cast<int>(axis < 0 ? axis + rank : axis);
 }

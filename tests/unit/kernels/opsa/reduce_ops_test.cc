@@ -308,6 +308,16 @@ TEST(CumSum, ExclusiveReverseAlongAWideAxis) {
             (std::vector<double>{0.5, 0.75, 2.75}));
 }
 
+// Found by the loader fuzzer: a scalar has no axis 0 (it used to divide by a zero-length axis).
+TEST(CumSum, ScalarInputIsAClearError) {
+  try {
+    run1({"CumSum", {make<double>(Shape{}, {1.0}), make<int32_t>(Shape{}, {0})}, {}, 14});
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("out of range for rank 0"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Trilu, BatchedAndExtremeK) {
   std::vector<float> v(2 * 3 * 4);
   for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i + 1);
