@@ -43,15 +43,17 @@ std::mt19937 make_rng(int seed) {
 
 Sampler::Sampler(const SearchConfig& s, int vocab_size)
     : top_k_(s.top_k), top_p_(s.top_p), temperature_(s.temperature), rng_(make_rng(s.random_seed)) {
+  // Values no search can mean are errors even when not sampling; top_k above the vocabulary only
+  // matters (and the default 50 only fits) when sampling.
+  ONNXLLM_CHECK(s.top_p >= 0.0f && s.top_p <= 1.0f, kInvalidArgument, "search.top_p must be in [0, 1], got ", s.top_p);
+  ONNXLLM_CHECK(s.top_k >= 0, kInvalidArgument, "search.top_k must be >= 0, got ", s.top_k);
   if (!s.do_sample || s.top_k == 1 || s.temperature == 0.0f) {
     method_ = Method::kGreedy;
     return;
   }
-  ONNXLLM_CHECK(s.temperature > 0.0f, kInvalidArgument, "search.temperature must be >= 0, got ", s.temperature);
-  ONNXLLM_CHECK(s.top_p >= 0.0f && s.top_p <= 1.0f, kInvalidArgument, "search.top_p must be in [0, 1], got ", s.top_p);
-  ONNXLLM_CHECK(s.top_k >= 0, kInvalidArgument, "search.top_k must be >= 0, got ", s.top_k);
   ONNXLLM_CHECK(s.top_k <= vocab_size, kInvalidArgument, "search.top_k (", s.top_k,
                 ") must be less than or equal to model.vocab_size (", vocab_size, ")");
+  ONNXLLM_CHECK(s.temperature > 0.0f, kInvalidArgument, "search.temperature must be >= 0, got ", s.temperature);
   if (s.top_p > 0.0f && s.top_p < 1.0f && s.top_k > 1) method_ = Method::kTopKTopP;
   else if (s.top_k > 1) method_ = Method::kTopK;
   else method_ = Method::kTopP;

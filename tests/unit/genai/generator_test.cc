@@ -430,6 +430,9 @@ TEST(GenaiGenerator, InvalidSearchOptions) {
   EXPECT_EQ(creation_error(R"({"do_sample": true, "top_k": 33})"),
             "search.top_k (33) must be less than or equal to model.vocab_size (32)");
   EXPECT_EQ(creation_error(R"({"do_sample": true, "top_p": 1.5})"), "search.top_p must be in [0, 1], got 1.5");
+  // Checked whether or not the search samples, as onnxruntime-genai does.
+  EXPECT_EQ(creation_error(R"({"top_k": -3})"), "search.top_k must be >= 0, got -3");
+  EXPECT_EQ(creation_error(R"({"top_p": -0.5})"), "search.top_p must be in [0, 1], got -0.5");
   EXPECT_EQ(creation_error(R"({"repetition_penalty": 0})"), "search.repetition_penalty must be > 0, got 0");
   GeneratorParams params(model);
   ErrorCode code{};
