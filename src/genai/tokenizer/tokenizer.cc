@@ -24,11 +24,12 @@ struct TokenizerConfigs {
 
 namespace {
 
+// `what` names the text in the message; empty when the caller adds the file name itself.
 nlohmann::json parse_json(std::string_view text, const std::string& what) {
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    throw_error(ErrorCode::kInvalidModel, what, ": not valid JSON: ", e.what());
+    throw_error(ErrorCode::kInvalidModel, what, what.empty() ? "" : ": ", "not valid JSON: ", e.what());
   }
 }
 
@@ -133,7 +134,7 @@ std::shared_ptr<Tokenizer> Tokenizer::load(const std::filesystem::path& path) {
   const std::string content = read_file(file);
   try {
     if (file.extension() == ".json") {
-      auto backend = std::make_unique<HfTokenizer>(parse_json(content, file.string()));
+      auto backend = std::make_unique<HfTokenizer>(parse_json(content, ""));
       return std::shared_ptr<Tokenizer>(new Tokenizer(std::move(backend), false, configs));
     }
     auto backend = std::make_unique<SentencePieceTokenizer>(SentencePieceModel::parse(content));
