@@ -13,6 +13,7 @@
 #include "genai/config/config.h"
 #include "genai/model/model.h"
 #include "tests/util/graph_builder.h"
+#include "tests/util/test_util.h"
 
 namespace onnxllm::genai::test {
 
@@ -28,13 +29,7 @@ inline ModelOptions one_thread() {
   return o;
 }
 
-inline std::vector<float> random_values(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = u(rng);
-  return v;
-}
+inline std::vector<float> random_values(size_t n, uint32_t seed) { return onnxllm::test::uniform(n, -1.0f, 1.0f, seed); }
 
 inline Tensor float_tensor(const std::vector<float>& v, Shape shape) {
   return Tensor::from<float>(shape, std::span<const float>(v));

@@ -27,13 +27,7 @@ using test::values;
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-std::vector<float> random_floats(size_t n, float lo, float hi, unsigned seed = 1) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
+using test::random_floats;
 
 // Largest error of f against the double reference g over a dense grid of [lo, hi], relative to
 // max(|g|, floor).

@@ -7,6 +7,7 @@
 
 #include "runtime/session.h"
 #include "tests/util/graph_builder.h"
+#include "tests/util/test_util.h"
 
 namespace onnxllm::test {
 
@@ -85,6 +86,10 @@ inline std::vector<Tensor> run_op(const OpCall& call) {
 }
 
 // The first output.
+inline std::vector<float> random_floats(size_t n, float lo, float hi, unsigned seed = 1) {
+  return uniform(n, lo, hi, seed);
+}
+
 inline Tensor run1(const OpCall& call) {
   auto outputs = run_op(call);
   return std::move(outputs.at(0));

@@ -28,13 +28,7 @@ using test::values;
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-std::vector<float> random_floats(size_t n, float lo, float hi, unsigned seed = 1) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
+using test::random_floats;
 
 void expect_near_all(const std::vector<double>& got, const std::vector<double>& want, double rtol, const std::string& what) {
   ASSERT_EQ(got.size(), want.size()) << what;

@@ -97,11 +97,7 @@ Tensor make(const Shape& shape, std::vector<T> values) {
 }
 
 inline std::vector<float> random_floats(int64_t n, uint32_t seed, float lo = -1.f, float hi = 1.f) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (auto& x : v) x = d(rng);
-  return v;
+  return uniform(static_cast<size_t>(n), lo, hi, seed);
 }
 
 inline Tensor random_tensor(const Shape& shape, uint32_t seed, float lo = -1.f, float hi = 1.f) {

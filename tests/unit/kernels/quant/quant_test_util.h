@@ -11,20 +11,13 @@
 #include "core/tensor.h"
 #include "graph/graph.h"
 #include "tests/util/graph_builder.h"
+#include "tests/util/test_util.h"
 
 namespace onnxllm::test {
 
 inline std::vector<float> gaussian(size_t n, float sigma, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> dist(0.f, sigma);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
-
-inline std::vector<float> uniform(size_t n, float lo, float hi, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
   std::vector<float> v(n);
   for (auto& x : v) x = dist(rng);
   return v;

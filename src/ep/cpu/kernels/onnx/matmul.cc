@@ -2,36 +2,12 @@
 #include <cstring>
 
 #include "ep/cpu/kernels/kernel_utils.h"
+#include "ep/cpu/kernels/onnx/matmul_dims.h"
+#include "ep/cpu/kernels/onnx/type_list.h"
 #include "ep/kernel_registry.h"
 
 namespace onnxllm {
 namespace {
-
-struct MatMulDims {
-  Shape out;        // final output shape
-  Shape batch;      // broadcast batch dims
-  Shape a_batch, b_batch;
-  int64_t m = 1, k = 1, n = 1;
-};
-
-MatMulDims matmul_dims(const Shape& a, const Shape& b) {
-  ONNXLLM_CHECK(a.rank() >= 1 && b.rank() >= 1, kInvalidArgument, "MatMul inputs must have rank >= 1, got ",
-                a.to_string(), " and ", b.to_string());
-  MatMulDims d;
-  const int64_t ka = a.dim(-1);
-  const int64_t kb = b.rank() == 1 ? b[0] : b.dim(-2);
-  ONNXLLM_CHECK(ka == kb, kInvalidArgument, "MatMul inner dimensions differ: ", a.to_string(), " x ", b.to_string());
-  d.k = ka;
-  d.m = a.rank() == 1 ? 1 : a.dim(-2);
-  d.n = b.rank() == 1 ? 1 : b.dim(-1);
-  for (int i = 0; i + 2 < a.rank(); ++i) d.a_batch.push_back(a[i]);
-  for (int i = 0; i + 2 < b.rank(); ++i) d.b_batch.push_back(b[i]);
-  d.batch = broadcast_shapes(d.a_batch, d.b_batch);
-  d.out = d.batch;
-  if (a.rank() > 1) d.out.push_back(d.m);
-  if (b.rank() > 1) d.out.push_back(d.n);
-  return d;
-}
 
 // C[m, n] = sum_k A[m, k] * B[k, n] for one matrix, rows [m0, m1).
 template <typename T, typename Acc>
@@ -47,9 +23,6 @@ void gemm_rows(const T* a, const T* b, T* c, int64_t m0, int64_t m1, int64_t k, 
     for (int64_t j = 0; j < n; ++j) c[i * n + j] = static_cast<T>(row[j]);
   }
 }
-
-template <typename T>
-using AccType = std::conditional_t<std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>, float, T>;
 
 class MatMulKernel final : public OpKernel {
  public:
@@ -75,7 +48,7 @@ class MatMulKernel final : public OpKernel {
     const auto sa = broadcast_strides(d.a_batch, d.batch);
     const auto sb = broadcast_strides(d.b_batch, d.batch);
     dispatch_dtype<float, double, Float16, BFloat16, int32_t, int64_t, uint32_t, uint64_t>(a.dtype(), [&]<typename T>() {
-      using Acc = AccType<T>;
+      using Acc = ComputeType<T>;
       const T* pa = a.data<T>();
       const T* pb = b.data<T>();
       T* pc = ctx.output(0).data<T>();

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "ep/cpu/kernels/kernel_utils.h"
+#include "ep/cpu/kernels/onnx/matmul_dims.h"
 #include "ep/kernel_registry.h"
 
 namespace onnxllm {
@@ -257,30 +258,6 @@ class DynamicQuantizeLinearKernel final : public OpKernel {
     if (ctx.has_output(2)) *ctx.output(2).data<uint8_t>() = zp;
   }
 };
-
-// Shapes of a numpy-style matmul (1-D operands promoted, batch dims broadcast).
-struct MatMulDims {
-  Shape out, batch, a_batch, b_batch;
-  int64_t m = 1, k = 1, n = 1;
-};
-
-MatMulDims matmul_dims(const Shape& a, const Shape& b) {
-  ONNXLLM_CHECK(a.rank() >= 1 && b.rank() >= 1, kInvalidArgument, "inputs must have rank >= 1, got ", a.to_string(),
-                " and ", b.to_string());
-  MatMulDims d;
-  d.k = a.dim(-1);
-  const int64_t kb = b.rank() == 1 ? b[0] : b.dim(-2);
-  ONNXLLM_CHECK(d.k == kb, kInvalidArgument, "inner dimensions differ: ", a.to_string(), " x ", b.to_string());
-  d.m = a.rank() == 1 ? 1 : a.dim(-2);
-  d.n = b.rank() == 1 ? 1 : b.dim(-1);
-  for (int i = 0; i + 2 < a.rank(); ++i) d.a_batch.push_back(a[i]);
-  for (int i = 0; i + 2 < b.rank(); ++i) d.b_batch.push_back(b[i]);
-  d.batch = broadcast_shapes(d.a_batch, d.b_batch);
-  d.out = d.batch;
-  if (a.rank() > 1) d.out.push_back(d.m);
-  if (b.rank() > 1) d.out.push_back(d.n);
-  return d;
-}
 
 // MatMulInteger: zero points are scalars, or per row of A ([M], or [..., M, 1] holding M values)
 // and per column of B ([N], or [..., 1, N] holding N values).
