@@ -26,8 +26,10 @@ test: deps
 	$(MAKE) build oracle
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
+# Only what the main job needs (the CLI, libonnxllm.so and the Python package), not the tests.
 run: deps
-	$(MAKE) build
+	$(MAKE) configure
+	ninja -C $(BUILD) -j $(JOBS) main_job
 	scripts/run_main_job.sh $(BUILD)
 
 # Benchmarks (google-benchmark), not part of `make test`.

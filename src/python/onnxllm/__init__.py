@@ -1,0 +1,131 @@
+"""onnxllm: run onnxruntime-genai model folders with onnxllm's own engine.
+
+A drop-in for ``onnxruntime_genai`` for text generation: scripts written for it run with
+``import onnxllm as og``. The classes come from the extension ``onnxllm._onnxllm`` (bound to
+libonnxllm.so's C API); what onnxllm does not have yet (images, audio, multimodal processors,
+adapters, GPU providers) exists under the same names and raises NotImplementedError when used.
+"""
+
+from ._onnxllm import (  # noqa: F401  (re-exported)
+    Config,
+    Generator,
+    GeneratorParams,
+    Model,
+    Tokenizer,
+    TokenizerStream,
+    __version__,
+    get_current_gpu_device_id,
+    register_execution_provider_library,
+    set_current_gpu_device_id,
+    set_log_options,
+    unregister_execution_provider_library,
+)
+
+
+def _not_supported(what):
+    return NotImplementedError(f"{what} is not supported by onnxllm {__version__} (text generation on CPU only)")
+
+
+class _Unsupported:
+    """A name onnxruntime_genai has for a feature onnxllm does not have yet."""
+
+    _what = ""
+
+    def __init__(self, *args, **kwargs):
+        raise _not_supported(self._what)
+
+
+class Images(_Unsupported):
+    _what = "Images (vision inputs)"
+
+    @staticmethod
+    def open(*paths):
+        raise _not_supported(Images._what)
+
+    @staticmethod
+    def open_bytes(*data):
+        raise _not_supported(Images._what)
+
+
+class Audios(_Unsupported):
+    _what = "Audios (audio inputs)"
+
+    @staticmethod
+    def open(*paths):
+        raise _not_supported(Audios._what)
+
+    @staticmethod
+    def open_bytes(*data):
+        raise _not_supported(Audios._what)
+
+
+class MultiModalProcessor(_Unsupported):
+    _what = "MultiModalProcessor"
+
+
+class Adapters(_Unsupported):
+    _what = "Adapters (LoRA)"
+
+
+class NamedTensors(_Unsupported):
+    _what = "NamedTensors (model inputs set by name)"
+
+
+class Tensor(_Unsupported):
+    _what = "Tensor (model inputs set by name)"
+
+
+def _model_create_multimodal_processor(self):
+    raise _not_supported(MultiModalProcessor._what)
+
+
+def _params_set_guidance(self, type, data, enable_ff_tokens=False):
+    raise _not_supported("GeneratorParams.set_guidance (constrained decoding)")
+
+
+def _generator_set_active_adapter(self, adapters, adapter_name):
+    raise _not_supported(Adapters._what)
+
+
+Model.create_multimodal_processor = _model_create_multimodal_processor
+GeneratorParams.set_guidance = _params_set_guidance
+Generator.set_active_adapter = _generator_set_active_adapter
+
+
+def set_log_callback(callback):
+    """Only None (the default, log to stderr) is supported."""
+    if callback is not None:
+        raise _not_supported("set_log_callback with a callback")
+
+
+def enable_telemetry_events():
+    """onnxllm sends no telemetry: nothing to enable."""
+
+
+def disable_telemetry_events():
+    """onnxllm sends no telemetry: nothing to disable."""
+
+
+# Only the CPU provider is built in.
+def is_cuda_available():
+    return False
+
+
+def is_dml_available():
+    return False
+
+
+def is_rocm_available():
+    return False
+
+
+def is_webgpu_available():
+    return False
+
+
+def is_qnn_available():
+    return False
+
+
+def is_openvino_available():
+    return False

@@ -1,0 +1,20 @@
+# The Python package: pytest over build/python (tests/python), one ctest test per file.
+# python_install (pip install . into a fresh venv) builds the package again from the sources,
+# so it is its own test, labelled slow.
+if(TARGET python)
+  set(python_test_env
+      PYTHONPATH=${CMAKE_BINARY_DIR}/python
+      PYTHONDONTWRITEBYTECODE=1
+      ONNXLLM_SHARED_DIR=${ONNXLLM_SHARED_DIR}
+      ONNXLLM_SOURCE_DIR=${PROJECT_SOURCE_DIR}
+      ONNXLLM_CLI=$<TARGET_FILE:onnxllm>)
+  foreach(part api errors conformance tutorial examples)
+    add_test(NAME python_${part}
+             COMMAND /usr/bin/python3 -m pytest -q -p no:cacheprovider ${PROJECT_SOURCE_DIR}/tests/python/test_${part}.py
+             WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/python)
+    set_tests_properties(python_${part} PROPERTIES ENVIRONMENT "${python_test_env}" TIMEOUT 300)
+  endforeach()
+  add_test(NAME python_install
+           COMMAND ${PROJECT_SOURCE_DIR}/tests/python/pip_install_test.sh ${CMAKE_BINARY_DIR}/python_install_test)
+  set_tests_properties(python_install PROPERTIES ENVIRONMENT "${python_test_env}" TIMEOUT 900 LABELS slow)
+endif()

@@ -1,0 +1,221 @@
+"""The onnxruntime_genai surface of onnxllm: tokenizer, config, params, generator, numpy in/out."""
+
+import gc
+import json
+import threading
+
+import numpy as np
+import pytest
+
+import onnxllm as og
+from conftest import run_cli
+
+
+@pytest.fixture(scope="module")
+def stories(stories_dir):
+    return og.Model(str(stories_dir))
+
+
+def greedy(model, prompt_ids, max_length):
+    params = og.GeneratorParams(model)
+    params.set_search_options(max_length=max_length)
+    generator = og.Generator(model, params)
+    generator.append_tokens(prompt_ids)
+    while not generator.is_done():
+        generator.generate_next_token()
+    return generator.get_sequence(0).tolist()
+
+
+def test_version_and_model_properties(stories):
+    assert og.__version__.count(".") == 2
+    assert stories.type == "llama"
+    assert stories.device_type == "CPU"
+    assert og.is_cuda_available() is False and og.is_dml_available() is False
+
+
+def test_tokenizer_round_trip_and_properties(stories, stories_dir):
+    tokenizer = og.Tokenizer(stories)
+    ids = tokenizer.encode("Once upon a time there was a dragon")
+    assert isinstance(ids, np.ndarray) and ids.dtype == np.int32 and ids.ndim == 1
+    assert ids[0] == tokenizer.bos_token_id == 1
+    assert tokenizer.decode(ids) == "Once upon a time there was a dragon"
+    assert tokenizer.decode(ids.tolist()) == tokenizer.decode(ids)  # lists work too
+    assert 2 in tokenizer.eos_token_ids.tolist()
+    assert isinstance(tokenizer.pad_token_id, int)
+    # The CLI tokenizer gives the same ids.
+    cli = run_cli("tokenize", "--tokenizer", stories_dir, "--text", "Once upon a time there was a dragon")
+    assert [int(t) for t in cli.split(",")] == ids.tolist()[1:]  # the CLI adds no BOS
+
+
+def test_batch_encode_decode(stories):
+    tokenizer = og.Tokenizer(stories)
+    texts = ["Once upon a time", "The cat"]
+    batch = tokenizer.encode_batch(texts)
+    assert batch.dtype == np.int32 and batch.shape[0] == 2
+    assert batch[0].tolist() == tokenizer.encode(texts[0]).tolist()
+    assert tokenizer.decode_batch(batch) == texts
+
+
+def test_stream_decodes_what_decode_gives(stories):
+    tokenizer = og.Tokenizer(stories)
+    ids = greedy(stories, tokenizer.encode("Once upon a time"), 40)
+    stream = tokenizer.create_stream()
+    prompt_len = len(tokenizer.encode("Once upon a time"))
+    text = "".join(stream.decode(t) for t in ids[prompt_len:])
+    assert text == tokenizer.decode(ids[prompt_len:]) or text.strip() == tokenizer.decode(ids[prompt_len:]).strip()
+    assert len(text) > 20
+
+
+def test_chat_template_override_and_options(stories):
+    tokenizer = og.Tokenizer(stories)
+    messages = [{"role": "user", "content": "Hi"}]
+    template = "{% for m in messages %}<{{ m['role'] }}>{{ m['content'] }}{% endfor %}{% if add_generation_prompt %}<a>{% endif %}"
+    assert tokenizer.apply_chat_template(json.dumps(messages), template_str=template) == "<user>Hi<a>"
+    assert tokenizer.apply_chat_template(messages, template_str=template, add_generation_prompt=False) == "<user>Hi"
+    tools_template = "{{ tools[0]['name'] }}"
+    assert tokenizer.apply_chat_template("[]", template_str=tools_template, tools='[{"name": "f"}]') == "f"
+    with pytest.raises(TypeError):
+        tokenizer.apply_chat_template(json.dumps(messages), template)  # keyword-only, as in onnxruntime_genai
+
+
+def test_to_token_id_and_update_options(stories):
+    tokenizer = og.Tokenizer(stories)
+    assert tokenizer.to_token_id("<s>") == 1
+    tokenizer.update_options(add_special_tokens=False)
+    assert tokenizer.encode("Once")[0] != 1
+    tokenizer.update_options(add_special_tokens=True)
+    assert tokenizer.encode("Once")[0] == 1
+
+
+def test_search_options_and_legacy_attributes(stories):
+    params = og.GeneratorParams(stories)
+    params.set_search_options(max_length=33, top_p=0.5, do_sample=True, top_k=7)
+    options = params.get_search_options()
+    assert options["max_length"] == 33 and options["top_k"] == 7 and options["do_sample"] is True
+    assert options["top_p"] == pytest.approx(0.5)
+    params.max_length = 44
+    params.temperature = 0.25
+    params.do_sample = False
+    assert params.max_length == 44 and params.temperature == pytest.approx(0.25) and params.do_sample is False
+    params.set_search_options({"max_length": 12})  # the older dict form
+    assert params.max_length == 12
+    params.try_graph_capture_with_max_batch_size(4)  # accepted, nothing to do on CPU
+
+
+def test_legacy_input_ids_flow_and_compute_logits(stories):
+    tokenizer = og.Tokenizer(stories)
+    prompt = tokenizer.encode("Once upon a time")
+    params = og.GeneratorParams(stories)
+    params.input_ids = prompt
+    params.max_length = 30
+    generator = og.Generator(stories, params)
+    assert generator.token_count() == len(prompt)
+    while not generator.is_done():
+        generator.compute_logits()
+        generator.generate_next_token()
+        assert generator.get_output_tokens()[generator.get_current_sequence_length() - 1] == generator.get_next_tokens()[0]
+    assert generator.get_output_tokens().tolist() == greedy(stories, prompt, 30)
+
+
+def test_batched_legacy_input_ids_set_the_batch_size(stories):
+    tokenizer = og.Tokenizer(stories)
+    params = og.GeneratorParams(stories)
+    params.input_ids = tokenizer.encode_batch(["Once upon a time", "The cat sat"])
+    params.max_length = 20
+    generator = og.Generator(stories, params)
+    while not generator.is_done():
+        generator.generate_next_token()
+    assert len(generator.get_next_tokens()) == 2
+    first = tokenizer.encode("Once upon a time")
+    assert generator.get_sequence(0).tolist()[:len(first)] == first.tolist()
+
+
+def test_logits_are_numpy_views_that_keep_the_generator(stories):
+    params = og.GeneratorParams(stories)
+    params.set_search_options(max_length=20)
+    generator = og.Generator(stories, params)
+    generator.append_tokens([1, 403, 407])
+    logits = generator.get_logits()
+    assert logits.dtype == np.float32 and logits.shape[-1] == 512
+    best = int(np.argmax(logits.reshape(-1)))
+    del generator
+    gc.collect()
+    assert int(np.argmax(logits.reshape(-1))) == best  # still readable: the view holds the generator
+
+
+def test_set_logits_drives_the_choice(stories):
+    params = og.GeneratorParams(stories)
+    params.set_search_options(max_length=20)
+    generator = og.Generator(stories, params)
+    generator.append_tokens([1, 403])
+    forced = np.zeros((1, 512), dtype=np.float32)
+    forced[0, 77] = 100.0
+    generator.set_logits(forced)
+    generator.generate_next_token()
+    assert generator.get_next_tokens().tolist() == [77]
+    assert generator.get_sequence(0).tolist() == [1, 403, 77]
+
+
+def test_model_deleted_while_generating(stories_dir):
+    model = og.Model(str(stories_dir))
+    tokenizer = og.Tokenizer(model)
+    params = og.GeneratorParams(model)
+    params.set_search_options(max_length=30)
+    generator = og.Generator(model, params)
+    prompt = tokenizer.encode("Once upon a time")
+    generator.append_tokens(prompt)
+    del model, params
+    gc.collect()
+    while not generator.is_done():
+        generator.generate_next_token()
+    assert tokenizer.decode(generator.get_sequence(0)).startswith("Once upon a time")
+    reference = og.Model(str(stories_dir))
+    assert generator.get_sequence(0).tolist() == greedy(reference, prompt, 30)
+
+
+def test_threads_generate_side_by_side(stories):
+    prompt = [1, 403, 407, 261]
+    expected = greedy(stories, prompt, 60)
+    results = [None] * 4
+
+    def work(i):
+        results[i] = greedy(stories, prompt, 60)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [expected] * 4
+
+
+def test_terminate_session_runtime_option(stories):
+    params = og.GeneratorParams(stories)
+    params.set_search_options(max_length=30)
+    generator = og.Generator(stories, params)
+    generator.append_tokens([1, 403])
+    generator.set_runtime_option("terminate_session", "1")
+    with pytest.raises(RuntimeError):
+        generator.generate_next_token()
+    generator.set_runtime_option("terminate_session", "0")
+    generator.generate_next_token()
+    assert generator.token_count() == 3
+
+
+def test_config_forms(stories_dir):
+    config = og.Config(str(stories_dir))
+    config.clear_providers()
+    config.append_provider("cpu")
+    config.overlay(json.dumps({"search": {"max_length": 17}}))
+    model = og.Model(config)
+    assert og.GeneratorParams(model).max_length == 17
+    # The tutorial's keyword form, given with the folder.
+    model = og.Model(str(stories_dir), config=og.Config(execution_provider="cpu"))
+    assert model.device_type == "CPU"
+
+
+def test_unsupported_features_say_so(stories):
+    for call in (lambda: og.Images.open("x.png"), lambda: og.Audios.open("x.wav"), lambda: og.Adapters(stories),
+                 lambda: stories.create_multimodal_processor(), lambda: og.MultiModalProcessor()):
+        with pytest.raises(NotImplementedError, match="not supported by onnxllm"):
+            call()

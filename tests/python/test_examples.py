@@ -1,0 +1,36 @@
+"""examples/python: each script runs on stories260K and prints what the API gives in-process."""
+
+import onnxllm as og
+from conftest import SOURCE_DIR, run_python
+
+EXAMPLES = SOURCE_DIR / "examples/python"
+
+
+def greedy_text(model_dir, prompt, new_tokens):
+    model = og.Model(str(model_dir))
+    tokenizer = og.Tokenizer(model)
+    ids = tokenizer.encode(prompt)
+    params = og.GeneratorParams(model)
+    params.set_search_options(max_length=len(ids) + new_tokens)
+    generator = og.Generator(model, params)
+    generator.append_tokens(ids)
+    while not generator.is_done():
+        generator.generate_next_token()
+    return tokenizer.decode(generator.get_sequence(0)[len(ids):])
+
+
+def test_generate_example(stories_dir):
+    result = run_python(EXAMPLES / "generate.py", "-m", stories_dir, "-p", "Once upon a time", "-n", "40")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "Once upon a time" + greedy_text(stories_dir, "Once upon a time", 40) + "\n"
+
+
+def test_chat_example(stories_dir):
+    template = "{% for m in messages %}{{ m['content'] }}\n{% endfor %}"
+    result = run_python(EXAMPLES / "chat.py", "-m", stories_dir, "--template", template, "-n", "20",
+                        stdin="Once upon a time\nThe cat\n")
+    assert result.returncode == 0, result.stderr
+    first = greedy_text(stories_dir, "Once upon a time\n", 20)
+    assert len(first) > 10
+    assert result.stdout.startswith("> " + first + "\n> "), result.stdout
+    assert result.stdout.count("> ") >= 2 and len(result.stdout) > len(first) + 10
