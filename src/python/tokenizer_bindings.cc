@@ -50,10 +50,15 @@ std::string option_value(const std::string& key, py::handle value) {
                        py::str(py::type::of(value).attr("__name__")).cast<std::string>());
 }
 
-// JSON text for messages/tools given as a str (used as is) or as Python lists/dicts.
+// JSON text for messages/tools given as a str (used as is) or as Python lists/dicts. None and ""
+// mean "not given" (onnxruntime-genai's examples pass tools="" and template_str="").
 std::optional<std::string> json_text(py::handle value, const char* what) {
   if (value.is_none()) return std::nullopt;
-  if (py::isinstance<py::str>(value)) return value.cast<std::string>();
+  if (py::isinstance<py::str>(value)) {
+    std::string text = value.cast<std::string>();
+    if (text.empty()) return std::nullopt;
+    return text;
+  }
   if (py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value) || py::isinstance<py::dict>(value)) {
     static py::handle dumps = python_attr("json", "dumps");
     return dumps(value).cast<std::string>();
@@ -122,6 +127,7 @@ void bind_tokenizer(py::module_& m) {
              const auto t = json_text(tools, "tools");
              std::optional<std::string> tmpl;
              if (!template_str.is_none()) tmpl = template_str.cast<std::string>();
+             if (tmpl && tmpl->empty()) tmpl.reset();
              const char* text = nullptr;
              {
                py::gil_scoped_release release;
