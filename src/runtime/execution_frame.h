@@ -1,6 +1,7 @@
 // Per-caller run state: the activation arena and, for each plan (the main graph and any If
 // branches), the table of value views and memory ownership. Internal to the runtime.
 #pragma once
+#include <atomic>
 
 #include <memory>
 #include <unordered_map>
@@ -29,6 +30,8 @@ struct ExecutionFrame {
   explicit ExecutionFrame(size_t arena_bytes) : arena(arena_bytes) {}
   Arena arena;
   std::unordered_map<const void*, std::unique_ptr<FrameLevel>> levels;  // by plan
+  // Run option: when it becomes true, the run stops before its next node (IoBinding::set_terminate_flag).
+  const std::atomic<bool>* terminate = nullptr;
 
   FrameLevel& level(const void* plan, const std::vector<TensorView>& initial_values);
 };

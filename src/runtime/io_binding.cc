@@ -29,6 +29,8 @@ IoBinding::IoBinding(const Session& session)
 
 IoBinding::~IoBinding() = default;
 
+void IoBinding::set_terminate_flag(const std::atomic<bool>* flag) { frame_->terminate = flag; }
+
 void IoBinding::bind_input(const std::string& name, const TensorView& value) {
   const int i = session_.input_index(name);
   if (i < 0) {

@@ -4,6 +4,7 @@
 // Not thread-safe; the Session must outlive it.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,6 +40,11 @@ class IoBinding {
   const TensorView& output(int index) const;
 
   const Session& session() const { return session_; }
+  // Run option: while *flag is true, runs stop with a kRuntime error saying the session was
+  // terminated, checked before every node (so a running run stops too); another thread may set
+  // it. nullptr (the default) disables the check. The flag must outlive the binding's runs.
+  void set_terminate_flag(const std::atomic<bool>* flag);
+
   // Peak activation bytes used by runs so far.
   size_t activation_high_water() const;
 

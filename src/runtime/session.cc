@@ -277,6 +277,8 @@ void Session::execute(const Plan& plan, ExecutionFrame& frame, std::span<const T
   };
 
   for (const Plan::Step& step : plan.steps) {
+    ONNXLLM_CHECK(frame.terminate == nullptr || !frame.terminate->load(std::memory_order_relaxed), kRuntime,
+                  "the session was terminated (run option terminate_session)");
     const Node& node = *step.node;
     const size_t n_in = node.inputs.size(), n_out = node.outputs.size();
     for (size_t i = 0; i < n_in; ++i)

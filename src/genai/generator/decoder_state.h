@@ -42,6 +42,8 @@ class DecoderState {
   // Sequence positions the cache holds.
   int cached_length() const { return kv_.length(); }
   const IoBinding& binding() const { return binding_; }
+  // See IoBinding::set_terminate_flag.
+  void set_terminate_flag(const std::atomic<bool>* flag) { binding_.set_terminate_flag(flag); }
 
  private:
   void fill_inputs(const Sequences& sequences, int from, int to);

@@ -105,6 +105,7 @@ Generator::Generator(const GeneratorParams& params) : model_(params.model()) {
 
   search_ = Search::create(p);  // checks the sampling options
   state_ = std::make_unique<DecoderState>(*model_, rows, max_length_, share, capacity, s.chunk_size);
+  state_->set_terminate_flag(terminate_.get());
   logits_.assign(static_cast<size_t>(rows) * vocab_size_, 0.0f);
   const std::string& type = model_->type();
   if (rows == 1 && (type == "phi3" || type == "phimoe")) rope_rewind_length_ = 4097;

@@ -15,6 +15,7 @@
 // rewind_to(0).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -63,6 +64,12 @@ class Generator {
   // A decoder output of the last run (e.g. "logits" [rows, seq, vocab]).
   const TensorView& get_output(const std::string& name) const;
 
+  // onnxruntime-genai's runtime option "terminate_session": while on, the running model run (if
+  // any, e.g. in another thread) and every later one stop with an error saying the session was
+  // terminated, which leaves the generator failed until rewind_to(0). Off: runs work again.
+  void set_terminate_session(bool on) { terminate_->store(on); }
+  bool is_session_terminated() const { return terminate_->load(); }
+
  private:
   void check_usable() const;
   // Runs the model on the tokens its cache lacks and stores the logits; a failure marks the
@@ -81,6 +88,8 @@ class Generator {
   bool logits_current_ = false;
   std::vector<int32_t> replay_;  // scratch for the LongRoPE recomputation
   std::string failed_;           // why the generator is unusable, empty when it is fine
+  // Heap-allocated so that its address, which the decoder's IoBinding holds, never moves.
+  std::unique_ptr<std::atomic<bool>> terminate_ = std::make_unique<std::atomic<bool>>(false);
 };
 
 }  // namespace onnxllm::genai

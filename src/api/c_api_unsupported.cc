@@ -1,0 +1,71 @@
+// The C functions of features onnxllm does not have yet: images, audio, multimodal processors,
+// adapters and the engine/request API. They link, so programs that mention them build, and
+// return "not supported by onnxllm yet: <what>". Their handles can never be created, so the
+// destroy functions have nothing to free.
+#include "api/c_api_guard.h"
+
+using namespace onnxllm::api;
+
+#define ONNXLLM_UNSUPPORTED(function, what, ...) \
+  OgaResult* OGA_API_CALL function(__VA_ARGS__) { return guard(#function, [] { not_supported(#function, what); }); }
+
+extern "C" {
+
+ONNXLLM_UNSUPPORTED(OgaLoadImage, "images", const char*, OgaImages**)
+ONNXLLM_UNSUPPORTED(OgaLoadImages, "images", const OgaStringArray*, OgaImages**)
+ONNXLLM_UNSUPPORTED(OgaLoadImagesFromBuffers, "images", const void**, const size_t*, size_t, OgaImages**)
+void OGA_API_CALL OgaDestroyImages(OgaImages*) {}
+ONNXLLM_UNSUPPORTED(OgaLoadAudio, "audio", const char*, OgaAudios**)
+ONNXLLM_UNSUPPORTED(OgaLoadAudios, "audio", const OgaStringArray*, OgaAudios**)
+ONNXLLM_UNSUPPORTED(OgaLoadAudiosFromBuffers, "audio", const void**, const size_t*, size_t, OgaAudios**)
+void OGA_API_CALL OgaDestroyAudios(OgaAudios*) {}
+
+ONNXLLM_UNSUPPORTED(OgaCreateMultiModalProcessor, "multimodal processors", const OgaModel*, OgaMultiModalProcessor**)
+void OGA_API_CALL OgaDestroyMultiModalProcessor(OgaMultiModalProcessor*) {}
+ONNXLLM_UNSUPPORTED(OgaProcessorProcessImages, "multimodal processors", const OgaMultiModalProcessor*, const char*,
+                    const OgaImages*, OgaNamedTensors**)
+ONNXLLM_UNSUPPORTED(OgaProcessorProcessImagesAndPrompts, "multimodal processors", const OgaMultiModalProcessor*,
+                    const OgaStringArray*, const OgaImages*, OgaNamedTensors**)
+ONNXLLM_UNSUPPORTED(OgaProcessorProcessAudios, "multimodal processors", const OgaMultiModalProcessor*, const char*,
+                    const OgaAudios*, OgaNamedTensors**)
+ONNXLLM_UNSUPPORTED(OgaProcessorProcessAudiosAndPrompts, "multimodal processors", const OgaMultiModalProcessor*,
+                    const OgaStringArray*, const OgaAudios*, OgaNamedTensors**)
+ONNXLLM_UNSUPPORTED(OgaProcessorProcessImagesAndAudios, "multimodal processors", const OgaMultiModalProcessor*,
+                    const char*, const OgaImages*, const OgaAudios*, OgaNamedTensors**)
+ONNXLLM_UNSUPPORTED(OgaProcessorProcessImagesAndAudiosAndPrompts, "multimodal processors",
+                    const OgaMultiModalProcessor*, const OgaStringArray*, const OgaImages*, const OgaAudios*,
+                    OgaNamedTensors**)
+ONNXLLM_UNSUPPORTED(OgaProcessorDecode, "multimodal processors", const OgaMultiModalProcessor*, const int32_t*, size_t,
+                    const char**)
+ONNXLLM_UNSUPPORTED(OgaCreateTokenizerStreamFromProcessor, "multimodal processors", const OgaMultiModalProcessor*,
+                    OgaTokenizerStream**)
+
+ONNXLLM_UNSUPPORTED(OgaCreateAdapters, "adapters", const OgaModel*, OgaAdapters**)
+void OGA_API_CALL OgaDestroyAdapters(OgaAdapters*) {}
+ONNXLLM_UNSUPPORTED(OgaLoadAdapter, "adapters", OgaAdapters*, const char*, const char*)
+ONNXLLM_UNSUPPORTED(OgaUnloadAdapter, "adapters", OgaAdapters*, const char*)
+ONNXLLM_UNSUPPORTED(OgaSetActiveAdapter, "adapters", OgaGenerator*, OgaAdapters*, const char*)
+
+void OGA_API_CALL OgaDestroySpeculativeStats(OgaSpeculativeStats*) {}
+ONNXLLM_UNSUPPORTED(OgaSpeculativeStatsGetCount, "speculative decoding", const OgaSpeculativeStats*, const char*,
+                    uint64_t*)
+ONNXLLM_UNSUPPORTED(OgaSpeculativeStatsGetNumber, "speculative decoding", const OgaSpeculativeStats*, const char*,
+                    double*)
+ONNXLLM_UNSUPPORTED(OgaSpeculativeStatsGetBool, "speculative decoding", const OgaSpeculativeStats*, const char*, bool*)
+
+ONNXLLM_UNSUPPORTED(OgaCreateEngine, "the engine/request API", OgaModel*, OgaEngine**)
+void OGA_API_CALL OgaDestroyEngine(OgaEngine*) {}
+ONNXLLM_UNSUPPORTED(OgaEngineStep, "the engine/request API", OgaEngine*, OgaRequest**)
+ONNXLLM_UNSUPPORTED(OgaEngineHasPendingRequests, "the engine/request API", OgaEngine*, bool*)
+ONNXLLM_UNSUPPORTED(OgaEngineAddRequest, "the engine/request API", OgaEngine*, OgaRequest*)
+ONNXLLM_UNSUPPORTED(OgaEngineRemoveRequest, "the engine/request API", OgaEngine*, OgaRequest*)
+ONNXLLM_UNSUPPORTED(OgaCreateRequest, "the engine/request API", OgaGeneratorParams*, OgaRequest**)
+void OGA_API_CALL OgaDestroyRequest(OgaRequest*) {}
+ONNXLLM_UNSUPPORTED(OgaRequestAddTokens, "the engine/request API", OgaRequest*, const OgaSequences*)
+ONNXLLM_UNSUPPORTED(OgaRequestSetOpaqueData, "the engine/request API", OgaRequest*, void*)
+ONNXLLM_UNSUPPORTED(OgaRequestGetOpaqueData, "the engine/request API", OgaRequest*, void**)
+ONNXLLM_UNSUPPORTED(OgaRequestHasUnseenTokens, "the engine/request API", const OgaRequest*, bool*)
+ONNXLLM_UNSUPPORTED(OgaRequestGetUnseenToken, "the engine/request API", OgaRequest*, int32_t*)
+ONNXLLM_UNSUPPORTED(OgaRequestIsDone, "the engine/request API", const OgaRequest*, bool*)
+
+}  // extern "C"
