@@ -8,6 +8,8 @@
 #include <cmath>
 #include <mutex>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "bindings.h"
 #include "numpy_interop.h"
@@ -123,23 +125,30 @@ class PyGenerator {
 
   void generate_next_token() { run([&] { generator_->GenerateNextToken(); }); }
   void compute_logits() { run([&] { generator_->ComputeLogits(); }); }
-  bool is_done() { return generator_->IsDone(); }
-  size_t token_count() { return generator_->TokenCount(); }
+  bool is_done() {
+    return locked([&] { return generator_->IsDone(); });
+  }
+  size_t token_count() {
+    return locked([&] { return generator_->TokenCount(); });
+  }
 
   py::array_t<int32_t> get_sequence(long long index) {
     if (index < 0 || static_cast<size_t>(index) >= num_sequences_)
       throw py::index_error("get_sequence: index " + std::to_string(index) + " is outside [0, " +
                             std::to_string(num_sequences_) + ")");
-    return copy_ids(generator_->GetSequence(static_cast<size_t>(index)));
+    return copy_ids(locked([&] { return to_vector(generator_->GetSequence(static_cast<size_t>(index))); }));
   }
 
-  py::array_t<int32_t> get_next_tokens() { return copy_ids(generator_->GetNextTokens()); }
+  py::array_t<int32_t> get_next_tokens() {
+    return copy_ids(locked([&] { return to_vector(generator_->GetNextTokens()); }));
+  }
 
   void rewind_to(long long length) {
     if (length < 0) throw py::value_error("rewind_to: length " + std::to_string(length) + " is negative");
-    if (static_cast<size_t>(length) > generator_->TokenCount())
+    const size_t count = token_count();
+    if (static_cast<size_t>(length) > count)
       throw py::value_error("rewind_to: length " + std::to_string(length) + " is more than the " +
-                            std::to_string(generator_->TokenCount()) + " tokens there are");
+                            std::to_string(count) + " tokens there are");
     run([&] { generator_->RewindTo(static_cast<size_t>(length)); });
   }
 
@@ -161,18 +170,28 @@ class PyGenerator {
     return t;
   }
 
+  // Without the mutex: terminate_session is meant to reach a generation running in another thread.
   void set_runtime_option(const std::string& key, const std::string& value) {
-    run([&] { generator_->SetRuntimeOption(key.c_str(), value.c_str()); });
+    py::gil_scoped_release release;
+    generator_->SetRuntimeOption(key.c_str(), value.c_str());
   }
 
  private:
   // Runs an engine call without the GIL, one call at a time on this generator.
   template <typename Fn>
   void run(Fn&& fn) {
+    locked(fn);
+  }
+
+  // The same for calls that return a value (copied out while the lock is held).
+  template <typename Fn>
+  std::invoke_result_t<Fn&> locked(Fn&& fn) {
     py::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(mutex_);
-    fn();
+    return fn();
   }
+
+  static std::vector<int32_t> to_vector(std::span<const int32_t> s) { return {s.begin(), s.end()}; }
 
   std::unique_ptr<OgaGenerator> generator_;
   size_t num_sequences_ = 0;

@@ -195,11 +195,46 @@ def test_terminate_session_runtime_option(stories):
     generator = og.Generator(stories, params)
     generator.append_tokens([1, 403])
     generator.set_runtime_option("terminate_session", "1")
-    with pytest.raises(RuntimeError):
+    generator.generate_next_token()  # the prompt's logits are current: no model run to stop
+    with pytest.raises(RuntimeError, match="terminat"):
         generator.generate_next_token()
     generator.set_runtime_option("terminate_session", "0")
+    with pytest.raises(RuntimeError, match="failed"):
+        generator.generate_next_token()  # unusable until rewind_to(0)
+    generator.rewind_to(0)
+    generator.append_tokens([1, 403])
     generator.generate_next_token()
-    assert generator.token_count() == 3
+    assert generator.get_sequence(0).tolist() == greedy(stories, [1, 403], 3)
+    with pytest.raises(RuntimeError, match="unknown runtime option"):
+        generator.set_runtime_option("no_such_option", "1")
+
+
+def test_terminate_session_from_another_thread(stories):
+    """Ctrl-C handlers set terminate_session while generate_next_token runs in another thread."""
+    params = og.GeneratorParams(stories)
+    params.set_search_options(max_length=512)
+    generator = og.Generator(stories, params)
+    generator.append_tokens([1, 403])
+    errors = []
+    started = threading.Event()
+
+    def work():
+        try:
+            while True:  # rewinds so that it never finishes on its own
+                started.set()
+                while not generator.is_done():
+                    generator.generate_next_token()
+                generator.rewind_to(2)
+        except RuntimeError as e:
+            errors.append(str(e))
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    started.wait()
+    generator.set_runtime_option("terminate_session", "1")
+    thread.join(timeout=60)
+    assert not thread.is_alive()
+    assert errors and "terminat" in errors[0]
 
 
 def test_config_forms(stories_dir):

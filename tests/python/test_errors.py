@@ -70,7 +70,7 @@ def test_bad_tokens(model):
         generator.append_tokens([])
     with pytest.raises(RuntimeError, match="outside the vocabulary|vocab"):
         generator.append_tokens([1, 100000])
-    generator.append_tokens(np.array([1, 403], dtype=np.uint8).astype(np.uint16))  # still usable, any int dtype
+    generator.append_tokens(np.array([1, 403], dtype=np.uint16))  # still usable, any int dtype
     assert generator.token_count() == 2
 
 
@@ -125,8 +125,6 @@ def test_tokenizer_bad_input(model):
         tokenizer.decode("text")
     with pytest.raises(ValueError, match="1-D"):
         tokenizer.decode([[1, 2], [3, 4]])
-    with pytest.raises(RuntimeError):
-        tokenizer.decode([1, 10**6])
     with pytest.raises(RuntimeError):
         tokenizer.apply_chat_template("not json", template_str="{{ messages }}")
     with pytest.raises(RuntimeError, match="chat template"):
