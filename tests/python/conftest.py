@@ -4,6 +4,7 @@ ONNXLLM_SHARED_DIR, ONNXLLM_CLI and ONNXLLM_SOURCE_DIR come from tests/cmake/pyt
 tests that need ../shared skip with a message when it is absent.
 """
 
+import json
 import os
 import pathlib
 import subprocess
@@ -37,6 +38,12 @@ def stories_dir(stories_hf, tmp_path_factory):
     """stories260K built with `onnxllm build -p fp32`."""
     out = tmp_path_factory.mktemp("models") / "stories260K-fp32"
     run_cli("build", "-i", stories_hf, "-o", out, "-p", "fp32", "-q")
+    # One intra-op thread: this model is far too small to gain from more, and a thread pool on a
+    # busy machine costs it tens of milliseconds per token.
+    config_path = out / "genai_config.json"
+    config = json.loads(config_path.read_text())
+    config["model"]["decoder"].setdefault("session_options", {})["intra_op_num_threads"] = 1
+    config_path.write_text(json.dumps(config, indent=2))
     return out
 
 
