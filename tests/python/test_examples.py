@@ -34,3 +34,15 @@ def test_chat_example(stories_dir):
     assert len(first) > 10
     assert result.stdout.startswith("> " + first + "\n> "), result.stdout
     assert result.stdout.count("> ") >= 2 and len(result.stdout) > len(first) + 10
+
+
+def test_readme_python_snippet(stories_dir):
+    readme = (SOURCE_DIR / "README.md").read_text()
+    snippets = [block.split("```", 1)[0] for block in readme.split("```python\n")[1:]]
+    snippets = [s for s in snippets if "import onnxllm" in s]
+    assert snippets, "README.md has no Python snippet"
+    for snippet in snippets:
+        source = snippet.replace('"build/models/stories260K-fp32"', repr(str(stories_dir)))
+        result = run_python(source)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == greedy_text(stories_dir, "Once upon a time", 64 - 5)

@@ -35,28 +35,22 @@ class _Unsupported:
         raise _not_supported(self._what)
 
 
-class Images(_Unsupported):
+class _UnsupportedMedia(_Unsupported):
+    @classmethod
+    def open(cls, *paths):
+        raise _not_supported(cls._what)
+
+    @classmethod
+    def open_bytes(cls, *data):
+        raise _not_supported(cls._what)
+
+
+class Images(_UnsupportedMedia):
     _what = "Images (vision inputs)"
 
-    @staticmethod
-    def open(*paths):
-        raise _not_supported(Images._what)
 
-    @staticmethod
-    def open_bytes(*data):
-        raise _not_supported(Images._what)
-
-
-class Audios(_Unsupported):
+class Audios(_UnsupportedMedia):
     _what = "Audios (audio inputs)"
-
-    @staticmethod
-    def open(*paths):
-        raise _not_supported(Audios._what)
-
-    @staticmethod
-    def open_bytes(*data):
-        raise _not_supported(Audios._what)
 
 
 class MultiModalProcessor(_Unsupported):
