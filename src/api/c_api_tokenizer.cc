@@ -45,21 +45,6 @@ OrderedJson parse_json(const char* text, const char* function, const char* argum
   }
 }
 
-// The special tokens a template sees: the folder's (tokenizer_config.json), else those the
-// tokenizer itself names.
-OrderedJson special_tokens(const TokenizerData& t) {
-  if (t.templates) return t.templates->special_tokens;
-  OrderedJson out = OrderedJson::object();
-  auto add = [&](const char* name, int32_t id) {
-    if (id < 0) return;
-    if (auto s = t.tokenizer->id_to_token(id)) out[name] = *s;
-  };
-  add("bos_token", t.tokenizer->bos_token_id());
-  add("eos_token", t.tokenizer->eos_token_id());
-  add("pad_token", t.tokenizer->pad_token_id());
-  return out;
-}
-
 std::string apply_template(const OgaTokenizer* tokenizer, const char* template_str, const char* messages,
                            const char* tools, bool add_generation_prompt, const char* kwargs, const char* function) {
   auto& t = const_cast<TokenizerData&>(tokenizer_of(tokenizer, function));
@@ -77,17 +62,14 @@ std::string apply_template(const OgaTokenizer* tokenizer, const char* template_s
       throw_error(ErrorCode::kInvalidArgument, function, ": extra_kwargs_json must be a JSON object");
   }
   request.add_generation_prompt = add_generation_prompt;
+  if (!t.templates) t.templates = ChatTemplateConfig::load(t.dir, /*require_template=*/false);
   const bool own_template = template_str != nullptr && *template_str != '\0';
-  if (!t.templates) {
-    try {
-      t.templates = ChatTemplateConfig::load(t.dir);
-    } catch (const Error& e) {
-      // A template given by the caller needs no template file, only the special tokens.
-      if (!own_template || e.code() != ErrorCode::kNotFound) throw;
-    }
-  }
+  if (!own_template && t.templates->templates.empty())
+    throw_error(ErrorCode::kNotFound, function, ": no chat template in ", t.dir.string(),
+                " (looked for chat_template.jinja, chat_template.json and chat_template in tokenizer_config.json); "
+                "pass template_str");
   const std::string source = own_template ? std::string(template_str) : t.templates->select("", !request.tools.is_null());
-  return apply_chat_template(ChatTemplate::parse(source), request, special_tokens(t));
+  return apply_chat_template(ChatTemplate::parse(source), request, t.templates->special_tokens);
 }
 
 std::vector<int32_t> tensor_row_ids(const TensorData& tensor, size_t row, size_t columns) {

@@ -54,7 +54,7 @@ std::optional<std::string> token_text(const Json& v) {
 
 }  // namespace
 
-ChatTemplateConfig ChatTemplateConfig::load(const fs::path& dir) {
+ChatTemplateConfig ChatTemplateConfig::load(const fs::path& dir, bool require_template) {
   ChatTemplateConfig config;
   const fs::path tokenizer_config = dir / "tokenizer_config.json";
   if (fs::exists(tokenizer_config)) {
@@ -93,7 +93,7 @@ ChatTemplateConfig ChatTemplateConfig::load(const fs::path& dir) {
     std::sort(files.begin(), files.end());
     for (const fs::path& f : files) config.templates.emplace_back(f.stem().string(), read_text(f));
   }
-  ONNXLLM_CHECK(!config.templates.empty(), kNotFound, "no chat template in ", dir.string(),
+  ONNXLLM_CHECK(!require_template || !config.templates.empty(), kNotFound, "no chat template in ", dir.string(),
                 " (looked for chat_template.jinja, chat_template.json and chat_template in tokenizer_config.json)");
   return config;
 }

@@ -22,8 +22,10 @@ struct ChatTemplateConfig {
   // {"content": ...} are reduced to their content, as transformers' special_tokens_map does.
   nlohmann::ordered_json special_tokens = nlohmann::ordered_json::object();
 
-  // Throws Error(kNotFound) when the folder has no chat template, kInvalidModel when a file is malformed.
-  static ChatTemplateConfig load(const std::filesystem::path& dir);
+  // Throws Error(kNotFound) when the folder has no chat template (unless require_template is false:
+  // then `templates` may be empty, e.g. for a caller's own template), kInvalidModel when a file is
+  // malformed.
+  static ChatTemplateConfig load(const std::filesystem::path& dir, bool require_template = true);
 
   // transformers' choice: `name` when given; otherwise "tool_use" if tools are passed and it
   // exists, else "default", else the only template. Throws Error(kNotFound) naming the choices.

@@ -63,6 +63,26 @@ TEST(Session, BindingReusesOutputMemoryAcrossRuns) {
   }
 }
 
+// The terminate flag (run option) stops runs with a clear error while it is set.
+TEST(Session, TerminateFlagStopsRuns) {
+  Session session(small_graph(), SessionOptions{1, true, nullptr});
+  IoBinding binding(session);
+  Tensor x = Tensor::from<float>(Shape{2, 2}, std::vector<float>{1, 2, 3, 4});
+  binding.bind_input("x", x);
+  std::atomic<bool> terminate{true};
+  binding.set_terminate_flag(&terminate);
+  try {
+    session.run(binding);
+    FAIL() << "the run was not terminated";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kRuntime);
+    EXPECT_STREQ(e.what(), "the session was terminated (run option terminate_session)");
+  }
+  terminate = false;
+  session.run(binding);
+  EXPECT_EQ(binding.output("z").data<float>()[3], 16.f);
+}
+
 using test::expect_error;
 
 TEST(Session, BadInputsAreClearErrors) {
