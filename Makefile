@@ -3,8 +3,15 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
+# ccache when installed (a warm cache makes a fresh build mostly hits).
+CCACHE := $(shell command -v ccache 2>/dev/null)
+ifneq ($(CCACHE),)
+CMAKE_FLAGS += -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache
+# Paths relative to the checkout, so that clones elsewhere share the cache.
+export CCACHE_BASEDIR ?= $(CURDIR)
+endif
 
-.PHONY: all build deps configure test run oracle clean fuzz bench
+.PHONY: all build deps configure test run oracle clean fuzz bench pip-test
 
 all: build
 
@@ -31,6 +38,13 @@ run: deps
 	$(MAKE) configure
 	ninja -C $(BUILD) -j $(JOBS) main_job
 	scripts/run_main_job.sh $(BUILD)
+
+# `pip install .` from a clean copy of the sources into a fresh venv, then a generation check;
+# not part of `make test` (it builds everything again: minutes even with a warm ccache).
+pip-test: configure
+	ninja -C $(BUILD) -j $(JOBS) onnxllm
+	ONNXLLM_CLI=$(abspath $(BUILD))/bin/onnxllm ONNXLLM_SHARED_DIR=$(abspath ../shared) \
+	  CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) tests/python/pip_install_test.sh $(abspath $(BUILD))/pip-test
 
 # Benchmarks (google-benchmark), not part of `make test`.
 bench: configure oracle

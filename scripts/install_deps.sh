@@ -10,6 +10,8 @@ packages=(
   libpcre2-dev libicu-dev
   python3 python3-numpy python3-onnx python3-pytest python3-sentencepiece python3-pybind11 pybind11-dev
   python3-jinja2  # chat-template oracle: the engine transformers renders with
+  python3-dev python3-setuptools python3-wheel python3-pip python3-venv  # the Python package, pip install .
+  ccache
 )
 if [ "${1:-}" = "--fuzz" ]; then packages+=(clang lld libclang-rt-14-dev); fi
 # Node.js runs the ONNX Runtime / tokenizers / jinja oracles. Machines that already carry a
