@@ -91,6 +91,21 @@ void generate_next_token(genai::Generator& g) {
   }
 }
 
+// onnxllm's decoders take no inputs beyond ids, mask, positions and the cache, so the extra-input
+// setters (SetModelInput / SetInputs) can only reject what they are given.
+[[noreturn]] void reject_model_input(const char* name, const OgaTensor* tensor, const char* function) {
+  require(handle<TensorHandleData>(tensor), function, "tensor");
+  throw_error(ErrorCode::kInvalidArgument, function, ": the decoder has no extra input '", require_name(name, function),
+              "' to set (onnxllm feeds input_ids, attention_mask, position_ids and the KV cache itself)");
+}
+
+void reject_inputs(const OgaNamedTensors* named_tensors, const char* function) {
+  const auto& n = require(handle<NamedTensorsData>(named_tensors), function, "named_tensors");
+  if (!n.tensors.empty())
+    throw_error(ErrorCode::kInvalidArgument, function, ": the decoder has no extra input '", n.tensors.begin()->first,
+                "' to set (multimodal inputs are not supported by onnxllm yet)");
+}
+
 void check_index(genai::Generator& g, size_t index, const char* function) {
   if (index >= static_cast<size_t>(g.num_sequences()))
     throw_error(ErrorCode::kInvalidArgument, function, ": index ", index, " is out of range [0, ", g.num_sequences(),
@@ -231,9 +246,7 @@ OgaResult* OGA_API_CALL OgaGeneratorParamsSetModelInput(OgaGeneratorParams* para
   return guard("OgaGeneratorParamsSetModelInput", [&] {
     constexpr const char* kFn = "OgaGeneratorParamsSetModelInput";
     params_of(params, kFn);
-    require(handle<TensorHandleData>(tensor), kFn, "tensor");
-    throw_error(ErrorCode::kInvalidArgument, kFn, ": the decoder has no extra input '", require_name(name, kFn),
-                "' to set (onnxllm feeds input_ids, attention_mask, position_ids and the KV cache itself)");
+    reject_model_input(name, tensor, kFn);
   });
 }
 
@@ -241,10 +254,7 @@ OgaResult* OGA_API_CALL OgaGeneratorParamsSetInputs(OgaGeneratorParams* params, 
   return guard("OgaGeneratorParamsSetInputs", [&] {
     constexpr const char* kFn = "OgaGeneratorParamsSetInputs";
     params_of(params, kFn);
-    const auto& n = require(handle<NamedTensorsData>(named_tensors), kFn, "named_tensors");
-    if (!n.tensors.empty())
-      throw_error(ErrorCode::kInvalidArgument, kFn, ": the decoder has no extra input '", n.tensors.begin()->first,
-                  "' to set (multimodal inputs are not supported by onnxllm yet)");
+    reject_inputs(named_tensors, kFn);
   });
 }
 
@@ -288,9 +298,7 @@ OgaResult* OGA_API_CALL OgaGenerator_SetModelInput(OgaGenerator* generator, cons
   return guard("OgaGenerator_SetModelInput", [&] {
     constexpr const char* kFn = "OgaGenerator_SetModelInput";
     generator_of(generator, kFn);
-    require(handle<TensorHandleData>(tensor), kFn, "tensor");
-    throw_error(ErrorCode::kInvalidArgument, kFn, ": the decoder has no extra input '", require_name(name, kFn),
-                "' to set (onnxllm feeds input_ids, attention_mask, position_ids and the KV cache itself)");
+    reject_model_input(name, tensor, kFn);
   });
 }
 
@@ -298,10 +306,7 @@ OgaResult* OGA_API_CALL OgaGenerator_SetInputs(OgaGenerator* generator, const Og
   return guard("OgaGenerator_SetInputs", [&] {
     constexpr const char* kFn = "OgaGenerator_SetInputs";
     generator_of(generator, kFn);
-    const auto& n = require(handle<NamedTensorsData>(named_tensors), kFn, "named_tensors");
-    if (!n.tensors.empty())
-      throw_error(ErrorCode::kInvalidArgument, kFn, ": the decoder has no extra input '", n.tensors.begin()->first,
-                  "' to set (multimodal inputs are not supported by onnxllm yet)");
+    reject_inputs(named_tensors, kFn);
   });
 }
 

@@ -30,12 +30,18 @@ OgaResult* OGA_API_CALL OgaCreateTensorFromBuffer(void* data, const int64_t* sha
     constexpr const char* kFn = "OgaCreateTensorFromBuffer";
     require_out(out, kFn, "out");
     if (shape_dims_count > 0) require(shape_dims, kFn, "shape_dims");
-    const size_t size = element_size(element_type);
+    // A C caller may pass any int: read it as one (a C++ enum load of an out-of-range value is UB).
+    int raw_type = 0;
+    static_assert(sizeof(raw_type) == sizeof(element_type));
+    std::memcpy(&raw_type, &element_type, sizeof raw_type);
+    const size_t size = raw_type >= 0 && raw_type <= OgaElementType_bfloat16
+                            ? element_size(static_cast<OgaElementType>(raw_type))
+                            : 0;
     if (size == 0)
-      throw_error(ErrorCode::kInvalidArgument, kFn, ": element_type ", static_cast<int>(element_type),
+      throw_error(ErrorCode::kInvalidArgument, kFn, ": element_type ", raw_type,
                   " is not a numeric type (string and undefined tensors are not supported)");
     auto t = std::make_shared<TensorData>();
-    t->type = element_type;
+    t->type = static_cast<OgaElementType>(raw_type);
     size_t bytes = size;
     for (size_t i = 0; i < shape_dims_count; ++i) {
       const int64_t d = shape_dims[i];

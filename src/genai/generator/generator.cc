@@ -193,7 +193,7 @@ bool Generator::is_done() const {
 }
 
 std::span<const int32_t> Generator::get_sequence(int index) {
-  check_usable();
+  // Readable after a failed run too (e.g. a terminated session): the tokens chosen so far.
   return search_->result(index);
 }
 

@@ -48,7 +48,8 @@ class Generator {
   // Token count of every row (prompt included).
   int token_count() const { return search_->length(); }
   // batch_size results, or batch_size * num_return_sequences with beam search (best first per
-  // batch entry; beam hypotheses end before their EOS token).
+  // batch entry; beam hypotheses end before their EOS token). get_sequence also works on a
+  // failed generator (the tokens so far).
   int num_sequences() const { return search_->num_results(); }
   std::span<const int32_t> get_sequence(int index);
   // The last token of every row (batch_size * num_beams values).

@@ -491,6 +491,7 @@ TEST(CApiErrors, TerminateSession) {
   EXPECT_ERROR(OgaGenerator_AppendTokens(m.generator, kPrompt.data(), kPrompt.size()), "the session was terminated");
   EXPECT_ERROR(OgaGenerator_GenerateNextToken(m.generator), "the session was terminated");
   EXPECT_TRUE(OgaGenerator_IsDone(m.generator));  // failed: nothing more to generate
+  EXPECT_EQ(OgaGenerator_GetSequenceCount(m.generator, 0), 4u);  // the tokens so far stay readable
   ASSERT_OK(OgaGenerator_SetRuntimeOption(m.generator, "terminate_session", "0"));
   EXPECT_FALSE(OgaGenerator_IsSessionTerminated(m.generator));
   ASSERT_OK(OgaGenerator_RewindTo(m.generator, 0));
