@@ -1,6 +1,6 @@
 """Decode speed through Python against the CLI, same model and prompt (issue 8: >= 95%).
 
-Builds a random-weight Llama (int4, ~50 M parameters, one intra-op thread) and times, for each
+Builds a random-weight Llama (int4 MatMuls, 133 M parameters, one intra-op thread) and times, for each
 side, a run with 1 new token and a run with N new tokens as separate processes; the difference
 over N-1 is the decode time per token, free of loading and prompt time. Runs alternate between
 the CLI and Python; the medians of the repeats are compared.
