@@ -45,28 +45,16 @@ class _UnsupportedMedia(_Unsupported):
         raise _not_supported(cls._what)
 
 
-class Images(_UnsupportedMedia):
-    _what = "Images (vision inputs)"
+def _unsupported_class(name, what, base=_Unsupported):
+    return type(name, (base,), {"_what": what, "__doc__": f"{what}: not supported by onnxllm yet."})
 
 
-class Audios(_UnsupportedMedia):
-    _what = "Audios (audio inputs)"
-
-
-class MultiModalProcessor(_Unsupported):
-    _what = "MultiModalProcessor"
-
-
-class Adapters(_Unsupported):
-    _what = "Adapters (LoRA)"
-
-
-class NamedTensors(_Unsupported):
-    _what = "NamedTensors (model inputs set by name)"
-
-
-class Tensor(_Unsupported):
-    _what = "Tensor (model inputs set by name)"
+Images = _unsupported_class("Images", "Images (vision inputs)", _UnsupportedMedia)
+Audios = _unsupported_class("Audios", "Audios (audio inputs)", _UnsupportedMedia)
+MultiModalProcessor = _unsupported_class("MultiModalProcessor", "MultiModalProcessor")
+Adapters = _unsupported_class("Adapters", "Adapters (LoRA)")
+NamedTensors = _unsupported_class("NamedTensors", "NamedTensors (model inputs set by name)")
+Tensor = _unsupported_class("Tensor", "Tensor (model inputs set by name)")
 
 
 def _model_create_multimodal_processor(self):
