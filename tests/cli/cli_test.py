@@ -243,6 +243,13 @@ class CliTest(unittest.TestCase):
         turns = verbose_turns(p.stderr)  # the second message is still answered, from an empty cache
         self.assertEqual(len(turns), 1, p.stderr)
         self.assertEqual(turns[0][1], 0)
+        # An answer that fills max_length says so; the next message is refused with the hint.
+        p = cli("chat", "-m", STORIES, "--max-length", "24", "--verbose", stdin="Once upon a time\nThen\n/reset\nHi\n")
+        self.assertIn("the context is full (24 tokens); type /reset", p.stderr)
+        self.assertIn("no longer fits the context (max_length 24)", p.stderr)
+        turns = verbose_turns(p.stderr)
+        self.assertEqual(len(turns), 2, p.stderr)  # the first message, then "Hi" after /reset
+        self.assertEqual(turns[1][1], 0)
 
 
 if __name__ == "__main__":

@@ -83,7 +83,14 @@ ChatTurn ChatSession::send(const std::string& user_text, const std::function<voi
   }
   turn.cached_tokens = common;
   turn.new_prompt_tokens = static_cast<int>(turn.prompt_ids.size()) - common;
-  generator_->append_tokens(std::span<const int32_t>(turn.prompt_ids).subspan(common));
+  try {
+    generator_->append_tokens(std::span<const int32_t>(turn.prompt_ids).subspan(common));
+  } catch (...) {
+    // Nothing of this turn stays: the message goes, and a failed run leaves the cache unusable.
+    messages_.erase(messages_.size() - 1);
+    generator_->rewind_to(0);
+    throw;
+  }
   timings.prompt_done(turn.new_prompt_tokens);
 
   auto decoder = tokenizer_->create_stream(true);
