@@ -50,7 +50,6 @@ class ChatSession {
   // on its own line, encoded with the tokenizer's special tokens).
   bool has_template() const { return tmpl_.has_value(); }
   int max_length() const { return max_length_; }
-  int cached_tokens() const { return generator_->token_count(); }
 
   // Adds the user message, runs the new tokens, and generates the answer; `on_text` receives it
   // piece by piece as it streams, `timings` gets the prompt (its new tokens) and each token.

@@ -22,9 +22,6 @@ class GenerationTimings {
   // One more generated token (per row) is available.
   void token();
 
-  int prompt_tokens() const { return prompt_tokens_; }
-  int new_tokens() const { return new_tokens_; }
-
   // "prompt: P tokens in X ms (R tokens/s), time to first token T ms" and
   // "decode: N new tokens, D tokens/s, total S ms". Decode speed counts the tokens after the first
   // (the first comes from the prompt's logits); it is 0 when fewer than two were generated.
