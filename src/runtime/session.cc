@@ -174,6 +174,21 @@ std::vector<std::pair<std::string, int>> Session::provider_node_counts() const {
   return {counts.begin(), counts.end()};
 }
 
+std::vector<Session::OpAssignment> Session::op_assignments() const {
+  std::map<std::pair<std::string, std::string>, int> counts;
+  const auto count = [&](const Plan& plan, const auto& self) -> void {
+    for (const auto& s : plan.steps) {
+      const Node& n = *s.node;
+      counts[{n.domain.empty() ? n.op_type : n.domain + "." + n.op_type, std::string(s.provider)}]++;
+      for (const auto& branch : s.branches) self(*branch, self);
+    }
+  };
+  count(*plan_, count);
+  std::vector<OpAssignment> result;
+  for (const auto& [key, n] : counts) result.push_back({key.first, key.second, n});
+  return result;
+}
+
 std::vector<Tensor> Session::run(const std::vector<std::pair<std::string, TensorView>>& inputs,
                                  const std::vector<std::string>& output_names) const {
   IoBinding binding(*this);

@@ -59,6 +59,14 @@ class Session {
 
   // Number of nodes per provider name after partitioning (for tools and tests).
   std::vector<std::pair<std::string, int>> provider_node_counts() const;
+  // Nodes per (op, provider) after constant folding and partitioning, If branches included, sorted
+  // by op then provider; op is "Domain.Op" outside ai.onnx (for `onnxllm info`).
+  struct OpAssignment {
+    std::string op;
+    std::string provider;
+    int count = 0;
+  };
+  std::vector<OpAssignment> op_assignments() const;
 
  private:
   friend class IoBinding;

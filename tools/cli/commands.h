@@ -21,5 +21,7 @@ Command add_build_command(CLI::App& app);
 Command add_quantize_command(CLI::App& app);
 Command add_tokenize_command(CLI::App& app);
 Command add_generate_command(CLI::App& app);
+Command add_chat_command(CLI::App& app);
+Command add_info_command(CLI::App& app);
 
 }  // namespace onnxllm::cli

@@ -11,6 +11,8 @@
 // Output: with --print-ids, each returned sequence (prompt included) as comma-separated ids on a
 // line of its own. Otherwise the generated text: streamed to stdout token by token for one
 // sequence (batch 1, no beam search), else each returned sequence's generated text on its own line.
+// Timings (prompt tokens, time to first token, prompt and decode tokens/s, total) go to stderr
+// after the run, unless --no-timings.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -27,6 +29,8 @@
 #include "genai/tokenizer/tokenizer.h"
 #include "genai/tokenizer/tokenizer_stream.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/generation_timings.h"
+#include "tools/cli/search_args.h"
 
 namespace onnxllm::cli {
 
@@ -37,18 +41,11 @@ struct GenerateArgs {
   std::string ids;
   std::string prompt;
   std::string chat;
-  std::optional<int> max_length;
-  bool do_sample = false;
-  std::optional<int> top_k;
-  std::optional<float> top_p;
-  std::optional<float> temperature;
-  std::optional<int> seed;
-  std::optional<int> num_beams;
-  std::optional<float> length_penalty;
-  std::optional<int> num_return_sequences;
-  std::optional<float> repetition_penalty;
+  SearchArgs search;
+  std::optional<int> max_new_tokens;
   int threads = 0;
   bool print_ids = false;
+  bool no_timings = false;
 };
 
 // "0,0,0,52;0,0,195,731" -> {{0,0,0,52}, {0,0,195,731}}.
@@ -87,19 +84,17 @@ std::string chat_prompt(const std::filesystem::path& dir, const std::string& tex
 }
 
 // The search options the user gave, as a JSON object (the rest come from genai_config.json).
-nlohmann::json search_options(const GenerateArgs& a, size_t batch_size) {
-  nlohmann::json s;
+// -n: max_length is the longest prompt row plus n (checked against the context here, so the error
+// names -n rather than max_length).
+nlohmann::json search_options(const GenerateArgs& a, size_t batch_size, int prompt_length, int context_length) {
+  nlohmann::json s = search_options_json(a.search);
   s["batch_size"] = batch_size;
-  if (a.max_length) s["max_length"] = *a.max_length;
-  if (a.do_sample) s["do_sample"] = true;
-  if (a.top_k) s["top_k"] = *a.top_k;
-  if (a.top_p) s["top_p"] = *a.top_p;
-  if (a.temperature) s["temperature"] = *a.temperature;
-  if (a.seed) s["random_seed"] = *a.seed;
-  if (a.num_beams) s["num_beams"] = *a.num_beams;
-  if (a.length_penalty) s["length_penalty"] = *a.length_penalty;
-  if (a.num_return_sequences) s["num_return_sequences"] = *a.num_return_sequences;
-  if (a.repetition_penalty) s["repetition_penalty"] = *a.repetition_penalty;
+  if (a.max_new_tokens) {
+    ONNXLLM_CHECK(prompt_length + static_cast<int64_t>(*a.max_new_tokens) <= context_length, kInvalidArgument,
+                  "generate: the prompt's ", prompt_length, " tokens plus -n ", *a.max_new_tokens,
+                  " exceed the model's context length ", context_length);
+    s["max_length"] = prompt_length + *a.max_new_tokens;
+  }
   return s;
 }
 
@@ -120,24 +115,35 @@ int run_generate(const GenerateArgs& args, bool has_ids, bool has_prompt, bool h
   for (const auto& row : rows)
     ONNXLLM_CHECK(!row.empty(), kInvalidArgument, "generate: the prompt has no tokens");
 
+  size_t longest = 0;
+  for (const auto& row : rows) longest = std::max(longest, row.size());
+
   genai::GeneratorParams params(model);
-  params.set_search_options(search_options(args, rows.size()).dump());
+  params.set_search_options(
+      search_options(args, rows.size(), static_cast<int>(longest), model->config().model.context_length).dump());
   genai::Generator generator(params);
+  GenerationTimings timings;
   generator.append_token_sequences(rows);
   // Generated tokens start after the (right-padded) prompt.
   const int prompt_length = generator.token_count();
+  timings.prompt_done(prompt_length);
+  const auto next_token = [&] {
+    generator.generate_next_token();
+    timings.token();
+  };
 
   const bool stream = !args.print_ids && generator.num_sequences() == 1 && generator.get_next_tokens().size() == 1;
   if (stream) {
     auto decoder = tokenizer->create_stream(true);
     while (!generator.is_done()) {
-      generator.generate_next_token();
+      next_token();
       std::cout << decoder->step(generator.get_next_tokens()[0]) << std::flush;
     }
     std::cout << decoder->flush() << "\n";
+    if (!args.no_timings) timings.print(std::cerr);
     return 0;
   }
-  while (!generator.is_done()) generator.generate_next_token();
+  while (!generator.is_done()) next_token();
   for (int i = 0; i < generator.num_sequences(); ++i) {
     const auto sequence = generator.get_sequence(i);
     if (args.print_ids) {
@@ -152,6 +158,7 @@ int run_generate(const GenerateArgs& args, bool has_ids, bool has_prompt, bool h
       std::cout << tokenizer->decode(generated, true) << "\n";
     }
   }
+  if (!args.no_timings) timings.print(std::cerr);
   return 0;
 }
 
@@ -169,19 +176,17 @@ Command add_generate_command(CLI::App& app) {
                                "added) and encoded with its tokenizer");
   ids->excludes(prompt)->excludes(chat);
   prompt->excludes(chat);
-  cmd->add_option("--max-length", args->max_length, "search.max_length: prompt plus generated tokens");
-  cmd->add_flag("--do-sample", args->do_sample, "Sample instead of greedy search");
-  cmd->add_option("--top-k", args->top_k, "search.top_k");
-  cmd->add_option("--top-p", args->top_p, "search.top_p");
-  cmd->add_option("--temperature", args->temperature, "search.temperature");
-  cmd->add_option("--seed", args->seed, "search.random_seed (-1 = random)");
-  cmd->add_option("--num-beams", args->num_beams, "search.num_beams (beam search when > 1)");
-  cmd->add_option("--length-penalty", args->length_penalty, "search.length_penalty");
-  cmd->add_option("--num-return-sequences", args->num_return_sequences, "search.num_return_sequences");
-  cmd->add_option("--repetition-penalty", args->repetition_penalty, "search.repetition_penalty");
-  cmd->add_option("--threads", args->threads, "Intra-op threads (0 = the config's, else physical cores)");
+  auto* max_length = add_search_options(*cmd, args->search, true);
+  cmd->add_option("-n,--max-new-tokens", args->max_new_tokens,
+                  "Generate at most N tokens after the prompt (max_length = longest prompt + N)")
+      ->check(CLI::PositiveNumber)
+      ->excludes(max_length)
+      ->default_str("unset: --max-length");
+  cmd->add_option("--threads", args->threads, "Intra-op threads (0 = the config's, else physical cores)")
+      ->capture_default_str();
   cmd->add_flag("--print-ids", args->print_ids,
                 "Print each sequence as comma-separated token ids (default: stream the generated text)");
+  cmd->add_flag("--no-timings", args->no_timings, "Do not print the timings to stderr after the run");
   return {cmd, [args, ids, prompt, chat] {
             return run_generate(*args, ids->count() > 0, prompt->count() > 0, chat->count() > 0);
           }};

@@ -9,6 +9,8 @@
 int main(int argc, char** argv) {
   CLI::App app{"onnxllm: run generative ONNX models"};
   app.require_subcommand(1);
+  // ONNXLLM_VERSION is CMake's PROJECT_VERSION (the one source of the version).
+  app.set_version_flag("--version", std::string("onnxllm ") + ONNXLLM_VERSION, "Print the version and exit");
   const std::vector<onnxllm::cli::Command> commands = {
       onnxllm::cli::add_onnx_test_command(app),
       onnxllm::cli::add_ops_command(app),
@@ -18,6 +20,8 @@ int main(int argc, char** argv) {
       onnxllm::cli::add_quantize_command(app),
       onnxllm::cli::add_tokenize_command(app),
       onnxllm::cli::add_generate_command(app),
+      onnxllm::cli::add_chat_command(app),
+      onnxllm::cli::add_info_command(app),
   };
   try {
     app.parse(argc, argv);

@@ -1,6 +1,7 @@
 // `onnxllm run -m model.onnx`: runs a model once on synthetic inputs (symbolic dims set by --dim,
 // default 1; values zero, or small random integers with --random) and prints each output's shape
-// and first values. A smoke test for any ONNX file.
+// and first values. A smoke test for any ONNX file. LLM decoder exports get valid masks, positions
+// and an empty (or --dim sized) past instead (LlmInputs).
 #include <CLI/CLI.hpp>
 
 #include <chrono>
@@ -12,6 +13,7 @@
 #include "runtime/io_binding.h"
 #include "runtime/session.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/llm_inputs.h"
 
 namespace onnxllm::cli {
 
@@ -43,7 +45,17 @@ Command add_run_command(CLI::App& app) {
     IoBinding binding(*session);
     std::vector<Tensor> inputs;
     std::mt19937 rng(1234);
+    const LlmInputs llm(session->inputs(), dim_values);
+    if (llm.is_llm())
+      std::cout << "LLM decoder inputs: batch " << llm.batch() << ", sequence " << llm.sequence_length() << ", past "
+                << llm.past_length() << "\n";
     for (const auto& in : session->inputs()) {
+      if (auto t = llm.make(in)) {
+        std::cout << "input  " << in.name << " " << t->view().describe() << "\n";
+        inputs.push_back(std::move(*t));
+        binding.bind_input(in.name, inputs.back());
+        continue;
+      }
       Shape shape;
       for (size_t i = 0; i < in.dims.size(); ++i) {
         const std::string& name = i < in.dim_names.size() ? in.dim_names[i] : std::string();

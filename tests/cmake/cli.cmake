@@ -1,0 +1,6 @@
+# End-to-end CLI tests (version, generate timings and -n, info, run on LLM exports, chat). They
+# build a model from ../shared/models/stories260K-hf and skip (77) without it.
+add_test(NAME cli_end_to_end
+  COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/cli/cli_test.py $<TARGET_FILE:onnxllm> ${PROJECT_VERSION}
+          ${ONNXLLM_SHARED_DIR} ${CMAKE_BINARY_DIR}/cli_test)
+set_tests_properties(cli_end_to_end PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
