@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "runtime/io_binding.h"
 #include "runtime/session.h"
+#include "tools/cli/cli_parse.h"
 #include "tools/cli/commands.h"
 
 namespace onnxllm::cli {
@@ -31,9 +32,8 @@ Command add_run_command(CLI::App& app) {
   return {cmd, [args] {
     std::map<std::string, int64_t> dim_values;
     for (const auto& d : args->dims) {
-      const auto eq = d.find('=');
-      ONNXLLM_CHECK(eq != std::string::npos, kInvalidArgument, "--dim wants NAME=N, got '", d, "'");
-      dim_values[d.substr(0, eq)] = std::stoll(d.substr(eq + 1));
+      auto [name, value] = parse_dim(d);
+      dim_values[std::move(name)] = value;
     }
     SessionOptions options;
     options.num_threads = args->threads;

@@ -51,6 +51,8 @@ SearchParams checked_search_params(const GeneratorParams& params) {
   for (const int eos : p.eos_token_ids)
     ONNXLLM_CHECK(eos >= 0 && eos < p.vocab_size, kInvalidArgument, "model.eos_token_id (", eos,
                   ") must be in [0, vocab_size = ", p.vocab_size, ")");
+  // Checked whether or not the search samples: a value no search can mean is a mistake either way.
+  ONNXLLM_CHECK(s.temperature >= 0.0f, kInvalidArgument, "search.temperature must be >= 0, got ", s.temperature);
   const bool sampling = s.do_sample && s.top_k != 1 && s.temperature != 0.0f;
   ONNXLLM_CHECK(!sampling || s.num_beams == 1, kInvalidArgument,
                 "sampling (do_sample with top_k/top_p) cannot be combined with beam search (num_beams ", s.num_beams,
