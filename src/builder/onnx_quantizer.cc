@@ -134,11 +134,9 @@ class ModelQuantizer {
     for (const auto& [value, q] : quantized_) {
       const TensorView w = g_.value(value).initializer->view;
       const std::shared_ptr<const void> owner = g_.value(value).initializer->owner;  // keeps `w` mapped
-      const BlockQuantConfig config = [&] {
-        BlockQuantConfig c = config_;
-        c.scale_dtype = q.dtype;
-        return c;
-      }();
+      // Not a lambda: clang 14 (the fuzz build) cannot capture structured bindings.
+      BlockQuantConfig config = config_;
+      config.scale_dtype = q.dtype;
       const int64_t n_blk = (q.k + config.block_size - 1) / config.block_size;
       std::vector<WeightTask::Output> outputs = {{q.data, DType::kUInt8, Shape{q.n, n_blk, config.block_size * config.bits / 8}},
                                                  {q.scales, q.dtype, Shape{q.n * n_blk}}};

@@ -327,7 +327,7 @@ void parse_search(const Source& src, const Json& v, const std::string& path, Sea
 Json parse_json(const Source& src, std::string_view text) {
   try {
     return Json::parse(text.begin(), text.end());
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // parse_error, and out_of_range for numbers such as 1e999
     fail(src, std::string("invalid JSON: ") + e.what());
   }
 }
