@@ -4,7 +4,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all build deps configure test run oracle clean fuzz bench
+.PHONY: all build deps configure test run oracle clean fuzz bench asan
 
 all: build
 
@@ -48,6 +48,16 @@ fuzz:
 	  ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=0 build-fuzz/bin/$$f build-fuzz/corpus/$$f \
 	    $$(test -d fuzz/seeds/$$f && echo fuzz/seeds/$$f) \
 	    -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 -timeout=20 || exit 1; done
+
+# The whole test suite built with AddressSanitizer + UBSan (GCC) in build-asan and run by ctest;
+# any sanitizer report fails its test. Tests of the oracles reuse build/oracle when it exists.
+ASAN_BUILD ?= build-asan
+asan:
+	cmake -S . -B $(ASAN_BUILD) -G Ninja -DONNXLLM_ENABLE_ASAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
+	ninja -C $(ASAN_BUILD) -j $(JOBS)
+	if [ -d $(BUILD)/oracle ] && [ ! -e $(ASAN_BUILD)/oracle ]; then cp -a $(BUILD)/oracle $(ASAN_BUILD)/; fi
+	ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
 
 clean:
 	rm -rf $(BUILD)
