@@ -12,19 +12,12 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "tests/util/test_util.h"
 
 namespace onnxllm::cli {
 namespace {
 
-template <typename Fn>
-std::string error_of(Fn fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using test::error_message;
 
 TEST(CliParse, IdRows) {
   using Rows = std::vector<std::vector<int32_t>>;
@@ -36,16 +29,16 @@ TEST(CliParse, IdRows) {
 
 TEST(CliParse, BadIdRowsNameTheItem) {
   const std::string tail = " is not a token id (a number in [0, 2147483647]; expected e.g. \"0,0,0,52;0,0,195,731\")";
-  EXPECT_EQ(error_of([] { parse_id_rows(""); }), "--ids: ''" + tail);
-  EXPECT_EQ(error_of([] { parse_id_rows("1,2;"); }), "--ids: ''" + tail);
-  EXPECT_EQ(error_of([] { parse_id_rows("1,,2"); }), "--ids: ''" + tail);
-  EXPECT_EQ(error_of([] { parse_id_rows("1,-2"); }), "--ids: '-2'" + tail);
-  EXPECT_EQ(error_of([] { parse_id_rows("+3"); }), "--ids: '+3'" + tail);
-  EXPECT_EQ(error_of([] { parse_id_rows("3x"); }), "--ids: '3x'" + tail);
-  EXPECT_EQ(error_of([] { parse_id_rows("2147483648"); }), "--ids: '2147483648'" + tail);
-  EXPECT_EQ(error_of([] { parse_id_rows("1 2"); }), "--ids: '1 2'" + tail);
+  EXPECT_EQ(error_message([] { parse_id_rows(""); }), "--ids: ''" + tail);
+  EXPECT_EQ(error_message([] { parse_id_rows("1,2;"); }), "--ids: ''" + tail);
+  EXPECT_EQ(error_message([] { parse_id_rows("1,,2"); }), "--ids: ''" + tail);
+  EXPECT_EQ(error_message([] { parse_id_rows("1,-2"); }), "--ids: '-2'" + tail);
+  EXPECT_EQ(error_message([] { parse_id_rows("+3"); }), "--ids: '+3'" + tail);
+  EXPECT_EQ(error_message([] { parse_id_rows("3x"); }), "--ids: '3x'" + tail);
+  EXPECT_EQ(error_message([] { parse_id_rows("2147483648"); }), "--ids: '2147483648'" + tail);
+  EXPECT_EQ(error_message([] { parse_id_rows("1 2"); }), "--ids: '1 2'" + tail);
   // Long values are cut in the message.
-  EXPECT_EQ(error_of([] { parse_id_rows(std::string(100, 'a')); }), "--ids: '" + std::string(64, 'a') + "...'" + tail);
+  EXPECT_EQ(error_message([] { parse_id_rows(std::string(100, 'a')); }), "--ids: '" + std::string(64, 'a') + "...'" + tail);
 }
 
 TEST(CliParse, Dims) {
@@ -55,37 +48,32 @@ TEST(CliParse, Dims) {
 }
 
 TEST(CliParse, BadDimsNameTheValue) {
-  EXPECT_EQ(error_of([] { parse_dim("N=abc"); }), "--dim N: 'abc' is not a dimension (a whole number in [0, 1099511627776])");
-  EXPECT_EQ(error_of([] { parse_dim("N=3x"); }), "--dim N: '3x' is not a dimension (a whole number in [0, 1099511627776])");
-  EXPECT_EQ(error_of([] { parse_dim("N=-1"); }), "--dim N: '-1' is not a dimension (a whole number in [0, 1099511627776])");
-  EXPECT_EQ(error_of([] { parse_dim("N="); }), "--dim N: '' is not a dimension (a whole number in [0, 1099511627776])");
-  EXPECT_EQ(error_of([] { parse_dim("N=1099511627777"); }),
+  EXPECT_EQ(error_message([] { parse_dim("N=abc"); }), "--dim N: 'abc' is not a dimension (a whole number in [0, 1099511627776])");
+  EXPECT_EQ(error_message([] { parse_dim("N=3x"); }), "--dim N: '3x' is not a dimension (a whole number in [0, 1099511627776])");
+  EXPECT_EQ(error_message([] { parse_dim("N=-1"); }), "--dim N: '-1' is not a dimension (a whole number in [0, 1099511627776])");
+  EXPECT_EQ(error_message([] { parse_dim("N="); }), "--dim N: '' is not a dimension (a whole number in [0, 1099511627776])");
+  EXPECT_EQ(error_message([] { parse_dim("N=1099511627777"); }),
             "--dim N: '1099511627777' is not a dimension (a whole number in [0, 1099511627776])");
-  EXPECT_EQ(error_of([] { parse_dim("N=99999999999999999999"); }),
+  EXPECT_EQ(error_message([] { parse_dim("N=99999999999999999999"); }),
             "--dim N: '99999999999999999999' is not a dimension (a whole number in [0, 1099511627776])");
-  EXPECT_EQ(error_of([] { parse_dim("N"); }), "--dim wants NAME=N, got 'N'");
-  EXPECT_EQ(error_of([] { parse_dim("=4"); }), "--dim wants NAME=N, got '=4'");
+  EXPECT_EQ(error_message([] { parse_dim("N"); }), "--dim wants NAME=N, got 'N'");
+  EXPECT_EQ(error_message([] { parse_dim("=4"); }), "--dim wants NAME=N, got '=4'");
 }
 
 TEST(CliParse, IdsInVocab) {
   const std::vector<int32_t> ok = {0, 5, 511};
   EXPECT_NO_THROW(check_ids_in_vocab(ok, 512, "--ids"));
   const std::vector<int32_t> bad = {0, 512};
-  EXPECT_EQ(error_of([&] { check_ids_in_vocab(bad, 512, "--ids"); }),
+  EXPECT_EQ(error_message([&] { check_ids_in_vocab(bad, 512, "--ids"); }),
             "--ids: token id 512 is outside the tokenizer's vocabulary (vocab size 512)");
   const std::vector<int32_t> negative = {-1};
-  EXPECT_EQ(error_of([&] { check_ids_in_vocab(negative, 512, "generated text"); }),
+  EXPECT_EQ(error_message([&] { check_ids_in_vocab(negative, 512, "generated text"); }),
             "generated text: token id -1 is outside the tokenizer's vocabulary (vocab size 512)");
 }
 
 class PromptFile : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("cli_parse_test." + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::filesystem::path dir_;
+  std::filesystem::path dir_ = test::temp_dir("cli_prompt_file");
 };
 
 TEST_F(PromptFile, ReadsAnySizeUpToTheLimit) {
@@ -94,7 +82,7 @@ TEST_F(PromptFile, ReadsAnySizeUpToTheLimit) {
   std::ofstream(path, std::ios::binary) << text;
   EXPECT_EQ(read_prompt_file(path.string()), text);
   EXPECT_EQ(read_prompt_file(path.string(), text.size()), text);
-  EXPECT_EQ(error_of([&] { read_prompt_file(path.string(), text.size() - 1); }),
+  EXPECT_EQ(error_message([&] { read_prompt_file(path.string(), text.size() - 1); }),
             "--prompt-file: " + path.string() + " is larger than the limit of " + std::to_string(text.size() - 1) +
                 " bytes");
   const auto empty = dir_ / "empty.txt";
@@ -103,11 +91,11 @@ TEST_F(PromptFile, ReadsAnySizeUpToTheLimit) {
 }
 
 TEST_F(PromptFile, EndlessAndMissingFilesAreErrors) {
-  EXPECT_EQ(error_of([] { read_prompt_file("/dev/zero", 1 << 20); }),
+  EXPECT_EQ(error_message([] { read_prompt_file("/dev/zero", 1 << 20); }),
             "--prompt-file: /dev/zero is larger than the limit of 1048576 bytes");
-  EXPECT_EQ(error_of([&] { read_prompt_file(dir_.string()); }),
+  EXPECT_EQ(error_message([&] { read_prompt_file(dir_.string()); }),
             "--prompt-file: " + dir_.string() + " is a directory, not a file");
-  EXPECT_EQ(error_of([&] { read_prompt_file((dir_ / "none").string()); }),
+  EXPECT_EQ(error_message([&] { read_prompt_file((dir_ / "none").string()); }),
             "--prompt-file: cannot open " + (dir_ / "none").string() + ": No such file or directory");
 }
 
