@@ -77,7 +77,10 @@ BuildSummary build_model(const BuildOptions& o) {
 
   std::vector<std::string> replaceable = {kModelFile, kDataFile, kGenaiConfigFile};
   for (const auto& name : tokenizer_file_names()) replaceable.push_back(name);
-  StagingDir stage(o.output_dir, o.overwrite, replaceable);
+  std::vector<fs::path> inputs = {config_path, files_dir};
+  if (!o.input_dir.empty()) inputs.push_back(o.input_dir);
+  StagingDir::check_outputs_are_not_inputs({o.output_dir}, inputs);
+  StagingDir stage(o.output_dir, o.overwrite, StagingDir::Kind::kFolder, replaceable);
 
   BuildSummary summary;
   {
