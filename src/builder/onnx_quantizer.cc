@@ -220,14 +220,14 @@ QuantizeSummary quantize_onnx_model(const fs::path& input, const fs::path& outpu
   const std::string model_name = output.filename().string();
   const std::string data_name = model_name + ".data";
   const fs::path data_target = output.parent_path() / data_name;
-  ONNXLLM_CHECK(o.overwrite || !fs::exists(data_target), kInvalidArgument, data_target.string(),
-                " already exists (use --overwrite to replace it)");
 
   std::vector<fs::path> inputs;  // the model's external data files, then the model itself
   std::shared_ptr<Graph> graph = load_onnx_model(input, &inputs);
   inputs.insert(inputs.begin(), input);
   // Before any output exists: neither file may be the input model or one of its data files.
   StagingDir::check_outputs_are_not_inputs({output, data_target}, inputs);
+  ONNXLLM_CHECK(o.overwrite || !fs::exists(data_target), kInvalidArgument, data_target.string(),
+                " already exists (use --overwrite to replace it)");
   ThreadPool pool(o.num_threads);
   ModelQuantizer quantizer(*graph, o, pool);
   quantizer.rewrite_matmuls();

@@ -59,8 +59,8 @@ void StagingDir::check_outputs_are_not_inputs(const std::vector<fs::path>& outpu
   for (const auto& out : outputs) {
     for (const auto& in : inputs) {
       std::error_code ec;
-      ONNXLLM_CHECK(!fs::equivalent(out, in, ec), kInvalidArgument, "refusing to write ", out.string(), ": it is the input ",
-                    in.string(), " (choose another output path)");
+      ONNXLLM_CHECK(!fs::equivalent(out, in, ec), kInvalidArgument, "the output ", out.string(), " is the input ", in.string(),
+                    ": writing it would overwrite the input (choose another output path)");
     }
   }
 }
