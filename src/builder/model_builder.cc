@@ -1,6 +1,8 @@
 #include "builder/model_builder.h"
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <memory>
 
@@ -22,7 +24,7 @@ constexpr const char* kGenaiConfigFile = "genai_config.json";
 
 void write_text_file(const fs::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  ONNXLLM_CHECK(out.good(), kRuntime, "cannot create ", path.string());
+  ONNXLLM_CHECK(out.good(), kRuntime, "cannot create ", path.string(), ": ", std::strerror(errno));
   out << text;
   out.close();
   ONNXLLM_CHECK(!out.fail(), kRuntime, "cannot write ", path.string(), " (is the disk full?)");
