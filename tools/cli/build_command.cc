@@ -36,7 +36,7 @@ Command add_build_command(CLI::App& app) {
   cmd->add_flag("--random-weights", a->random_weights, "Random weights of the config's shapes (benchmarks, tests)");
   cmd->add_option("--seed", a->seed, "Seed for --random-weights");
   cmd->add_flag("--overwrite", a->overwrite, "Replace an existing output folder");
-  cmd->add_option("--threads", a->threads, "Threads (0 = physical cores)");
+  add_threads_option(cmd, a->threads, "Threads");
   cmd->add_flag("-q,--quiet", a->quiet, "No progress output");
   return {cmd, [a] {
     BuildOptions o;

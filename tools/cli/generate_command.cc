@@ -13,11 +13,13 @@
 //                                  apply_chat_template(tokenize=True) does
 // Output: with --print-ids, each returned sequence (prompt included) as comma-separated ids on a
 // line of its own; for one sequence (batch 1, no beam search) the line is written as the ids are
-// generated, flushed per token, so an interrupted run keeps what it printed. Otherwise the generated text: streamed to stdout token by token for one
-// sequence (batch 1, no beam search), else each returned sequence's generated text on its own line.
+// generated, flushed per token, so an interrupted run keeps what it printed. Otherwise the
+// generated text: streamed to stdout token by token for one sequence (batch 1, no beam search),
+// else each returned sequence's generated text on its own line.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <optional>
 
@@ -72,6 +74,13 @@ std::string chat_prompt(const std::filesystem::path& dir, const std::string& tex
   return apply_chat_template(tmpl, request, templates.special_tokens);
 }
 
+// JSON has no NaN or infinity (dump() writes null), so a non-finite option is refused here,
+// naming the option, instead of reaching the config parser as "got null".
+float finite_option(const char* option, float value) {
+  ONNXLLM_CHECK(std::isfinite(value), kInvalidArgument, option, " must be a finite number, got ", value);
+  return value;
+}
+
 // The search options the user gave, as a JSON object (the rest come from genai_config.json).
 nlohmann::json search_options(const GenerateArgs& a, size_t batch_size) {
   nlohmann::json s;
@@ -79,13 +88,13 @@ nlohmann::json search_options(const GenerateArgs& a, size_t batch_size) {
   if (a.max_length) s["max_length"] = *a.max_length;
   if (a.do_sample) s["do_sample"] = true;
   if (a.top_k) s["top_k"] = *a.top_k;
-  if (a.top_p) s["top_p"] = *a.top_p;
-  if (a.temperature) s["temperature"] = *a.temperature;
+  if (a.top_p) s["top_p"] = finite_option("--top-p", *a.top_p);
+  if (a.temperature) s["temperature"] = finite_option("--temperature", *a.temperature);
   if (a.seed) s["random_seed"] = *a.seed;
   if (a.num_beams) s["num_beams"] = *a.num_beams;
-  if (a.length_penalty) s["length_penalty"] = *a.length_penalty;
+  if (a.length_penalty) s["length_penalty"] = finite_option("--length-penalty", *a.length_penalty);
   if (a.num_return_sequences) s["num_return_sequences"] = *a.num_return_sequences;
-  if (a.repetition_penalty) s["repetition_penalty"] = *a.repetition_penalty;
+  if (a.repetition_penalty) s["repetition_penalty"] = finite_option("--repetition-penalty", *a.repetition_penalty);
   return s;
 }
 
@@ -193,7 +202,7 @@ Command add_generate_command(CLI::App& app) {
   cmd->add_option("--length-penalty", args->length_penalty, "search.length_penalty");
   cmd->add_option("--num-return-sequences", args->num_return_sequences, "search.num_return_sequences");
   cmd->add_option("--repetition-penalty", args->repetition_penalty, "search.repetition_penalty");
-  cmd->add_option("--threads", args->threads, "Intra-op threads (0 = the config's, else physical cores)");
+  add_threads_option(cmd, args->threads, "Intra-op threads (0: the config's intra_op_num_threads if set)");
   cmd->add_flag("--print-ids", args->print_ids,
                 "Print each sequence as comma-separated token ids, streamed for one sequence (default: stream the "
                 "generated text)");

@@ -27,7 +27,7 @@ Command add_run_command(CLI::App& app) {
   auto args = std::make_shared<Args>();
   cmd->add_option("-m,--model", args->model, "model.onnx")->required();
   cmd->add_option("--dim", args->dims, "Symbolic dimension value, NAME=N (default 1)");
-  cmd->add_option("--threads", args->threads, "Intra-op threads (0 = physical cores)");
+  add_threads_option(cmd, args->threads, "Intra-op threads");
   cmd->add_flag("--random", args->random, "Fill inputs with small random values instead of zeros");
   return {cmd, [args] {
     std::map<std::string, int64_t> dim_values;

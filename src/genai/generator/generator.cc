@@ -161,7 +161,14 @@ void Generator::append_token_sequences(const std::vector<std::vector<int32_t>>& 
     ONNXLLM_CHECK(!rows[r].empty(), kInvalidArgument, "append_token_sequences: row ", r, " is empty");
     longest = std::max(longest, rows[r].size());
   }
-  std::vector<int32_t> padded(rows.size() * longest, model_->config().model.pad_token_id);
+  // Rows of different lengths are padded with the config's pad_token_id: an id outside the
+  // vocabulary is the model folder's fault, not the caller's ids.
+  const int pad = model_->config().model.pad_token_id;
+  const bool ragged = std::any_of(rows.begin(), rows.end(), [&](const auto& row) { return row.size() != longest; });
+  ONNXLLM_CHECK(!ragged || (pad >= 0 && pad < vocab_size_), kInvalidModel, (model_->config().dir / "genai_config.json").string(),
+                ": 'model.pad_token_id' is ", pad, ", outside the vocabulary [0, ", vocab_size_,
+                "), so rows of different lengths cannot be padded");
+  std::vector<int32_t> padded(rows.size() * longest, pad);
   for (size_t r = 0; r < rows.size(); ++r) std::copy(rows[r].begin(), rows[r].end(), padded.begin() + r * longest);
   append_tokens(padded);
 }
