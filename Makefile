@@ -11,7 +11,7 @@ CMAKE_FLAGS += -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=
 export CCACHE_BASEDIR ?= $(CURDIR)
 endif
 
-.PHONY: all build deps configure test run oracle clean fuzz bench pip-test
+.PHONY: all build deps configure test run oracle clean fuzz bench pip-test asan
 
 all: build
 
@@ -52,16 +52,28 @@ bench: configure oracle
 	$(BUILD)/bin/bench_matmul_nbits
 	tests/tokenizers/bench_encode.sh $(BUILD)
 
-# libFuzzer targets (clang, ASan+UBSan) in build-fuzz; each runs FUZZ_SECONDS. Not part of `make test`.
+# libFuzzer targets (clang, ASan+UBSan) in build-fuzz; each runs FUZZ_SECONDS, starting from its
+# corpus in build-fuzz/corpus and the committed seeds in fuzz/seeds/<name>. Not part of `make test`.
 FUZZ_SECONDS ?= 600
-FUZZERS ?= model_loader_fuzzer tokenizer_fuzzer chat_template_fuzzer
+FUZZERS ?= model_loader_fuzzer tokenizer_fuzzer chat_template_fuzzer config_fuzzer safetensors_fuzzer cli_parse_fuzzer
 fuzz:
 	@scripts/install_deps.sh --fuzz
 	CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -G Ninja -DONNXLLM_BUILD_FUZZERS=ON -DONNXLLM_BUILD_TESTS=OFF
 	ninja -C build-fuzz -j $(JOBS) $(FUZZERS)
 	for f in $(FUZZERS); do mkdir -p build-fuzz/corpus/$$f && \
 	  ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=0 build-fuzz/bin/$$f build-fuzz/corpus/$$f \
+	    $$(test -d fuzz/seeds/$$f && echo fuzz/seeds/$$f) \
 	    -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 -timeout=20 || exit 1; done
+
+# The whole test suite built with AddressSanitizer + UBSan (GCC) in build-asan and run by ctest;
+# any sanitizer report fails its test. Tests of the oracles reuse build/oracle when it exists.
+ASAN_BUILD ?= build-asan
+asan:
+	cmake -S . -B $(ASAN_BUILD) -G Ninja -DONNXLLM_ENABLE_ASAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS)
+	ninja -C $(ASAN_BUILD) -j $(JOBS)
+	if [ -d $(BUILD)/oracle ] && [ ! -e $(ASAN_BUILD)/oracle ]; then cp -a $(BUILD)/oracle $(ASAN_BUILD)/; fi
+	ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
 
 clean:
 	rm -rf $(BUILD)

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "core/json_file.h"
 #include "core/mapped_file.h"
 
 namespace onnxllm {
@@ -57,17 +58,17 @@ class Fields {
     const json& v = at(key);
     const bool integral = v.is_number_integer() || (v.is_number_float() && std::isfinite(v.get<double>()) &&
                                                      v.get<double>() == std::floor(v.get<double>()));
-    ONNXLLM_CHECK(integral, kInvalidModel, source_, ": '", key, "' should be an integer, got ", v.dump());
+    ONNXLLM_CHECK(integral, kInvalidModel, source_, ": '", key, "' should be an integer, got ", json_excerpt(v));
     const double d = v.get<double>();
     ONNXLLM_CHECK(d >= static_cast<double>(min_value) && d <= static_cast<double>(max_value), kInvalidModel, source_,
-                  ": '", key, "' is ", v.dump(), ", expected ", min_value, "..", max_value);
+                  ": '", key, "' is ", json_excerpt(v), ", expected ", min_value, "..", max_value);
     return v.is_number_integer() ? v.get<int64_t>() : static_cast<int64_t>(d);
   }
   double number_or(const char* key, double dflt) const {
     if (!has(key)) return dflt;
     const json& v = at(key);
     ONNXLLM_CHECK(v.is_number() && std::isfinite(v.get<double>()), kInvalidModel, source_, ": '", key,
-                  "' should be a number, got ", v.dump());
+                  "' should be a number, got ", json_excerpt(v));
     return v.get<double>();
   }
   double positive_or(const char* key, double dflt) const {
@@ -78,13 +79,13 @@ class Fields {
   bool boolean_or(const char* key, bool dflt) const {
     if (!has(key)) return dflt;
     ONNXLLM_CHECK(at(key).is_boolean(), kInvalidModel, source_, ": '", key, "' should be true or false, got ",
-                  at(key).dump());
+                  json_excerpt(at(key)));
     return at(key).get<bool>();
   }
   std::string string_or(const char* key, const std::string& dflt) const {
     if (!has(key)) return dflt;
     ONNXLLM_CHECK(at(key).is_string(), kInvalidModel, source_, ": '", key, "' should be a string, got ",
-                  at(key).dump());
+                  json_excerpt(at(key)));
     return at(key).get<std::string>();
   }
   std::vector<double> numbers(const char* key) const {
@@ -93,7 +94,7 @@ class Fields {
     ONNXLLM_CHECK(at(key).is_array(), kInvalidModel, source_, ": '", key, "' should be a list of numbers");
     for (const auto& v : at(key)) {
       ONNXLLM_CHECK(v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() > 0, kInvalidModel, source_,
-                    ": '", key, "' should hold positive numbers, found ", v.dump());
+                    ": '", key, "' should hold positive numbers, found ", json_excerpt(v));
       out.push_back(v.get<double>());
     }
     return out;
@@ -112,17 +113,17 @@ json token_ids(const Fields& f, const char* key) {
   auto valid = [](const json& x) { return x.is_number_integer() && x.get<int64_t>() >= 0; };
   if (v.is_array()) {
     for (const auto& x : v)
-      ONNXLLM_CHECK(valid(x), kInvalidModel, f.source(), ": '", key, "' should hold token ids, found ", x.dump());
+      ONNXLLM_CHECK(valid(x), kInvalidModel, f.source(), ": '", key, "' should hold token ids, found ", json_excerpt(x));
     return v.empty() ? json(nullptr) : v;
   }
-  ONNXLLM_CHECK(valid(v), kInvalidModel, f.source(), ": '", key, "' should be a token id or a list, got ", v.dump());
+  ONNXLLM_CHECK(valid(v), kInvalidModel, f.source(), ": '", key, "' should be a token id or a list, got ", json_excerpt(v));
   return v;
 }
 
 RopeScaling parse_rope_scaling(const json& j, const std::string& source, int64_t max_positions, int64_t rotary_half) {
   RopeScaling r;
   if (j.is_null()) return r;
-  ONNXLLM_CHECK(j.is_object(), kInvalidModel, source, ": 'rope_scaling' should be an object, got ", j.dump());
+  ONNXLLM_CHECK(j.is_object(), kInvalidModel, source, ": 'rope_scaling' should be an object, got ", json_excerpt(j));
   const Fields f(j, source + " rope_scaling");
   r.type = f.string_or("rope_type", f.string_or("type", "default"));
   if (r.type == "su") r.type = "longrope";  // Phi-3's older name for the same scheme
@@ -319,19 +320,11 @@ HfConfig parse_hf_config(const json& config, const json& generation, const std::
 }
 
 HfConfig load_hf_config(const std::filesystem::path& config_path) {
-  auto parse_file = [](const std::filesystem::path& p) {
-    const std::string text = read_file(p);
-    try {
-      return json::parse(text);
-    } catch (const json::exception& e) {
-      throw_error(ErrorCode::kInvalidModel, p.string(), " is not valid JSON: ", e.what());
-    }
-  };
-  ONNXLLM_CHECK(std::filesystem::is_regular_file(config_path), kNotFound, "config file ", config_path.string(),
-                " not found");
-  const json config = parse_file(config_path);
+  ONNXLLM_CHECK(std::filesystem::exists(config_path), kNotFound, "config file ", config_path.string(), " not found");
+  const json config = read_json_file(config_path);
   const auto generation_path = config_path.parent_path() / "generation_config.json";
-  const json generation = std::filesystem::is_regular_file(generation_path) ? parse_file(generation_path) : json();
+  // Present but not a regular file (a directory, a FIFO) is an error from the reader, not "absent".
+  const json generation = std::filesystem::exists(generation_path) ? read_json_file(generation_path) : json();
   return parse_hf_config(config, generation, config_path.filename().string());
 }
 

@@ -1,6 +1,8 @@
 #include "builder/model_builder.h"
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <memory>
 
@@ -22,7 +24,7 @@ constexpr const char* kGenaiConfigFile = "genai_config.json";
 
 void write_text_file(const fs::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  ONNXLLM_CHECK(out.good(), kRuntime, "cannot create ", path.string());
+  ONNXLLM_CHECK(out.good(), kRuntime, "cannot create ", path.string(), ": ", std::strerror(errno));
   out << text;
   out.close();
   ONNXLLM_CHECK(!out.fail(), kRuntime, "cannot write ", path.string(), " (is the disk full?)");
@@ -77,7 +79,10 @@ BuildSummary build_model(const BuildOptions& o) {
 
   std::vector<std::string> replaceable = {kModelFile, kDataFile, kGenaiConfigFile};
   for (const auto& name : tokenizer_file_names()) replaceable.push_back(name);
-  StagingDir stage(o.output_dir, o.overwrite, replaceable);
+  std::vector<fs::path> inputs = {config_path, files_dir};
+  if (!o.input_dir.empty()) inputs.push_back(o.input_dir);
+  StagingDir::check_outputs_are_not_inputs({o.output_dir}, inputs);
+  StagingDir stage(o.output_dir, o.overwrite, StagingDir::Kind::kFolder, replaceable);
 
   BuildSummary summary;
   {

@@ -134,11 +134,9 @@ class ModelQuantizer {
     for (const auto& [value, q] : quantized_) {
       const TensorView w = g_.value(value).initializer->view;
       const std::shared_ptr<const void> owner = g_.value(value).initializer->owner;  // keeps `w` mapped
-      const BlockQuantConfig config = [&] {
-        BlockQuantConfig c = config_;
-        c.scale_dtype = q.dtype;
-        return c;
-      }();
+      // Not a lambda: clang 14 (the fuzz build) cannot capture structured bindings.
+      BlockQuantConfig config = config_;
+      config.scale_dtype = q.dtype;
       const int64_t n_blk = (q.k + config.block_size - 1) / config.block_size;
       std::vector<WeightTask::Output> outputs = {{q.data, DType::kUInt8, Shape{q.n, n_blk, config.block_size * config.bits / 8}},
                                                  {q.scales, q.dtype, Shape{q.n * n_blk}}};
@@ -217,15 +215,17 @@ class ModelQuantizer {
 QuantizeSummary quantize_onnx_model(const fs::path& input, const fs::path& output, const QuantizeOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   ONNXLLM_CHECK(!output.empty() && output.has_filename(), kInvalidArgument, "give an output model file (-o)");
-  ONNXLLM_CHECK(fs::absolute(input).lexically_normal() != fs::absolute(output).lexically_normal(), kInvalidArgument,
-                "the output ", output.string(), " would overwrite the input model");
   const std::string model_name = output.filename().string();
   const std::string data_name = model_name + ".data";
   const fs::path data_target = output.parent_path() / data_name;
+
+  std::vector<fs::path> inputs;  // the model's external data files, then the model itself
+  std::shared_ptr<Graph> graph = load_onnx_model(input, &inputs);
+  inputs.insert(inputs.begin(), input);
+  // Before any output exists: neither file may be the input model or one of its data files.
+  StagingDir::check_outputs_are_not_inputs({output, data_target}, inputs);
   ONNXLLM_CHECK(o.overwrite || !fs::exists(data_target), kInvalidArgument, data_target.string(),
                 " already exists (use --overwrite to replace it)");
-
-  std::shared_ptr<Graph> graph = load_onnx_model(input);
   ThreadPool pool(o.num_threads);
   ModelQuantizer quantizer(*graph, o, pool);
   quantizer.rewrite_matmuls();
@@ -233,7 +233,7 @@ QuantizeSummary quantize_onnx_model(const fs::path& input, const fs::path& outpu
   if (o.tied_embeddings) quantizer.rewrite_tied_gathers();
   std::vector<WeightTask> tasks = quantizer.tasks();
 
-  StagingDir stage(output, o.overwrite);
+  StagingDir stage(output, o.overwrite, StagingDir::Kind::kFiles);
   QuantizeSummary summary;
   {
     ExternalDataStream data(stage.dir() / data_name);

@@ -1,12 +1,17 @@
 #include "builder/safetensors.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <set>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_file.h"
 #include "core/float16.h"
 #include "core/thread_pool.h"
 
@@ -33,7 +38,7 @@ uint64_t read_le64(const uint8_t* p) {
 
 uint64_t json_size(const json& v, const std::string& what) {
   ONNXLLM_CHECK(v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0), kInvalidModel, what,
-                " should be a non-negative integer, got ", v.dump());
+                " should be a non-negative integer, got ", json_excerpt(v));
   return v.get<uint64_t>();
 }
 
@@ -48,16 +53,13 @@ void SafetensorsReader::add_file(const std::filesystem::path& path) {
   const uint64_t header_len = read_le64(base);
   ONNXLLM_CHECK(header_len <= size - 8 && header_len <= kMaxHeaderBytes, kInvalidModel, where, ": header length ",
                 header_len, " does not fit the file (", size, " bytes)");
-  json header;
-  try {
-    header = json::parse(base + 8, base + 8 + header_len);
-  } catch (const json::exception& e) {
-    throw_error(ErrorCode::kInvalidModel, where, ": the header is not valid JSON: ", e.what());
-  }
+  const json header = parse_json(std::string_view(reinterpret_cast<const char*>(base + 8), header_len),
+                                 where + ": the header");
   ONNXLLM_CHECK(header.is_object(), kInvalidModel, where, ": the header should be a JSON object");
   const uint8_t* data = base + 8 + header_len;
   const uint64_t data_size = size - 8 - header_len;
 
+  std::vector<std::tuple<uint64_t, uint64_t, std::string>> ranges;  // [begin, end) of each tensor
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") continue;
     const std::string what = where + ": tensor '" + name + "'";
@@ -89,10 +91,26 @@ void SafetensorsReader::add_file(const std::filesystem::path& path) {
                   numel * esize, " for ", t.dtype, t.shape.to_string());
     t.data = data + begin;
     t.bytes = static_cast<size_t>(end - begin);
+    ranges.emplace_back(begin, end, name);
     ONNXLLM_CHECK(!tensors_.count(name), kInvalidModel, where, ": tensor '", name, "' also appears in ",
                   tensors_[name].file.string());
     tensors_.emplace(name, std::move(t));
   }
+  // The format (and the reference reader) requires the tensors to tile the data exactly: an
+  // overlap would alias two weights, a hole or trailing bytes hide data no tensor owns.
+  std::sort(ranges.begin(), ranges.end());
+  uint64_t covered = 0;
+  for (size_t i = 0; i < ranges.size(); ++i) {
+    const auto& [begin, end, name] = ranges[i];
+    if (begin < covered)
+      throw_error(ErrorCode::kInvalidModel, where, ": tensors '", std::get<2>(ranges[i - 1]), "' and '", name,
+                  "' overlap (data_offsets must not overlap)");
+    ONNXLLM_CHECK(begin == covered, kInvalidModel, where, ": bytes [", covered, ", ", begin, ") before tensor '", name,
+                  "' belong to no tensor (data_offsets must leave no gaps)");
+    covered = end;
+  }
+  ONNXLLM_CHECK(covered == data_size, kInvalidModel, where, ": the last ", data_size - covered, " of ", data_size,
+                " data bytes belong to no tensor (data_offsets must cover the data)");
   files_.push_back(std::move(file));
 }
 
@@ -102,12 +120,7 @@ SafetensorsReader SafetensorsReader::open_folder(const std::filesystem::path& di
   SafetensorsReader reader;
   const fs::path index_path = dir / "model.safetensors.index.json";
   if (fs::is_regular_file(index_path)) {
-    json index;
-    try {
-      index = json::parse(read_file(index_path));
-    } catch (const json::exception& e) {
-      throw_error(ErrorCode::kInvalidModel, index_path.string(), " is not valid JSON: ", e.what());
-    }
+    json index = read_json_file(index_path);
     ONNXLLM_CHECK(index.is_object() && index.contains("weight_map") && index["weight_map"].is_object(), kInvalidModel,
                   index_path.string(), ": missing 'weight_map'");
     std::set<std::string> shards;
@@ -164,18 +177,40 @@ void SafetensorsReader::read_rows(const SafetensorsTensor& t, int64_t row_begin,
   ONNXLLM_CHECK(0 <= row_begin && row_begin <= row_end && row_end <= rows, kInvalidArgument, "rows [", row_begin, ", ",
                 row_end, ") of tensor '", t.name, "' with ", rows, " rows");
   const int64_t first = row_begin * cols, count = (row_end - row_begin) * cols;
+  // NaN/inf weights are refused while converting (all-ones exponent bits), not in a second pass.
+  std::atomic<int64_t> first_bad{std::numeric_limits<int64_t>::max()};
   pool.parallel_for(count, 1 << 16, [&](int64_t b, int64_t e) {
+    bool bad = false;
     if (t.dtype == "F32") {
       std::memcpy(out + b, t.data + (first + b) * 4, static_cast<size_t>(e - b) * 4);
-      return;
+      for (int64_t i = b; i < e; ++i) {
+        uint32_t bits;
+        std::memcpy(&bits, out + i, 4);
+        bad |= (bits & 0x7f800000u) == 0x7f800000u;
+      }
+    } else {
+      const bool half = t.dtype == "F16";
+      const uint16_t exponent = half ? 0x7c00 : 0x7f80;
+      for (int64_t i = b; i < e; ++i) {
+        uint16_t bits;
+        std::memcpy(&bits, t.data + (first + i) * 2, 2);
+        bad |= (bits & exponent) == exponent;
+        out[i] = half ? half_bits_to_float(bits) : bfloat16_bits_to_float(bits);
+      }
     }
-    const bool half = t.dtype == "F16";
-    for (int64_t i = b; i < e; ++i) {
-      uint16_t bits;
-      std::memcpy(&bits, t.data + (first + i) * 2, 2);
-      out[i] = half ? half_bits_to_float(bits) : bfloat16_bits_to_float(bits);
+    if (!bad) return;
+    int64_t i = b;
+    while (std::isfinite(out[i])) ++i;
+    for (int64_t seen = first_bad.load(); i < seen && !first_bad.compare_exchange_weak(seen, i);) {
     }
   });
+  const int64_t bad = first_bad.load();
+  if (bad != std::numeric_limits<int64_t>::max()) {
+    const int64_t element = first + bad;
+    throw_error(ErrorCode::kInvalidModel, "tensor '", t.name, "' in ", t.file.filename().string(), " holds ",
+                std::isnan(out[bad]) ? "NaN" : "an infinity", " at element ", element, " (row ", element / cols,
+                "): the checkpoint is corrupt");
+  }
 }
 
 }  // namespace onnxllm

@@ -7,20 +7,42 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "core/error.h"
 
 namespace onnxllm {
+namespace {
+
+// Closes the descriptor on every path out of read_file.
+class FdCloser {
+ public:
+  explicit FdCloser(int fd) : fd_(fd) {}
+  ~FdCloser() { ::close(fd_); }
+  FdCloser(const FdCloser&) = delete;
+  FdCloser& operator=(const FdCloser&) = delete;
+
+ private:
+  int fd_;
+};
+
+std::string file_type_name(mode_t mode) {
+  if (S_ISDIR(mode)) return "is a directory";
+  if (S_ISFIFO(mode)) return "is a FIFO (named pipe)";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "is a device";
+  if (S_ISSOCK(mode)) return "is a socket";
+  return "is not a regular file";
+}
+
+}  // namespace
 
 std::shared_ptr<MappedFile> MappedFile::open(const std::filesystem::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   ONNXLLM_CHECK(fd >= 0, kNotFound, "cannot open ", path.string(), ": ", std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    throw_error(ErrorCode::kNotFound, "not a regular file: ", path.string());
+    throw_error(ErrorCode::kNotFound, path.string(), " ", file_type_name(st.st_mode), ", expected a regular file");
   }
   std::shared_ptr<MappedFile> f(new MappedFile());
   f->path_ = path;
@@ -41,13 +63,30 @@ MappedFile::~MappedFile() {
   if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  ONNXLLM_CHECK(in.good(), kNotFound, "cannot open ", path.string());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  ONNXLLM_CHECK(!in.bad(), kRuntime, "error reading ", path.string());
-  return ss.str();
+std::string read_file(const std::filesystem::path& path, size_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; we refuse it after fstat anyway.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  ONNXLLM_CHECK(fd >= 0, kNotFound, "cannot open ", path.string(), ": ", std::strerror(errno));
+  FdCloser closer(fd);
+  struct stat st {};
+  ONNXLLM_CHECK(::fstat(fd, &st) == 0, kRuntime, "cannot stat ", path.string(), ": ", std::strerror(errno));
+  ONNXLLM_CHECK(S_ISREG(st.st_mode), kInvalidArgument, path.string(), " ", file_type_name(st.st_mode),
+                ", expected a regular file");
+  const size_t size = static_cast<size_t>(st.st_size);
+  ONNXLLM_CHECK(size <= max_bytes, kInvalidArgument, path.string(), " is too large (", size, " bytes, the limit is ",
+                max_bytes, ")");
+  std::string out(size, '\0');
+  size_t done = 0;
+  // Bounded: never more than the size fstat reported (a file growing meanwhile is cut there).
+  while (done < size) {
+    const ssize_t n = ::read(fd, out.data() + done, size - done);
+    if (n < 0 && errno == EINTR) continue;
+    ONNXLLM_CHECK(n >= 0, kRuntime, "cannot read ", path.string(), ": ", std::strerror(errno));
+    if (n == 0) break;  // shrank meanwhile
+    done += static_cast<size_t>(n);
+  }
+  out.resize(done);
+  return out;
 }
 
 }  // namespace onnxllm

@@ -28,7 +28,9 @@ class MappedFile {
   std::filesystem::path path_;
 };
 
-// Reads a whole file into a string; throws kNotFound naming the path on failure.
-std::string read_file(const std::filesystem::path& path);
+// Reads a whole regular file of at most `max_bytes` bytes. Errors name the file: kNotFound with
+// the OS reason when it cannot be opened, kInvalidArgument for a directory, FIFO or device ("is a
+// directory") or a file over the limit. Never blocks on a FIFO (opened non-blocking, then refused).
+std::string read_file(const std::filesystem::path& path, size_t max_bytes = SIZE_MAX);
 
 }  // namespace onnxllm

@@ -1,11 +1,16 @@
 #include "core/thread_pool.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <set>
 #include <string>
+#include <system_error>
 #include <utility>
+
+#include "core/error.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -41,12 +46,41 @@ int ThreadPool::physical_cores() {
   return std::min(logical, static_cast<int>(cores.size()));
 }
 
-ThreadPool::ThreadPool(int num_threads) : num_threads_(num_threads > 0 ? num_threads : physical_cores()) {
-  workers_.reserve(num_threads_ - 1);
-  for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+int ThreadPool::available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
-ThreadPool::~ThreadPool() {
+int ThreadPool::default_threads() { return std::min(physical_cores(), available_cores()); }
+
+void ThreadPool::check_thread_count(int64_t n, const std::string& what) {
+  ONNXLLM_CHECK(n >= 0 && n <= kMaxThreads, kInvalidArgument, what, " must be 0 (one per available core, ",
+                default_threads(), " here) or 1 to ", kMaxThreads, ", got ", n);
+}
+
+ThreadPool::ThreadPool(int num_threads) {
+  check_thread_count(num_threads, "the thread count");
+  num_threads_ = num_threads > 0 ? num_threads : default_threads();
+  next_part_.store(num_threads_);  // no region yet: nothing to take
+  const int started = std::min(num_threads_, available_cores()) - 1;
+  workers_.reserve(static_cast<size_t>(std::max(started, 0)));
+  try {
+    for (int i = 0; i < started; ++i) workers_.emplace_back([this] { worker_loop(); });
+  } catch (const std::system_error& e) {
+    // No destructor runs for a half-built object: stop and join the threads already running
+    // (they wait on wake_, which must outlive them) before reporting.
+    const size_t running = workers_.size();
+    stop_workers();
+    throw_error(ErrorCode::kRuntime, "cannot start thread ", running + 2, " of ", started + 1, ": ", e.what(),
+                " (the process may not create more threads; use fewer threads)");
+  }
+}
+
+ThreadPool::~ThreadPool() { stop_workers(); }
+
+void ThreadPool::stop_workers() {
   {
     std::lock_guard<std::mutex> lock(sleep_mutex_);
     stop_.store(true);
@@ -54,9 +88,19 @@ ThreadPool::~ThreadPool() {
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
+  workers_.clear();
 }
 
-void ThreadPool::worker_loop(int index) {
+void ThreadPool::run_parts() {
+  t_in_parallel_region = true;
+  for (int part; (part = next_part_.fetch_add(1, std::memory_order_acq_rel)) < num_threads_;) {
+    (*task_)(part, num_threads_);
+    pending_.fetch_sub(1, std::memory_order_acq_rel);
+  }
+  t_in_parallel_region = false;
+}
+
+void ThreadPool::worker_loop() {
   uint64_t seen = 0;
   for (;;) {
     int spins = 0;
@@ -68,8 +112,8 @@ void ThreadPool::worker_loop(int index) {
         continue;
       }
       if (spin_scopes_.load(std::memory_order_relaxed) > 0) {
-        // Still inside a run: keep polling, but give the core away when others want it (an
-        // oversubscribed machine would otherwise stall the thread we are waiting for).
+        // Still inside a run: keep polling, but give the core away when others want it (a
+        // loaded machine would otherwise stall the thread we are waiting for).
         std::this_thread::yield();
         continue;
       }
@@ -79,15 +123,14 @@ void ThreadPool::worker_loop(int index) {
     }
     seen = gen;
     if (stop_.load()) return;
-    t_in_parallel_region = true;
-    (*task_)(index, num_threads_);
-    t_in_parallel_region = false;
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    // A worker late for a region finds no part left (or takes parts of the next one, whose
+    // task_ was published before next_part_ was reset): either way each part runs once.
+    run_parts();
   }
 }
 
 void ThreadPool::run(FunctionRef<void(int, int)> fn) {
-  if (num_threads_ == 1 || t_in_parallel_region) {
+  if (workers_.empty() || t_in_parallel_region) {
     fn(0, 1);
     return;
   }
@@ -97,16 +140,15 @@ void ThreadPool::run(FunctionRef<void(int, int)> fn) {
     return;
   }
   task_ = &fn;
-  pending_.store(num_threads_ - 1, std::memory_order_relaxed);
+  pending_.store(num_threads_, std::memory_order_relaxed);
+  next_part_.store(0, std::memory_order_release);
   {
     // The lock orders the generation bump with sleeping workers' predicate check.
     std::lock_guard<std::mutex> sl(sleep_mutex_);
     generation_.fetch_add(1, std::memory_order_acq_rel);
   }
   wake_.notify_all();
-  t_in_parallel_region = true;
-  fn(0, num_threads_);
-  t_in_parallel_region = false;
+  run_parts();
   for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
     if (spins < kSpinBeforeSleep) ONNXLLM_PAUSE();
     else std::this_thread::yield();

@@ -1,13 +1,19 @@
-// Intra-op thread pool. The calling thread is worker 0; kernels get (thread index, thread count)
-// and split work statically. Workers spin (with a pause instruction) while a SpinScope is alive,
-// so handing out a parallel region costs ~1 µs instead of a condition-variable wake-up (~100 µs);
+// Intra-op thread pool. Kernels get (thread index, thread count) and split work statically into
+// num_threads() parts. Workers spin (with a pause instruction) while a SpinScope is alive, so
+// handing out a parallel region costs ~1 µs instead of a condition-variable wake-up (~100 µs);
 // outside a SpinScope they sleep after a short spin.
+//
+// Spinning threads beyond the cores this process may run on (sched_getaffinity) would fight for
+// them: a region then waits for descheduled spinners and runs 10-100x slower. So the pool starts
+// at most min(num_threads, available cores) threads (the caller included); they take the
+// num_threads() parts from a shared counter, so more parts than cores just run in turn.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -17,13 +23,20 @@ namespace onnxllm {
 
 class ThreadPool {
  public:
-  // num_threads counts the caller; 0 means the number of physical cores.
+  // Largest accepted thread count (parts per parallel region).
+  static constexpr int kMaxThreads = 1024;
+
+  // num_threads counts the caller; 0 means the physical cores available to the process.
+  // Throws kInvalidArgument outside [0, kMaxThreads], kRuntime (after stopping the threads
+  // already started) when the system refuses to start a thread.
   explicit ThreadPool(int num_threads = 0);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int num_threads() const { return num_threads_; }
+  // OS threads running parts, the caller included (at most the available cores).
+  int active_threads() const { return static_cast<int>(workers_.size()) + 1; }
 
   // Runs fn(thread_index, thread_count) once on each thread and waits for all of them.
   // Nested calls, or calls while another thread uses the pool, run fn(0, 1) inline.
@@ -46,15 +59,24 @@ class ThreadPool {
 
   // Physical cores of this machine (falls back to hardware_concurrency).
   static int physical_cores();
+  // CPUs this process may run on (its affinity mask: `taskset -c 0` gives 1).
+  static int available_cores();
+  // The default thread count: physical cores, capped at the available ones.
+  static int default_threads();
+  // Throws kInvalidArgument "<what> must be 0 (...) or 1..kMaxThreads, got n" when out of range.
+  static void check_thread_count(int64_t n, const std::string& what);
 
  private:
-  void worker_loop(int index);
+  void worker_loop();
+  void run_parts();  // takes parts of the current region until none is left
+  void stop_workers();
 
   int num_threads_;
   std::vector<std::thread> workers_;
   std::mutex run_mutex_;                    // one parallel region at a time
   std::atomic<uint64_t> generation_{0};     // bumped for each region
-  std::atomic<int> pending_{0};             // workers still running the current region
+  std::atomic<int> next_part_{0};           // next part of the current region to take
+  std::atomic<int> pending_{0};             // parts of the current region not finished yet
   std::atomic<int> spin_scopes_{0};
   std::atomic<bool> stop_{false};
   FunctionRef<void(int, int)>* task_ = nullptr;

@@ -7,7 +7,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <climits>
+#include <cstring>
 #include <mutex>
 #include <set>
 
@@ -217,11 +219,12 @@ std::shared_ptr<onnx::ModelProto> parse(google::protobuf::io::ZeroCopyInputStrea
 
 }  // namespace
 
-std::shared_ptr<Graph> load_onnx_model(const std::filesystem::path& path) {
+std::shared_ptr<Graph> load_onnx_model(const std::filesystem::path& path,
+                                       std::vector<std::filesystem::path>* external_files) {
   ONNXLLM_CHECK(std::filesystem::exists(path), kNotFound, "model file ", path.string(), " does not exist");
   ONNXLLM_CHECK(std::filesystem::is_regular_file(path), kNotFound, path.string(), " is not a file");
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  ONNXLLM_CHECK(fd >= 0, kNotFound, "cannot open model file ", path.string());
+  ONNXLLM_CHECK(fd >= 0, kNotFound, "cannot open model file ", path.string(), ": ", std::strerror(errno));
   std::shared_ptr<onnx::ModelProto> model;
   {
     google::protobuf::io::FileInputStream stream(fd);
@@ -230,7 +233,9 @@ std::shared_ptr<Graph> load_onnx_model(const std::filesystem::path& path) {
   }
   ExternalDataResolver resolver(path.parent_path());
   try {
-    return convert_model(model, resolver);
+    auto graph = convert_model(model, resolver);
+    if (external_files) *external_files = resolver.files();
+    return graph;
   } catch (const Error& e) {
     throw Error(e.code(), str_cat(path.filename().string(), ": ", e.what()));
   }

@@ -1,6 +1,8 @@
 #include "onnx/model_writer.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 
 #include "core/error.h"
@@ -161,7 +163,7 @@ size_t save_onnx_model(const Graph& graph, const std::filesystem::path& path, co
     } else {
       data_out.open(sink.path, std::ios::binary | std::ios::trunc);
     }
-    ONNXLLM_CHECK(data_out.good(), kRuntime, "cannot create ", sink.path.string());
+    ONNXLLM_CHECK(data_out.good(), kRuntime, "cannot create ", sink.path.string(), ": ", std::strerror(errno));
     sink.out = &data_out;
   }
   const onnx::ModelProto m = to_proto(graph, options, &sink);
@@ -170,7 +172,7 @@ size_t save_onnx_model(const Graph& graph, const std::filesystem::path& path, co
     ONNXLLM_CHECK(!data_out.fail(), kRuntime, "cannot write ", sink.path.string(), " (is the disk full?)");
   }
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  ONNXLLM_CHECK(out.good(), kRuntime, "cannot create ", path.string());
+  ONNXLLM_CHECK(out.good(), kRuntime, "cannot create ", path.string(), ": ", std::strerror(errno));
   ONNXLLM_CHECK(m.SerializeToOstream(&out), kRuntime, "cannot write ", path.string(), " (is the disk full?)");
   out.close();
   ONNXLLM_CHECK(!out.fail(), kRuntime, "cannot write ", path.string(), " (is the disk full?)");

@@ -92,6 +92,12 @@ void copy_typed_fields(const onnx::TensorProto& proto, const TensorView& out) {
 
 }  // namespace
 
+std::vector<std::filesystem::path> ExternalDataResolver::files() const {
+  std::vector<std::filesystem::path> out;
+  for (const auto& [location, file] : files_) out.push_back(file->path());
+  return out;
+}
+
 std::shared_ptr<MappedFile> ExternalDataResolver::map(const std::string& location, const std::string& tensor_name) {
   ONNXLLM_CHECK(is_safe_relative(location), kInvalidModel, "tensor '", tensor_name, "': external data location '",
                 location, "' must be a relative path inside the model folder");

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/mapped_file.h"
 #include "core/tensor.h"
@@ -22,6 +23,8 @@ class ExternalDataResolver {
   explicit ExternalDataResolver(std::filesystem::path base_dir) : base_dir_(std::move(base_dir)) {}
   // Maps `location` (relative, no "..") and returns the mapping; throws kNotFound / kInvalidModel.
   std::shared_ptr<MappedFile> map(const std::string& location, const std::string& tensor_name);
+  // The external data files mapped so far (writers refuse to overwrite them).
+  std::vector<std::filesystem::path> files() const;
 
  private:
   std::filesystem::path base_dir_;

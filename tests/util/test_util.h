@@ -54,4 +54,14 @@ inline void expect_error(const std::function<void()>& fn, ErrorCode code, const 
   }
 }
 
+// The message of the onnxllm::Error that fn throws, or "no error": for exact-message checks.
+inline std::string error_message(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
 }  // namespace onnxllm::test

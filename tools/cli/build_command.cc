@@ -31,12 +31,12 @@ Command add_build_command(CLI::App& app) {
       ->check(CLI::Range(0, 4));
   cmd->add_flag("--asymmetric", a->asymmetric, "Quantize with zero points (default symmetric)");
   cmd->add_option("--max-length", a->max_length, "search.max_length in genai_config.json (default: context length)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 22));  // the builder's largest context length
   cmd->add_flag("--exclude-lm-head", a->exclude_lm_head, "Output hidden_states instead of logits");
   cmd->add_flag("--random-weights", a->random_weights, "Random weights of the config's shapes (benchmarks, tests)");
   cmd->add_option("--seed", a->seed, "Seed for --random-weights");
   cmd->add_flag("--overwrite", a->overwrite, "Replace an existing output folder");
-  cmd->add_option("--threads", a->threads, "Threads (0 = physical cores)");
+  add_threads_option(cmd, a->threads, "Threads");
   cmd->add_flag("-q,--quiet", a->quiet, "No progress output");
   return {cmd, [a] {
     BuildOptions o;

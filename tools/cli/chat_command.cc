@@ -180,8 +180,7 @@ Command add_chat_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   add_search_options(*cmd, args->search, false);
-  cmd->add_option("--threads", args->threads, "Intra-op threads (0 = the config's, else physical cores)")
-      ->capture_default_str();
+  add_threads_option(cmd, args->threads, "Intra-op threads (0: the config's intra_op_num_threads if set)");
   cmd->add_option("--token-delay-ms", args->token_delay_ms,
                   "Pause after each streamed piece (slow playback; lets a test interrupt an answer)")
       ->check(CLI::NonNegativeNumber)

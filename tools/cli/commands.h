@@ -6,6 +6,7 @@
 
 namespace CLI {
 class App;
+class Option;
 }
 
 namespace onnxllm::cli {
@@ -23,5 +24,9 @@ Command add_tokenize_command(CLI::App& app);
 Command add_generate_command(CLI::App& app);
 Command add_chat_command(CLI::App& app);
 Command add_info_command(CLI::App& app);
+
+// `--threads N` with the range every command accepts (0 = one per available core, up to
+// ThreadPool::kMaxThreads), so all commands refuse -1 or 100000 the same way at parse time.
+CLI::Option* add_threads_option(CLI::App* cmd, int& threads, const char* help);
 
 }  // namespace onnxllm::cli

@@ -1,22 +1,27 @@
-// `onnxllm generate -m DIR (--ids ROWS | --prompt TEXT | --chat TEXT) [search options] [--print-ids]`:
+// `onnxllm generate -m DIR (--ids ROWS | --prompt TEXT | --prompt-file FILE | --chat TEXT) [search options]
+// [--print-ids]`:
 // runs a model folder (genai_config.json).
 //   --ids "0,0,0,52;0,0,195,731"  token-id prompts, one per ';'-separated row (right-padded into
 //                                  one batch with pad_token_id)
 //   --prompt TEXT                  the text, encoded with the folder's tokenizer (special tokens
 //                                  added as the tokenizer's config says)
+//   --prompt-file FILE|-           the same, read from a file or from standard input ("-"), up to
+//                                  kMaxPromptFileBytes
 //   --chat TEXT                    one user message, rendered with the folder's chat template
 //                                  (add_generation_prompt) and encoded without adding special
 //                                  tokens (the template writes them), as transformers'
 //                                  apply_chat_template(tokenize=True) does
 // Output: with --print-ids, each returned sequence (prompt included) as comma-separated ids on a
-// line of its own. Otherwise the generated text: streamed to stdout token by token for one
-// sequence (batch 1, no beam search), else each returned sequence's generated text on its own line.
+// line of its own; for one sequence (batch 1, no beam search) the line is written as the ids are
+// generated, flushed per token, so an interrupted run keeps what it printed. Otherwise the
+// generated text: streamed to stdout token by token for one sequence (batch 1, no beam search),
+// else each returned sequence's generated text on its own line.
 // Timings (prompt tokens, time to first token, prompt and decode tokens/s, total) go to stderr
 // after the run, unless --no-timings.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
-#include <charconv>
+#include <cmath>
 #include <iostream>
 #include <optional>
 
@@ -28,6 +33,7 @@
 #include "genai/generator/generator.h"
 #include "genai/tokenizer/tokenizer.h"
 #include "genai/tokenizer/tokenizer_stream.h"
+#include "tools/cli/cli_parse.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/generation_timings.h"
 #include "tools/cli/search_args.h"
@@ -40,6 +46,7 @@ struct GenerateArgs {
   std::string model;
   std::string ids;
   std::string prompt;
+  std::string prompt_file;
   std::string chat;
   SearchArgs search;
   std::optional<int> max_new_tokens;
@@ -47,25 +54,6 @@ struct GenerateArgs {
   bool print_ids = false;
   bool no_timings = false;
 };
-
-// "0,0,0,52;0,0,195,731" -> {{0,0,0,52}, {0,0,195,731}}.
-std::vector<std::vector<int32_t>> parse_ids(const std::string& text) {
-  std::vector<std::vector<int32_t>> rows(1);
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find_first_of(",;", start);
-    if (end == std::string::npos) end = text.size();
-    const std::string_view item(text.data() + start, end - start);
-    int32_t id = 0;
-    const auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), id);
-    ONNXLLM_CHECK(!item.empty() && ec == std::errc() && ptr == item.data() + item.size(), kInvalidArgument,
-                  "--ids: '", item, "' is not a token id (expected e.g. \"0,0,0,52;0,0,195,731\")");
-    rows.back().push_back(id);
-    if (end < text.size() && text[end] == ';') rows.emplace_back();
-    start = end + 1;
-  }
-  return rows;
-}
 
 // The folder the tokenizer files are in: model.tokenizer_dir (relative to the model folder), or
 // the model folder itself.
@@ -98,9 +86,21 @@ nlohmann::json search_options(const GenerateArgs& a, size_t batch_size, int prom
   return s;
 }
 
+// The ids comma-separated, as --print-ids prints them.
+std::string id_list(std::span<const int32_t> ids) {
+  std::string line;
+  for (const int32_t id : ids) {
+    if (!line.empty()) line += ',';
+    line += std::to_string(id);
+  }
+  return line;
+}
+
 int run_generate(const GenerateArgs& args, bool has_ids, bool has_prompt, bool has_chat) {
   ONNXLLM_CHECK(has_ids + has_prompt + has_chat == 1, kInvalidArgument,
-                "generate: give exactly one of --ids, --prompt and --chat");
+                "generate: give exactly one of --ids, --prompt, --prompt-file and --chat");
+  // Read before the model loads, so a bad file fails at once.
+  const std::string prompt = args.prompt_file.empty() ? args.prompt : read_prompt_file(args.prompt_file);
   genai::ModelOptions options;
   options.num_threads = args.threads;
   auto model = genai::Model::load(args.model, options);
@@ -109,8 +109,12 @@ int run_generate(const GenerateArgs& args, bool has_ids, bool has_prompt, bool h
   std::shared_ptr<Tokenizer> tokenizer;
   if (has_prompt || has_chat || !args.print_ids) tokenizer = Tokenizer::load(tokenizer_dir(model->config()));
   std::vector<std::vector<int32_t>> rows;
-  if (has_ids) rows = parse_ids(args.ids);
-  if (has_prompt) rows.push_back(tokenizer->encode(args.prompt, true));
+  if (has_ids) rows = parse_id_rows(args.ids);
+  if (has_prompt) rows.push_back(tokenizer->encode(prompt, true));
+  // Ids the tokenizer cannot print are the user's mistake (the model may accept them): say so
+  // instead of printing empty text.
+  if (has_ids && tokenizer)
+    for (const auto& row : rows) check_ids_in_vocab(row, tokenizer->vocab_size(), "--ids");
   if (has_chat) rows.push_back(tokenizer->encode(chat_prompt(tokenizer_dir(model->config()), args.chat), false));
   for (const auto& row : rows)
     ONNXLLM_CHECK(!row.empty(), kInvalidArgument, "generate: the prompt has no tokens");
@@ -132,12 +136,26 @@ int run_generate(const GenerateArgs& args, bool has_ids, bool has_prompt, bool h
     timings.token();
   };
 
-  const bool stream = !args.print_ids && generator.num_sequences() == 1 && generator.get_next_tokens().size() == 1;
+  // One sequence streams: text token by token, or with --print-ids the prompt's ids and then each
+  // generated id, flushed as it comes.
+  const bool stream = generator.num_sequences() == 1 && generator.get_next_tokens().size() == 1;
+  if (stream && args.print_ids) {
+    std::cout << id_list(generator.get_sequence(0)) << std::flush;
+    while (!generator.is_done()) {
+      next_token();
+      std::cout << ',' << generator.get_next_tokens()[0] << std::flush;
+    }
+    std::cout << "\n";
+    if (!args.no_timings) timings.print(std::cerr);
+    return 0;
+  }
   if (stream) {
     auto decoder = tokenizer->create_stream(true);
     while (!generator.is_done()) {
       next_token();
-      std::cout << decoder->step(generator.get_next_tokens()[0]) << std::flush;
+      const int32_t id = generator.get_next_tokens()[0];
+      check_ids_in_vocab({&id, 1}, tokenizer->vocab_size(), "generated text");
+      std::cout << decoder->step(id) << std::flush;
     }
     std::cout << decoder->flush() << "\n";
     if (!args.no_timings) timings.print(std::cerr);
@@ -147,14 +165,10 @@ int run_generate(const GenerateArgs& args, bool has_ids, bool has_prompt, bool h
   for (int i = 0; i < generator.num_sequences(); ++i) {
     const auto sequence = generator.get_sequence(i);
     if (args.print_ids) {
-      std::string line;
-      for (const int32_t id : sequence) {
-        if (!line.empty()) line += ',';
-        line += std::to_string(id);
-      }
-      std::cout << line << "\n";
+      std::cout << id_list(sequence) << "\n";
     } else {
       const auto generated = sequence.subspan(std::min<size_t>(prompt_length, sequence.size()));
+      check_ids_in_vocab(generated, tokenizer->vocab_size(), "generated text");
       std::cout << tokenizer->decode(generated, true) << "\n";
     }
   }
@@ -171,24 +185,28 @@ Command add_generate_command(CLI::App& app) {
   auto* ids = cmd->add_option("--ids", args->ids,
                               "Prompt token ids: rows separated by ';', ids by ',' (e.g. \"0,0,0,52;0,0,195,731\")");
   auto* prompt = cmd->add_option("--prompt", args->prompt, "Prompt text, encoded with the model folder's tokenizer");
+  auto* prompt_file = cmd->add_option("--prompt-file", args->prompt_file,
+                                      "File with the prompt text ('-' = standard input), as --prompt");
   auto* chat = cmd->add_option("--chat", args->chat,
                                "A user message, formatted with the model folder's chat template (generation prompt "
                                "added) and encoded with its tokenizer");
-  ids->excludes(prompt)->excludes(chat);
-  prompt->excludes(chat);
+  ids->excludes(prompt)->excludes(prompt_file)->excludes(chat);
+  prompt->excludes(prompt_file)->excludes(chat);
+  prompt_file->excludes(chat);
   auto* max_length = add_search_options(*cmd, args->search, true);
   cmd->add_option("-n,--max-new-tokens", args->max_new_tokens,
                   "Generate at most N tokens after the prompt (max_length = longest prompt + N)")
       ->check(CLI::PositiveNumber)
       ->excludes(max_length)
       ->default_str("unset: --max-length");
-  cmd->add_option("--threads", args->threads, "Intra-op threads (0 = the config's, else physical cores)")
-      ->capture_default_str();
+  add_threads_option(cmd, args->threads, "Intra-op threads (0: the config's intra_op_num_threads if set)");
   cmd->add_flag("--print-ids", args->print_ids,
-                "Print each sequence as comma-separated token ids (default: stream the generated text)");
+                "Print each sequence as comma-separated token ids, streamed for one sequence (default: stream the "
+                "generated text)");
   cmd->add_flag("--no-timings", args->no_timings, "Do not print the timings to stderr after the run");
-  return {cmd, [args, ids, prompt, chat] {
-            return run_generate(*args, ids->count() > 0, prompt->count() > 0, chat->count() > 0);
+  return {cmd, [args, ids, prompt, prompt_file, chat] {
+            return run_generate(*args, ids->count() > 0, prompt->count() + prompt_file->count() > 0,
+                                chat->count() > 0);
           }};
 }
 

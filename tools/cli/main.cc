@@ -26,7 +26,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; every bad command line exits 1, like every other bad input
+    // (CLI11's own codes, 105 to 115, would tell scripts nothing more).
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 1;
   }
   try {
     for (auto& [sub, run] : commands)

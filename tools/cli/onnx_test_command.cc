@@ -134,7 +134,7 @@ Command add_onnx_test_command(CLI::App& app) {
   auto threads = std::make_shared<int>(1);
   auto filter = std::make_shared<std::string>();
   cmd->add_option("dirs", *dirs, "Test folders, or folders of test folders")->required();
-  cmd->add_option("--threads", *threads, "Intra-op threads")->capture_default_str();
+  add_threads_option(cmd, *threads, "Intra-op threads")->capture_default_str();
   cmd->add_option("--filter", *filter, "Only run tests whose name contains this text");
   return {cmd, [=] {
     std::vector<fs::path> tests;

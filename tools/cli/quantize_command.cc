@@ -31,7 +31,7 @@ Command add_quantize_command(CLI::App& app) {
                 "Turn Gather(Transpose(quantized weight)) into GatherBlockQuantized");
   cmd->add_option("--exclude", a->exclude, "MatMul node names to keep in float");
   cmd->add_flag("--overwrite", a->overwrite, "Replace existing output files");
-  cmd->add_option("--threads", a->threads, "Threads (0 = physical cores)");
+  add_threads_option(cmd, a->threads, "Threads");
   cmd->add_flag("-q,--quiet", a->quiet, "No progress output");
   return {cmd, [a] {
     QuantizeOptions o;

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "runtime/io_binding.h"
 #include "runtime/session.h"
+#include "tools/cli/cli_parse.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/llm_inputs.h"
 
@@ -28,14 +29,13 @@ Command add_run_command(CLI::App& app) {
   auto args = std::make_shared<Args>();
   cmd->add_option("-m,--model", args->model, "model.onnx")->required();
   cmd->add_option("--dim", args->dims, "Symbolic dimension value, NAME=N (default 1)");
-  cmd->add_option("--threads", args->threads, "Intra-op threads (0 = physical cores)");
+  add_threads_option(cmd, args->threads, "Intra-op threads");
   cmd->add_flag("--random", args->random, "Fill inputs with small random values instead of zeros");
   return {cmd, [args] {
     std::map<std::string, int64_t> dim_values;
     for (const auto& d : args->dims) {
-      const auto eq = d.find('=');
-      ONNXLLM_CHECK(eq != std::string::npos, kInvalidArgument, "--dim wants NAME=N, got '", d, "'");
-      dim_values[d.substr(0, eq)] = std::stoll(d.substr(eq + 1));
+      auto [name, value] = parse_dim(d);
+      dim_values[std::move(name)] = value;
     }
     SessionOptions options;
     options.num_threads = args->threads;

@@ -2,6 +2,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cmath>
+
+#include "core/error.h"
+
 namespace onnxllm::cli {
 
 CLI::Option* add_search_options(CLI::App& cmd, SearchArgs& a, bool beam_options) {
@@ -24,18 +28,25 @@ CLI::Option* add_search_options(CLI::App& cmd, SearchArgs& a, bool beam_options)
   return max_length;
 }
 
+// JSON has no NaN or infinity (dump() writes null), so a non-finite option is refused here,
+// naming the option, instead of reaching the config parser as "got null".
+static float finite_option(const char* option, float value) {
+  ONNXLLM_CHECK(std::isfinite(value), kInvalidArgument, option, " must be a finite number, got ", value);
+  return value;
+}
+
 nlohmann::json search_options_json(const SearchArgs& a) {
   nlohmann::json s = nlohmann::json::object();
   if (a.max_length) s["max_length"] = *a.max_length;
   if (a.do_sample) s["do_sample"] = true;
   if (a.top_k) s["top_k"] = *a.top_k;
-  if (a.top_p) s["top_p"] = *a.top_p;
-  if (a.temperature) s["temperature"] = *a.temperature;
+  if (a.top_p) s["top_p"] = finite_option("--top-p", *a.top_p);
+  if (a.temperature) s["temperature"] = finite_option("--temperature", *a.temperature);
   if (a.seed) s["random_seed"] = *a.seed;
   if (a.num_beams) s["num_beams"] = *a.num_beams;
-  if (a.length_penalty) s["length_penalty"] = *a.length_penalty;
+  if (a.length_penalty) s["length_penalty"] = finite_option("--length-penalty", *a.length_penalty);
   if (a.num_return_sequences) s["num_return_sequences"] = *a.num_return_sequences;
-  if (a.repetition_penalty) s["repetition_penalty"] = *a.repetition_penalty;
+  if (a.repetition_penalty) s["repetition_penalty"] = finite_option("--repetition-penalty", *a.repetition_penalty);
   return s;
 }
 

@@ -2,11 +2,10 @@
 // renders, as transformers' apply_chat_template would (same context, special tokens, options).
 #include <CLI/CLI.hpp>
 
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "core/error.h"
+#include "core/json_file.h"
 #include "genai/chat_template/chat_template.h"
 #include "genai/chat_template/chat_template_config.h"
 #include "tools/cli/commands.h"
@@ -14,15 +13,11 @@
 namespace onnxllm::cli {
 namespace {
 
-nlohmann::ordered_json read_json_file(const std::string& path, std::string_view what) {
-  std::ifstream f(path, std::ios::binary);
-  ONNXLLM_CHECK(f, kNotFound, "cannot open ", what, " file ", path);
-  std::ostringstream ss;
-  ss << f.rdbuf();
+nlohmann::ordered_json read_input_json(const std::string& path, std::string_view option) {
   try {
-    return nlohmann::ordered_json::parse(ss.str());
-  } catch (const nlohmann::json::exception& e) {
-    throw_error(ErrorCode::kInvalidArgument, path, ": invalid JSON: ", e.what());
+    return read_ordered_json_file(path, JsonKind::kUserInput, ErrorCode::kInvalidArgument);
+  } catch (const Error& e) {
+    throw Error(e.code(), str_cat(option, ": ", e.what()));
   }
 }
 
@@ -45,20 +40,16 @@ Command add_template_command(CLI::App& app) {
   cmd->add_option("--template-name", args->name, "Which named template to use (default: tool_use with tools, else default)");
   return {cmd, [args] {
     ChatRequest request;
-    const nlohmann::ordered_json messages = read_json_file(args->messages, "messages");
+    const nlohmann::ordered_json messages = read_input_json(args->messages, "--messages");
     if (messages.is_object() && messages.contains("messages")) {
       request.messages = messages["messages"];
       if (messages.contains("tools")) request.tools = messages["tools"];
     } else {
       request.messages = messages;
     }
-    if (!args->tools.empty()) request.tools = read_json_file(args->tools, "tools");
+    if (!args->tools.empty()) request.tools = read_input_json(args->tools, "--tools");
     if (!args->kwargs.empty()) {
-      try {
-        request.kwargs = nlohmann::ordered_json::parse(args->kwargs);
-      } catch (const nlohmann::json::exception& e) {
-        throw_error(ErrorCode::kInvalidArgument, "--kwargs is not valid JSON: ", e.what());
-      }
+      request.kwargs = parse_ordered_json(args->kwargs, "--kwargs", ErrorCode::kInvalidArgument);
     }
     request.add_generation_prompt = args->add_generation_prompt;
     const ChatTemplateConfig config = ChatTemplateConfig::load(args->tokenizer);

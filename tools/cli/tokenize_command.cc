@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_file.h"
 #include "core/mapped_file.h"
 #include "genai/tokenizer/tokenizer.h"
 #include "tools/cli/commands.h"
@@ -37,16 +38,11 @@ Command add_tokenize_command(CLI::App& app) {
       std::cout << "\n";
       return 0;
     }
-    nlohmann::json input;
-    try {
-      input = nlohmann::json::parse(read_file(options->strings));
-    } catch (const nlohmann::json::exception& e) {
-      throw_error(ErrorCode::kInvalidArgument, options->strings, ": not valid JSON: ", e.what());
-    }
+    const nlohmann::json input = read_json_file(options->strings, JsonKind::kUserInput, ErrorCode::kInvalidArgument);
     ONNXLLM_CHECK(input.is_array(), kInvalidArgument, options->strings, ": expected a JSON array of strings");
     nlohmann::ordered_json out = nlohmann::ordered_json::array();  // keys in the documented order
     for (const auto& s : input) {
-      ONNXLLM_CHECK(s.is_string(), kInvalidArgument, options->strings, ": expected strings, got ", s.dump());
+      ONNXLLM_CHECK(s.is_string(), kInvalidArgument, options->strings, ": expected strings, got ", json_excerpt(s));
       const std::string& str = s.get_ref<const std::string&>();
       const auto ids = tokenizer->encode(str, options->special);
       out.push_back({{"text", str}, {"ids", ids}, {"decoded", tokenizer->decode(ids, false)}});

@@ -1,10 +1,10 @@
 #include "genai/chat_template/chat_template_config.h"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include "core/error.h"
+#include "core/json_file.h"
+#include "core/mapped_file.h"
 
 namespace onnxllm {
 namespace {
@@ -12,21 +12,9 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 
-std::string read_text(const fs::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  ONNXLLM_CHECK(f, kNotFound, "cannot open ", path.string());
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+std::string read_text(const fs::path& path) { return read_file(path, max_file_size(JsonKind::kConfig)); }
 
-Json read_json(const fs::path& path) {
-  try {
-    return Json::parse(read_text(path));
-  } catch (const nlohmann::json::exception& e) {
-    throw_error(ErrorCode::kInvalidModel, path.string(), ": invalid JSON: ", e.what());
-  }
-}
+Json read_json(const fs::path& path) { return read_ordered_json_file(path); }
 
 // A template entry: a string, or a list of {"name": ..., "template": ...}.
 void add_templates(const Json& entry, const fs::path& file, std::vector<std::pair<std::string, std::string>>* out) {

@@ -453,7 +453,7 @@ Value Interpreter::eval_node(const Expr& e) {
       Value a = eval(*e.args[0]);
       if (e.ops[0] == Op::kAnd) return a.truthy() ? eval(*e.args[1]) : a;
       if (e.ops[0] == Op::kOr) return a.truthy() ? a : eval(*e.args[1]);
-      return binary_op(e.ops[0], a, eval(*e.args[1]), limits_);
+      return charged(binary_op(e.ops[0], a, eval(*e.args[1]), limits_));
     }
     case Expr::Kind::kCompare: {
       Value left = eval(*e.args[0]);
@@ -478,17 +478,17 @@ Value Interpreter::eval_node(const Expr& e) {
       Value bounds[3];
       for (int i = 0; i < 3; ++i)
         if (e.args[static_cast<size_t>(i) + 1]) bounds[i] = eval(*e.args[static_cast<size_t>(i) + 1]);
-      return slice(obj, bounds[0], bounds[1], bounds[2]);
+      return charged(slice(obj, bounds[0], bounds[1], bounds[2]));
     }
     case Expr::Kind::kCall: {
       Value callee = eval(*e.args[0]);
       CallArgs args = eval_args(e, 1);
-      return call(callee, args);
+      return charged(call(callee, args));
     }
     case Expr::Kind::kFilter: {
       Value input = eval(*e.args[0]);
       const CallArgs args = eval_args(e, 1);
-      return apply_filter(e.name, input, args, limits_);
+      return charged(apply_filter(e.name, input, args, limits_));
     }
     case Expr::Kind::kTest: {
       Value input = eval(*e.args[0]);
@@ -500,9 +500,18 @@ Value Interpreter::eval_node(const Expr& e) {
   fail("unknown expression");
 }
 
-void Interpreter::step() {
-  if (++steps_ > limits_.max_steps)
-    fail("rendering took more than ", limits_.max_steps, " loop iterations and macro calls (runaway template?)");
+void Interpreter::step(int64_t work) {
+  steps_ += work;
+  if (steps_ > limits_.max_steps)
+    fail("rendering took more than ", limits_.max_steps,
+         " steps (loop iterations, macro calls and list/string elements copied; runaway template?)");
+}
+
+Value Interpreter::charged(Value v) {
+  if (v.is_list()) step(static_cast<int64_t>(v.as_list().items.size()));
+  else if (v.is_dict()) step(static_cast<int64_t>(v.as_dict().entries.size()));
+  else if (v.is_string()) step(static_cast<int64_t>(v.as_string().size() / 64));
+  return v;
 }
 
 void Interpreter::emit(std::string& out, std::string_view text) const {

@@ -67,7 +67,12 @@ class Interpreter {
                   const std::shared_ptr<std::optional<Value>>& last_changed) const;
   Value global(const std::string& name) const;
 
-  void step();
+  // Counts `work` steps against limits_.max_steps.
+  void step(int64_t work = 1);
+  // Charges the elements a freshly built list/dict/string copied (bytes / 64 for strings), so
+  // `{% set a = a + [i] %}` in a loop costs what it copies, not one step: quadratic templates hit
+  // the step limit instead of running for minutes.
+  Value charged(Value v);
   void emit(std::string& out, std::string_view text) const;
 
   RenderLimits limits_;

@@ -29,7 +29,9 @@ struct RenderLimits {
   int max_call_depth = 100;              // nested macro calls (stops infinite macro recursion)
   int max_nesting = 400;                 // nested statement/expression evaluation (guards the C++ stack)
   int64_t max_range = 100000;            // items from one range(), as jinja2's sandbox (MAX_RANGE)
-  int64_t max_steps = 10'000'000;        // loop iterations + macro calls per render
+  // Loop iterations + macro calls + elements copied by list/string operations per render. A step
+  // costs ~1-2 µs, so the limit is reached in ~1-2 s; real chat templates take < 100k steps.
+  int64_t max_steps = 1'000'000;
   size_t max_bytes = size_t{64} << 20;   // rendered text, and any one string or list built
 };
 

@@ -1,13 +1,13 @@
 #include "genai/config/config.h"
 
 #include <cmath>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_file.h"
+#include "core/mapped_file.h"
 
 namespace onnxllm::genai {
 
@@ -35,11 +35,8 @@ std::string kind_of(const Json& v) {
   }
 }
 
-std::string shown(const Json& v) {
-  std::string s = v.dump();
-  if (s.size() > 40) s = s.substr(0, 37) + "...";
-  return s;
-}
+// Bounded and depth-limited: a wrongly typed 100000-deep value must not recurse in dump().
+std::string shown(const Json& v) { return json_excerpt(v, 40); }
 
 std::string join(const std::string& path, const std::string& key) { return path.empty() ? key : path + "." + key; }
 
@@ -324,13 +321,7 @@ void parse_search(const Source& src, const Json& v, const std::string& path, Sea
   }
 }
 
-Json parse_json(const Source& src, std::string_view text) {
-  try {
-    return Json::parse(text.begin(), text.end());
-  } catch (const Json::parse_error& e) {
-    fail(src, std::string("invalid JSON: ") + e.what());
-  }
-}
+Json parse_json(const Source& src, std::string_view text) { return parse_ordered_json(text, src.name, src.code); }
 
 void parse_root(const Source& src, const Json& root, Config& c) {
   for (const auto& [key, value] : object(src, root, "(root)").items()) {
@@ -363,14 +354,11 @@ void validate(const Source& src, const Config& c) {
 
 Config Config::load(const std::filesystem::path& dir) {
   const auto path = dir / "genai_config.json";
-  std::ifstream f(path, std::ios::binary);
-  ONNXLLM_CHECK(f.good(), kNotFound, "cannot open ", path.string());
-  std::stringstream ss;
-  ss << f.rdbuf();
+  const std::string text = read_file(path, max_file_size(JsonKind::kConfig));
   Config c;
   c.dir = dir;
   const Source src{path.string(), ErrorCode::kInvalidModel};
-  parse_root(src, parse_json(src, ss.str()), c);
+  parse_root(src, parse_json(src, text), c);
   validate(src, c);
   return c;
 }

@@ -51,6 +51,8 @@ SearchParams checked_search_params(const GeneratorParams& params) {
   for (const int eos : p.eos_token_ids)
     ONNXLLM_CHECK(eos >= 0 && eos < p.vocab_size, kInvalidArgument, "model.eos_token_id (", eos,
                   ") must be in [0, vocab_size = ", p.vocab_size, ")");
+  // Checked whether or not the search samples: a value no search can mean is a mistake either way.
+  ONNXLLM_CHECK(s.temperature >= 0.0f, kInvalidArgument, "search.temperature must be >= 0, got ", s.temperature);
   const bool sampling = s.do_sample && s.top_k != 1 && s.temperature != 0.0f;
   ONNXLLM_CHECK(!sampling || s.num_beams == 1, kInvalidArgument,
                 "sampling (do_sample with top_k/top_p) cannot be combined with beam search (num_beams ", s.num_beams,
@@ -160,7 +162,14 @@ void Generator::append_token_sequences(const std::vector<std::vector<int32_t>>& 
     ONNXLLM_CHECK(!rows[r].empty(), kInvalidArgument, "append_token_sequences: row ", r, " is empty");
     longest = std::max(longest, rows[r].size());
   }
-  std::vector<int32_t> padded(rows.size() * longest, model_->config().model.pad_token_id);
+  // Rows of different lengths are padded with the config's pad_token_id: an id outside the
+  // vocabulary is the model folder's fault, not the caller's ids.
+  const int pad = model_->config().model.pad_token_id;
+  const bool ragged = std::any_of(rows.begin(), rows.end(), [&](const auto& row) { return row.size() != longest; });
+  ONNXLLM_CHECK(!ragged || (pad >= 0 && pad < vocab_size_), kInvalidModel, (model_->config().dir / "genai_config.json").string(),
+                ": 'model.pad_token_id' is ", pad, ", outside the vocabulary [0, ", vocab_size_,
+                "), so rows of different lengths cannot be padded");
+  std::vector<int32_t> padded(rows.size() * longest, pad);
   for (size_t r = 0; r < rows.size(); ++r) std::copy(rows[r].begin(), rows[r].end(), padded.begin() + r * longest);
   append_tokens(padded);
 }

@@ -1,5 +1,6 @@
 #include "genai/generator/generator_params.h"
 
+#include <cmath>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -16,6 +17,9 @@ GeneratorParams::GeneratorParams(std::shared_ptr<const Model> model) : model_(st
 void GeneratorParams::set_search_options(std::string_view json) { Config::parse_search_options(json, search); }
 
 void GeneratorParams::set_search_option(std::string_view name, double value) {
+  // JSON cannot hold NaN or infinity (dump() would write null and the parser say "got null").
+  ONNXLLM_CHECK(std::isfinite(value), kInvalidArgument, "search options: 'search.", name,
+                "' must be a finite number, got ", value);
   nlohmann::json j;
   j[std::string(name)] = value;
   set_search_options(j.dump());

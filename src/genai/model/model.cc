@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "core/error.h"
+#include "core/thread_pool.h"
 
 namespace onnxllm::genai {
 
@@ -47,8 +48,11 @@ SessionOptions session_options(const Config& config, const ModelOptions& options
                 "model.decoder.session_options.custom_ops_library: ONNX Runtime custom-op libraries cannot be loaded "
                 "(got '", s.custom_ops_library, "')");
   const int threads = s.intra_op_num_threads.value_or(0);
-  ONNXLLM_CHECK(threads >= 0, kInvalidModel, "model.decoder.session_options.intra_op_num_threads must be >= 0, got ",
-                threads);
+  try {
+    ThreadPool::check_thread_count(threads, "model.decoder.session_options.intra_op_num_threads");
+  } catch (const Error& e) {
+    throw Error(ErrorCode::kInvalidModel, e.what());  // the model folder's fault, not the caller's
+  }
   SessionOptions so;
   so.num_threads = options.num_threads > 0 ? options.num_threads : threads;
   so.pool = options.pool;

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_file.h"
 #include "genai/tokenizer/utf8.h"
 
 namespace onnxllm {
@@ -46,7 +47,7 @@ BpeModel::BpeModel(const nlohmann::json& model) {
       right = line.substr(space + 1);
     } else {
       ONNXLLM_CHECK(m.is_array() && m.size() == 2, kInvalidModel, "BPE model: merge ", rank,
-                    " must be a string or a pair of strings, got ", m.dump());
+                    " must be a string or a pair of strings, got ", json_excerpt(m));
       left = m[0].get<std::string>();
       right = m[1].get<std::string>();
     }

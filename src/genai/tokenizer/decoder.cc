@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_file.h"
 #include "genai/tokenizer/byte_level.h"
 #include "genai/tokenizer/regex.h"
 #include "genai/tokenizer/utf8.h"
@@ -209,7 +210,7 @@ class SequenceDecoder : public Decoder {
 
 std::unique_ptr<Decoder> Decoder::from_json(const nlohmann::json& j) {
   if (j.is_null()) return nullptr;
-  ONNXLLM_CHECK(j.is_object() && j.contains("type"), kInvalidModel, "tokenizer.json: decoder without a type: ", j.dump().substr(0, 200));
+  ONNXLLM_CHECK(j.is_object() && j.contains("type"), kInvalidModel, "tokenizer.json: decoder without a type: ", json_excerpt(j, 200));
   const std::string type = j.at("type").get<std::string>();
   if (type == "ByteLevel") return std::make_unique<ByteLevelDecoder>();
   if (type == "Metaspace") {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_file.h"
 #include "genai/tokenizer/byte_level.h"
 #include "genai/tokenizer/precompiled_charsmap.h"
 #include "genai/tokenizer/regex.h"
@@ -239,7 +240,7 @@ std::string base64_decode(std::string_view in) {
 
 std::unique_ptr<Normalizer> Normalizer::from_json(const nlohmann::json& j) {
   if (j.is_null()) return nullptr;
-  ONNXLLM_CHECK(j.is_object() && j.contains("type"), kInvalidModel, "tokenizer.json: normalizer without a type: ", j.dump().substr(0, 200));
+  ONNXLLM_CHECK(j.is_object() && j.contains("type"), kInvalidModel, "tokenizer.json: normalizer without a type: ", json_excerpt(j, 200));
   const std::string type = j.at("type").get<std::string>();
   if (type == "NFC") return std::make_unique<UnicodeNormalizer>(unicode::NormalForm::kNfc);
   if (type == "NFD") return std::make_unique<UnicodeNormalizer>(unicode::NormalForm::kNfd);

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_file.h"
 #include "genai/tokenizer/byte_level.h"
 #include "genai/tokenizer/regex.h"
 #include "genai/tokenizer/unicode.h"
@@ -213,7 +214,7 @@ class SequencePreTokenizer : public PreTokenizer {
 std::unique_ptr<PreTokenizer> PreTokenizer::from_json(const nlohmann::json& j) {
   if (j.is_null()) return nullptr;
   ONNXLLM_CHECK(j.is_object() && j.contains("type"), kInvalidModel, "tokenizer.json: pre_tokenizer without a type: ",
-                j.dump().substr(0, 200));
+                json_excerpt(j, 200));
   const std::string type = j.at("type").get<std::string>();
   if (type == "ByteLevel") return std::make_unique<ByteLevelPreTokenizer>(j.value("add_prefix_space", true), j.value("use_regex", true));
   if (type == "Split")

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_file.h"
 
 namespace onnxllm {
 namespace {
@@ -129,10 +130,10 @@ std::string Pattern::replace_all(std::string_view text, std::string_view replace
 // Parses a {"String": s} / {"Regex": r} pattern object.
 Pattern parse_pattern(const nlohmann::json& j, const char* owner) {
   ONNXLLM_CHECK(j.is_object() && j.size() == 1, kInvalidModel, owner, ": pattern must be {\"String\": ...} or {\"Regex\": ...}, got ",
-                j.dump());
+                json_excerpt(j));
   if (j.contains("String")) return Pattern(j.at("String").get<std::string>(), false);
   if (j.contains("Regex")) return Pattern(j.at("Regex").get<std::string>(), true);
-  throw_error(ErrorCode::kInvalidModel, owner, ": unknown pattern kind in ", j.dump());
+  throw_error(ErrorCode::kInvalidModel, owner, ": unknown pattern kind in ", json_excerpt(j));
 }
 
 }  // namespace onnxllm

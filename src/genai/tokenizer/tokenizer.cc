@@ -1,10 +1,11 @@
 #include "genai/tokenizer/tokenizer.h"
 
-#include <fstream>
+#include <iostream>
 
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_file.h"
 #include "core/mapped_file.h"
 #include "genai/tokenizer/hf_tokenizer.h"
 #include "genai/tokenizer/sentencepiece_tokenizer.h"
@@ -24,22 +25,29 @@ struct TokenizerConfigs {
 
 namespace {
 
-// `what` names the text in the message; empty when the caller adds the file name itself.
-nlohmann::json parse_json(std::string_view text, const std::string& what) {
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw_error(ErrorCode::kInvalidModel, what, what.empty() ? "" : ": ", "not valid JSON: ", e.what());
-  }
-}
-
-// A special token given as a string or as {"content": ...}.
-std::optional<std::string> token_field(const nlohmann::json& j, const char* key) {
+// A special token given as a string or as {"content": ...}; null means none. transformers refuses
+// anything else ("Special token ... has to be either str or AddedToken"), so do we.
+std::optional<std::string> token_field(const nlohmann::json& j, const char* key, const std::string& file) {
   const auto it = j.find(key);
-  if (it == j.end()) return std::nullopt;
+  if (it == j.end() || it->is_null()) return std::nullopt;
   if (it->is_string()) return it->get<std::string>();
   if (it->is_object() && it->contains("content") && it->at("content").is_string()) return it->at("content").get<std::string>();
-  return std::nullopt;
+  throw_error(ErrorCode::kInvalidModel, file, ": '", key, "' must be a string or {\"content\": string}, got ",
+              json_excerpt(*it));
+}
+
+// add_bos_token / add_eos_token: transformers takes Python truthiness of whatever is there, so a
+// wrongly typed value is accepted the same way, with a warning.
+std::optional<bool> flag_field(const nlohmann::json& j, const char* key, const std::string& file) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (it->is_boolean()) return it->get<bool>();
+  bool truthy = !it->empty();
+  if (it->is_number()) truthy = it->get<double>() != 0;
+  if (it->is_string()) truthy = !it->get_ref<const std::string&>().empty();
+  std::cerr << "warning: " << file << ": '" << key << "' should be true or false, got " << json_excerpt(*it)
+            << "; taken as " << (truthy ? "true" : "false") << " (as transformers does)\n";
+  return truthy;
 }
 
 bool is_llama_class(std::string name) {
@@ -47,14 +55,19 @@ bool is_llama_class(std::string name) {
   return name == "LlamaTokenizer" || name == "CodeLlamaTokenizer" || name == "GemmaTokenizer";
 }
 
-void apply_tokenizer_config(const nlohmann::json& j, TokenizerConfigs& c) {
-  if (!j.is_object()) return;
-  if (const auto it = j.find("add_bos_token"); it != j.end() && it->is_boolean()) c.add_bos_token = it->get<bool>();
-  if (const auto it = j.find("add_eos_token"); it != j.end() && it->is_boolean()) c.add_eos_token = it->get<bool>();
-  if (const auto it = j.find("tokenizer_class"); it != j.end() && it->is_string()) c.tokenizer_class = it->get<std::string>();
-  if (auto t = token_field(j, "bos_token")) c.bos_token = t;
-  if (auto t = token_field(j, "eos_token")) c.eos_token = t;
-  if (auto t = token_field(j, "pad_token")) c.pad_token = t;
+void apply_tokenizer_config(const nlohmann::json& j, TokenizerConfigs& c, const std::string& file) {
+  ONNXLLM_CHECK(j.is_object(), kInvalidModel, file, ": expected a JSON object, got ", json_excerpt(j));
+  if (auto f = flag_field(j, "add_bos_token", file)) c.add_bos_token = f;
+  if (auto f = flag_field(j, "add_eos_token", file)) c.add_eos_token = f;
+  if (const auto it = j.find("tokenizer_class"); it != j.end() && !it->is_null()) {
+    // AutoTokenizer looks the class up by name and fails on anything but a string.
+    ONNXLLM_CHECK(it->is_string(), kInvalidModel, file, ": 'tokenizer_class' must be a string, got ",
+                  json_excerpt(*it));
+    c.tokenizer_class = it->get<std::string>();
+  }
+  if (auto t = token_field(j, "bos_token", file)) c.bos_token = t;
+  if (auto t = token_field(j, "eos_token", file)) c.eos_token = t;
+  if (auto t = token_field(j, "pad_token", file)) c.pad_token = t;
 }
 
 }  // namespace
@@ -65,11 +78,12 @@ TokenizerConfigs read_configs(const std::filesystem::path& folder) {
   TokenizerConfigs c;
   const auto read = [&](const char* name) -> std::optional<nlohmann::json> {
     const auto path = folder / name;
-    if (!std::filesystem::is_regular_file(path)) return std::nullopt;
-    return parse_json(read_file(path), path.string());
+    // Present but a directory, FIFO or device is an error from the reader, not "absent".
+    if (!std::filesystem::exists(path)) return std::nullopt;
+    return read_json_file(path);
   };
-  if (auto j = read("special_tokens_map.json")) apply_tokenizer_config(*j, c);
-  if (auto j = read("tokenizer_config.json")) apply_tokenizer_config(*j, c);
+  if (auto j = read("special_tokens_map.json")) apply_tokenizer_config(*j, c, (folder / "special_tokens_map.json").string());
+  if (auto j = read("tokenizer_config.json")) apply_tokenizer_config(*j, c, (folder / "tokenizer_config.json").string());
   if (auto j = read("genai_config.json"); j && j->contains("model") && j->at("model").is_object()) {
     const auto& m = j->at("model");
     const auto int_field = [&](const char* key) -> std::optional<int32_t> {
@@ -120,21 +134,22 @@ Tokenizer::Tokenizer(std::unique_ptr<TokenizerBackend> backend, bool is_sentence
 std::shared_ptr<Tokenizer> Tokenizer::load(const std::filesystem::path& path) {
   std::filesystem::path file = path, folder = path;
   if (std::filesystem::is_directory(path)) {
-    if (std::filesystem::is_regular_file(path / "tokenizer.json"))
+    // exists, not is_regular_file: a directory named tokenizer.json is reported as one by the reader.
+    if (std::filesystem::exists(path / "tokenizer.json"))
       file = path / "tokenizer.json";
-    else if (std::filesystem::is_regular_file(path / "tokenizer.model"))
+    else if (std::filesystem::exists(path / "tokenizer.model"))
       file = path / "tokenizer.model";
     else
       throw_error(ErrorCode::kNotFound, "no tokenizer.json or tokenizer.model in ", path.string());
   } else {
-    ONNXLLM_CHECK(std::filesystem::is_regular_file(path), kNotFound, "tokenizer not found: ", path.string());
+    ONNXLLM_CHECK(std::filesystem::exists(path), kNotFound, "tokenizer not found: ", path.string());
     folder = path.parent_path();
   }
   const TokenizerConfigs configs = read_configs(folder);
-  const std::string content = read_file(file);
+  const std::string content = read_file(file, max_file_size(JsonKind::kTokenizer));
   try {
     if (file.extension() == ".json") {
-      auto backend = std::make_unique<HfTokenizer>(parse_json(content, ""));
+      auto backend = std::make_unique<HfTokenizer>(parse_json(content, "tokenizer.json"));
       return std::shared_ptr<Tokenizer>(new Tokenizer(std::move(backend), false, configs));
     }
     auto backend = std::make_unique<SentencePieceTokenizer>(SentencePieceModel::parse(content));
@@ -146,14 +161,14 @@ std::shared_ptr<Tokenizer> Tokenizer::load(const std::filesystem::path& path) {
 
 std::shared_ptr<Tokenizer> Tokenizer::from_json(std::string_view tokenizer_json, std::string_view tokenizer_config) {
   TokenizerConfigs configs;
-  if (!tokenizer_config.empty()) apply_tokenizer_config(parse_json(tokenizer_config, "tokenizer_config.json"), configs);
+  if (!tokenizer_config.empty()) apply_tokenizer_config(parse_json(tokenizer_config, "tokenizer_config.json"), configs, "tokenizer_config.json");
   auto backend = std::make_unique<HfTokenizer>(parse_json(tokenizer_json, "tokenizer.json"));
   return std::shared_ptr<Tokenizer>(new Tokenizer(std::move(backend), false, configs));
 }
 
 std::shared_ptr<Tokenizer> Tokenizer::from_sentencepiece(std::string_view model, std::string_view tokenizer_config) {
   TokenizerConfigs configs;
-  if (!tokenizer_config.empty()) apply_tokenizer_config(parse_json(tokenizer_config, "tokenizer_config.json"), configs);
+  if (!tokenizer_config.empty()) apply_tokenizer_config(parse_json(tokenizer_config, "tokenizer_config.json"), configs, "tokenizer_config.json");
   auto backend = std::make_unique<SentencePieceTokenizer>(SentencePieceModel::parse(model));
   return std::shared_ptr<Tokenizer>(new Tokenizer(std::move(backend), true, configs));
 }

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/json_file.h"
 
 namespace onnxllm {
 
@@ -19,7 +20,7 @@ UnigramModel::UnigramModel(const nlohmann::json& model) {
   for (size_t i = 0; i < vocab.size(); ++i) {
     const auto& entry = vocab[i];
     ONNXLLM_CHECK(entry.is_array() && entry.size() == 2 && entry[0].is_string() && entry[1].is_number(), kInvalidModel,
-                  "Unigram model: vocab entry ", i, " must be [piece, score], got ", entry.dump());
+                  "Unigram model: vocab entry ", i, " must be [piece, score], got ", json_excerpt(entry));
     pieces_.push_back(entry[0].get<std::string>());
     scores_.push_back(entry[1].get<double>());
     min_score_ = std::min(min_score_, scores_.back());

@@ -83,7 +83,7 @@ TEST(Safetensors, MalformedFilesNameTheProblem) {
   const std::vector<Case> cases = {
       {"abc", "too short"},
       {std::string("\xff\xff\xff\xff\x00\x00\x00\x00", 8) + "{}", "header length"},
-      {with_header("{not json", ""), "not valid JSON"},
+      {with_header("{not json", ""), "invalid JSON"},
       {with_header(R"({"t": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}})", std::string(8, '\0')), "outside"},
       {with_header(R"({"t": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}})", std::string(8, '\0')), "expected 12"},
       {with_header(R"({"t": {"dtype": "Q4", "shape": [1], "data_offsets": [0, 1]}})", std::string(1, '\0')), "unknown dtype"},

@@ -245,6 +245,15 @@ TEST(GenaiConfig, RequiredAndValidatedValues) {
             "genai_config.json: 'model.decoder.filename' must be a relative path inside the model folder, got "
             "\"/x.onnx\"");
   EXPECT_NE(error_of([] { Config::parse("{\"model\": "); }).find("genai_config.json: invalid JSON"), std::string::npos);
+  // A number too large for a double is the JSON library's out_of_range, not a parse_error (the
+  // config fuzzer found it escaping as an unnamed exception); an overlay too.
+  EXPECT_NE(error_of([] { Config::parse(R"({"model": {"vocab_size": 1e999}})"); }).find("genai_config.json: invalid JSON"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              Config c = Config::parse(R"({"model": {"type": "llama", "context_length": 8}})");
+              c.overlay(R"({"search": {"top_p": 7e777777}})");
+            }).find("invalid JSON"),
+            std::string::npos);
 }
 
 TEST(GenaiConfig, OtherModelFamiliesAreUnsupported) {

@@ -433,6 +433,7 @@ TEST(GenaiGenerator, InvalidSearchOptions) {
   // Checked whether or not the search samples, as onnxruntime-genai does.
   EXPECT_EQ(creation_error(R"({"top_k": -3})"), "search.top_k must be >= 0, got -3");
   EXPECT_EQ(creation_error(R"({"top_p": -0.5})"), "search.top_p must be in [0, 1], got -0.5");
+  EXPECT_EQ(creation_error(R"({"temperature": -1})"), "search.temperature must be >= 0, got -1");
   EXPECT_EQ(creation_error(R"({"repetition_penalty": 0})"), "search.repetition_penalty must be > 0, got 0");
   GeneratorParams params(model);
   ErrorCode code{};

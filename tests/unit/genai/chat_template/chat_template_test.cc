@@ -248,7 +248,7 @@ TEST(ChatTemplate, PathologicalTemplatesHitLimitsNotTheStack) {
   chat_template::RenderLimits small;
   small.max_steps = 1000;
   EXPECT_ERROR_HAS(error_of("{% for i in range(100) %}{% for j in range(100) %}{% endfor %}{% endfor %}", "{}", small),
-                   "more than 1000 loop iterations");
+                   "more than 1000 steps");
   small.max_steps = 1'000'000;
   small.max_bytes = 1000;
   EXPECT_ERROR_HAS(error_of("{{ 'x' * 5000 }}", "{}", small), "1000-byte limit");
