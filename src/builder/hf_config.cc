@@ -315,6 +315,8 @@ HfConfig parse_hf_config(const json& config, const json& generation, const std::
   c.bos_token_id = f.integer_or("bos_token_id", 1, 0, kMaxVocab);
   c.eos_token_id = token_ids(f, "eos_token_id");
   c.pad_token_id = token_ids(f, "pad_token_id");
+  ONNXLLM_CHECK(generation.is_null() || generation.is_object(), kInvalidModel,
+                "generation_config.json: expected a JSON object, got ", json_excerpt(generation));
   parse_search(f, Fields(generation.is_object() ? generation : json::object(), "generation_config.json"), c);
   return c;
 }

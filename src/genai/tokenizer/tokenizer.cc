@@ -36,18 +36,14 @@ std::optional<std::string> token_field(const nlohmann::json& j, const char* key,
               json_excerpt(*it));
 }
 
-// add_bos_token / add_eos_token: transformers takes Python truthiness of whatever is there, so a
-// wrongly typed value is accepted the same way, with a warning.
+// Boolean fields (add_bos_token, add_eos_token, clean_up_tokenization_spaces). transformers would
+// take Python truthiness of anything (so "false" means true), and onnxruntime-genai reads them as
+// JSON booleans: a value of another type is a mistake in the file, named here.
 std::optional<bool> flag_field(const nlohmann::json& j, const char* key, const std::string& file) {
   const auto it = j.find(key);
   if (it == j.end() || it->is_null()) return std::nullopt;
-  if (it->is_boolean()) return it->get<bool>();
-  bool truthy = !it->empty();
-  if (it->is_number()) truthy = it->get<double>() != 0;
-  if (it->is_string()) truthy = !it->get_ref<const std::string&>().empty();
-  std::cerr << "warning: " << file << ": '" << key << "' should be true or false, got " << json_excerpt(*it)
-            << "; taken as " << (truthy ? "true" : "false") << " (as transformers does)\n";
-  return truthy;
+  ONNXLLM_CHECK(it->is_boolean(), kInvalidModel, file, ": '", key, "' must be true or false, got ", json_excerpt(*it));
+  return it->get<bool>();
 }
 
 bool is_llama_class(std::string name) {
@@ -59,6 +55,7 @@ void apply_tokenizer_config(const nlohmann::json& j, TokenizerConfigs& c, const 
   ONNXLLM_CHECK(j.is_object(), kInvalidModel, file, ": expected a JSON object, got ", json_excerpt(j));
   if (auto f = flag_field(j, "add_bos_token", file)) c.add_bos_token = f;
   if (auto f = flag_field(j, "add_eos_token", file)) c.add_eos_token = f;
+  flag_field(j, "clean_up_tokenization_spaces", file);  // checked only: decoding follows tokenizer.json
   if (const auto it = j.find("tokenizer_class"); it != j.end() && !it->is_null()) {
     // AutoTokenizer looks the class up by name and fails on anything but a string.
     ONNXLLM_CHECK(it->is_string(), kInvalidModel, file, ": 'tokenizer_class' must be a string, got ",

@@ -510,7 +510,7 @@ TEST(GenaiGpt2, CliPrintsOneLinePerSequence) {
   REQUIRE_CASES();
   const Json& c = case_named("greedy_batch2");
   const auto [status, out] =
-      run_cli("generate -m " + quoted(shared_data().model_dir) + " --ids '0,0,0,52;0,0,195,731' --max-length 10 --print-ids");
+      run_cli("generate -m " + quoted(shared_data().model_dir) + " --ids '0,0,0,52;0,0,195,731' --max-length 10 --print-ids", false);
   EXPECT_EQ(status, 0) << out;
   std::string expected;
   for (const auto& row : c["expected_sequences"]) expected += id_line(row.get<std::vector<int32_t>>());
@@ -526,7 +526,7 @@ TEST(GenaiGpt2, CliBeamSearchPrintsTheReturnedSequences) {
   generate_to_end(g);
   const auto [status, out] = run_cli("generate -m " + quoted(shared_data().model_dir) +
                                      " --ids 0,0,195,731 --max-length 9 --num-beams 3 --num-return-sequences 2 "
-                                     "--length-penalty 0.5 --print-ids");
+                                     "--length-penalty 0.5 --print-ids", false);
   EXPECT_EQ(status, 0) << out;
   EXPECT_EQ(out, id_line(g.get_sequence(0)) + id_line(g.get_sequence(1)));
 }
@@ -544,7 +544,7 @@ TEST(GenaiGpt2, CliPromptUsesTheFolderTokenizer) {
   const std::string common =
       "generate -m " + quoted(shared_data().model_dir) + " --prompt '" + text + "' --max-length " +
       std::to_string(max_length);
-  const auto [status, out] = run_cli(common + " --print-ids");
+  const auto [status, out] = run_cli(common + " --print-ids", false);
   EXPECT_EQ(status, 0) << out;
   EXPECT_EQ(out, id_line(expected));
   // Without --print-ids the generated text is streamed (stdout only).
@@ -589,7 +589,7 @@ TEST(GenaiGpt2, CliChatAppliesTheChatTemplate) {
   const std::vector<int32_t> prompt = tokenizer->encode("u: he is a man\na:", false);
   ASSERT_EQ(prompt, (std::vector<int32_t>{84, 25, 339, 318, 257, 582, 198, 64, 25}));
   const std::vector<int32_t> expected = greedy_sequence(prompt, 16);
-  const auto [status, out] = run_cli("generate -m " + quoted(dir) + " --chat 'he is a man' --max-length 16 --print-ids");
+  const auto [status, out] = run_cli("generate -m " + quoted(dir) + " --chat 'he is a man' --max-length 16 --print-ids", false);
   EXPECT_EQ(status, 0) << out;
   EXPECT_EQ(out, id_line(expected));
   // The plain folder has no chat template: a clear error, no crash.

@@ -77,8 +77,14 @@ TEST_F(TokenizerHardening, WronglyTypedConfigFieldsAreNamed) {
       << error_of([&] { Tokenizer::load(dir_); });
   write_text(dir_ / "tokenizer_config.json", R"({"tokenizer_class": ["x"]})");
   EXPECT_NE(error_of([&] { Tokenizer::load(dir_); }).find("'tokenizer_class' must be a string"), std::string::npos);
-  // transformers takes the truthiness of add_bos_token: so do we (with a warning).
+  // Boolean fields must be JSON booleans (transformers' truthiness would read "false" as true).
   write_text(dir_ / "tokenizer_config.json", R"({"add_bos_token": 0, "pad_token": null})");
+  EXPECT_NE(error_of([&] { Tokenizer::load(dir_); }).find("'add_bos_token' must be true or false, got 0"),
+            std::string::npos);
+  write_text(dir_ / "tokenizer_config.json", R"({"clean_up_tokenization_spaces": "no"})");
+  EXPECT_NE(error_of([&] { Tokenizer::load(dir_); }).find("'clean_up_tokenization_spaces' must be true or false"),
+            std::string::npos);
+  write_text(dir_ / "tokenizer_config.json", R"({"add_bos_token": false, "pad_token": null})");
   EXPECT_NE(Tokenizer::load(dir_)->encode("hi", true).front(), 1);
 }
 
