@@ -24,7 +24,7 @@ std::string read_text(const std::filesystem::path& p) {
 // The stories model folder, built once per test binary.
 std::filesystem::path stories(const std::filesystem::path& shared) {
   static const std::filesystem::path dir = [&] {
-    const auto out = onnxllm::test::temp_dir("cpp_api_stories") / "model";
+    const auto out = onnxllm::test::temp_dir(std::string("cpp_api_stories_") + ::testing::UnitTest::GetInstance()->current_test_info()->name()) / "model";
     const std::string cmd = std::string(ONNXLLM_CLI) + " build -i " + (shared / "models/stories260K-hf").string() +
                             " -o " + out.string() + " -p fp32 > /dev/null";
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;

@@ -73,7 +73,9 @@ TEST(CliParse, IdsInVocab) {
 
 class PromptFile : public ::testing::Test {
  protected:
-  std::filesystem::path dir_ = test::temp_dir("cli_prompt_file");
+  // One folder per test: ctest runs the tests of this fixture in parallel.
+  std::filesystem::path dir_ =
+      test::temp_dir(std::string("cli_prompt_file_") + ::testing::UnitTest::GetInstance()->current_test_info()->name());
 };
 
 TEST_F(PromptFile, ReadsAnySizeUpToTheLimit) {
