@@ -44,8 +44,12 @@ StagingDir::StagingDir(fs::path target, bool overwrite, Kind kind, std::vector<s
   remove_stale(target_);
   dir_ = parent / str_cat(staging_prefix(target_), ::getpid());
   fs::remove_all(dir_, ec);
-  ONNXLLM_CHECK(fs::create_directory(dir_, ec), kRuntime, "cannot create ", dir_.string(), ": ", ec.message());
+  // Registered before it exists, so a signal that arrives just after creation still removes it.
   CleanupOnSignal::add(dir_);
+  if (!fs::create_directory(dir_, ec)) {
+    CleanupOnSignal::remove(dir_);
+    throw_error(ErrorCode::kRuntime, "cannot create ", dir_.string(), ": ", ec.message());
+  }
 }
 
 StagingDir::~StagingDir() {
