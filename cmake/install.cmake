@@ -1,4 +1,5 @@
 # `cmake --install build --prefix P`: P/lib/libonnxllm.so*, P/include/ort_genai_c.h and ort_genai.h,
+# P/include/onnxllm/compat/onnxruntime_cxx_api.h (Ort::Env for the published examples' common.h),
 # the CMake package (find_package(onnxllm) -> onnxllm::onnxllm), P/lib/pkgconfig/onnxllm.pc and
 # the CLI P/bin/onnxllm.
 include(GNUInstallDirs)
@@ -8,6 +9,8 @@ install(TARGETS onnxllm_shared EXPORT onnxllmTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   PUBLIC_HEADER DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/src/api/include/compat/onnxruntime_cxx_api.h
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/onnxllm/compat)
 install(TARGETS onnxllm RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/onnxllm)
 
