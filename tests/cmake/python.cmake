@@ -8,7 +8,7 @@ if(TARGET python)
       ONNXLLM_SHARED_DIR=${ONNXLLM_SHARED_DIR}
       ONNXLLM_SOURCE_DIR=${PROJECT_SOURCE_DIR}
       ONNXLLM_CLI=$<TARGET_FILE:onnxllm>)
-  foreach(part api errors conformance tutorial examples)
+  foreach(part api errors conformance tutorial examples readme)
     add_test(NAME python_${part}
              COMMAND /usr/bin/python3 -m pytest -q -p no:cacheprovider ${PROJECT_SOURCE_DIR}/tests/python/test_${part}.py
              WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/python)

@@ -1,7 +1,7 @@
 // `onnxllm generate -m DIR (--ids ROWS | --prompt TEXT | --prompt-file FILE | --chat TEXT) [search options]
 // [--print-ids]`:
 // runs a model folder (genai_config.json).
-//   --ids "0,0,0,52;0,0,195,731"  token-id prompts, one per ';'-separated row (right-padded into
+//   --ids "0,0,0,52;0,0,195,331"  token-id prompts, one per ';'-separated row (right-padded into
 //                                  one batch with pad_token_id)
 //   --prompt TEXT                  the text, encoded with the folder's tokenizer (special tokens
 //                                  added as the tokenizer's config says)
@@ -183,7 +183,7 @@ Command add_generate_command(CLI::App& app) {
   auto args = std::make_shared<GenerateArgs>();
   cmd->add_option("-m,--model", args->model, "Model folder with genai_config.json")->required();
   auto* ids = cmd->add_option("--ids", args->ids,
-                              "Prompt token ids: rows separated by ';', ids by ',' (e.g. \"0,0,0,52;0,0,195,731\")");
+                              "Prompt token ids: rows separated by ';', ids by ',' (e.g. \"0,0,0,52;0,0,195,331\")");
   auto* prompt = cmd->add_option("--prompt", args->prompt, "Prompt text, encoded with the model folder's tokenizer");
   auto* prompt_file = cmd->add_option("--prompt-file", args->prompt_file,
                                       "File with the prompt text ('-' = standard input), as --prompt");

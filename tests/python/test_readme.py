@@ -1,0 +1,116 @@
+"""README.md's shell snippets, run as written: every `build/bin/onnxllm` line of "Using the CLI"
+(placeholders such as HF_DIR, OUT and FILE.json replaced by real files, optional [...] parts
+included) and the C/C++ quickstart block (into a temporary prefix). The Python snippet is run by
+test_examples.py."""
+
+import json
+import pathlib
+import re
+import shlex
+import subprocess
+
+import pytest
+from conftest import CLI, SOURCE_DIR, shared
+
+README = (SOURCE_DIR / "README.md").read_text()
+BUILD_DIR = CLI.parent.parent
+
+
+def section(title):
+    """The first ``` block after the heading `title`."""
+    after = README.split(title, 1)[1]
+    return after.split("```", 2)[1].split("\n", 1)[1]
+
+
+def cli_lines():
+    lines = []
+    for line in section("## Using the CLI").splitlines():
+        line = line.split(" # ", 1)[0].strip()
+        if line.startswith("build/bin/onnxllm"):
+            lines.append(line)
+    return lines
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory, stories_hf):
+    tmp = tmp_path_factory.mktemp("readme")
+    fp32 = tmp / "fp32"
+    subprocess.run([str(CLI), "build", "-i", str(stories_hf), "-o", str(fp32), "-p", "fp32", "-q"], check=True)
+    (tmp / "story.txt").write_text("Once upon a time")
+    (tmp / "strings.json").write_text(json.dumps(["Hello", "Once upon a time"]))
+    (tmp / "messages.json").write_text(json.dumps([{"role": "user", "content": "Hi"}]))
+    (tmp / "tools.json").write_text(json.dumps([{"type": "function", "function": {"name": "f", "parameters": {}}}]))
+    return {"tmp": tmp, "fp32": fp32, "hf": stories_hf}
+
+
+def substitute(line, files, index):
+    tmp = files["tmp"]
+    out = tmp / "out"  # the first build's folder, used by every later line
+    line = re.sub(r"\[([^\]]*)\]", r"\1", line)  # include the optional parts
+    words = shlex.split(line)
+    words[0] = str(CLI)
+    result = []
+    for i, w in enumerate(words):
+        before = words[i - 1] if i else ""
+        if w == "HF_DIR":
+            w = str(files["hf"])
+        elif w == "OUT" and before == "-o":
+            w = str(out if not out.exists() else tmp / f"out{index}")
+        elif w in ("OUT", "OUT|model.onnx", "DIR"):
+            w = str(out)
+        elif w == "DIR...":
+            w = "/usr/share/libonnx-testdata/data/node/test_abs"
+        elif w == "config.json":
+            w = str(files["hf"] / "config.json")
+        elif w == "model.onnx":
+            w = str(files["fp32"] / "model.onnx")
+        elif w == "model-int4.onnx":
+            w = str(tmp / f"q{index}" / "model-int4.onnx")
+            (tmp / f"q{index}").mkdir()
+        elif w == "story.txt":
+            w = str(tmp / "story.txt")
+        elif w == "FILE.json":
+            w = str(tmp / {"--strings": "strings.json", "--messages": "messages.json", "--tools": "tools.json"}[before])
+        elif w == "TEXT":
+            w = "You are a storyteller."
+        elif w == "N":
+            w = "8"
+        elif w == "JSON":
+            w = "{}"
+        result.append(w)
+    return result
+
+
+def test_readme_cli_lines(files):
+    lines = cli_lines()
+    assert len(lines) >= 15, lines
+    if not pathlib.Path("/usr/share/libonnx-testdata").exists():
+        lines = [l for l in lines if " onnx-test " not in l]
+    for index, line in enumerate(lines):
+        argv = substitute(line, files, index)
+        stdin = "Once upon a time\n/reset\n/exit\n" if argv[1] == "chat" else None
+        r = subprocess.run(argv, capture_output=True, text=True, input=stdin, timeout=300,
+                           stdin=None if stdin is not None else subprocess.DEVNULL)
+        assert r.returncode == 0, f"README line `{line}` as {argv}: exit {r.returncode}\n{r.stderr[-2000:]}"
+        assert r.stdout.strip() or argv[1] in ("build", "quantize"), f"`{line}` printed nothing"
+        out = files["tmp"] / "out"
+        if argv[1] == "build" and not (out / "chat_template.jinja").exists():
+            # stories260K has no chat template; the chat lines need one, as a chat model has.
+            (out / "chat_template.jinja").write_text(
+                "{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n{% endfor %}"
+                "{% if add_generation_prompt %}assistant:{% endif %}")
+
+
+def test_readme_c_quickstart(files, tmp_path):
+    block = section("## C and C++")
+    model = tmp_path / "model"
+    subprocess.run([str(CLI), "build", "-i", str(files["hf"]), "-o", str(model), "-p", "fp32", "-q"], check=True)
+    script = (block.replace("/opt/onnxllm", str(tmp_path / "prefix"))
+                   .replace("build/models/stories260K-fp32", str(model))
+                   .replace("--install build ", f"--install {BUILD_DIR} ")
+                   .replace("examples/c/", f"{SOURCE_DIR}/examples/c/"))
+    assert "pkg-config" in script and "generate.cpp" in script
+    r = subprocess.run(["sh", "-e", "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "Lily" in r.stdout, r.stdout
+    assert (tmp_path / "generate_cpp").exists()
