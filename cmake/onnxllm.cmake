@@ -1,6 +1,9 @@
 # Shared compile settings for every onnxllm target.
 add_library(onnxllm_options INTERFACE)
-target_compile_options(onnxllm_options INTERFACE -Wall -Wextra)
+# -ffp-contract=off: a * b + c is never silently fused, so a translation unit built with -mfma
+# computes what its scalar reference computes; kernels fuse explicitly (std::fma, intrinsics),
+# which keeps results bit-identical across instruction sets.
+target_compile_options(onnxllm_options INTERFACE -Wall -Wextra -ffp-contract=off)
 if(ONNXLLM_WERROR)
   target_compile_options(onnxllm_options INTERFACE -Werror)
 endif()

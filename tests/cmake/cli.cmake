@@ -4,3 +4,9 @@ add_test(NAME cli_end_to_end
   COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/cli/cli_test.py $<TARGET_FILE:onnxllm> ${PROJECT_VERSION}
           ${ONNXLLM_SHARED_DIR} ${CMAKE_BINARY_DIR}/cli_test)
 set_tests_properties(cli_end_to_end PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+
+# Greedy tokens identical with every ISA this CPU has (ONNXLLM_ISA=scalar is the reference).
+add_test(NAME isa_equivalence
+  COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/cli/isa_test.py $<TARGET_FILE:onnxllm>
+          ${ONNXLLM_SHARED_DIR} ${CMAKE_BINARY_DIR}/isa_test)
+set_tests_properties(isa_equivalence PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)

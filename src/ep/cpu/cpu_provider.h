@@ -1,13 +1,20 @@
 #pragma once
 
+#include "ep/cpu/isa/cpu_isa.h"
 #include "ep/execution_provider.h"
 
 namespace onnxllm {
 
 class CpuProvider final : public ExecutionProvider {
  public:
+  // Fixes the instruction set its kernels use (selected_isa(): throws for a bad ONNXLLM_ISA).
+  CpuProvider() : isa_(selected_isa()) {}
   std::string_view name() const override { return "cpu"; }
+  Isa isa() const { return isa_; }
   const KernelRegistry& registry() const override;
+
+ private:
+  Isa isa_;
 };
 
 // Fills `r` with every CPU kernel (one explicit list, no static initializers).

@@ -4,10 +4,12 @@
 #include "ep/cpu/kernels/contrib/matmul_nbits.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "ep/cpu/kernels/contrib/matmul_nbits_kernels.h"
+#include "ep/cpu/kernels/contrib/matmul_nbits_q8.h"
 #include "ep/cpu/kernels/kernel_utils.h"
 #include "ep/kernel_registry.h"
 
@@ -22,22 +24,6 @@ float float_at(const void* p, DType t, int64_t i) {
   }
 }
 
-// Value r of a block of B as stored by the ORT quantizer (low bits first within each byte).
-int source_q(int bits, const uint8_t* block, int64_t r) {
-  switch (bits) {
-    case 8: return block[r];
-    case 4: return (block[r >> 1] >> ((r & 1) * 4)) & 0x0F;
-    default: return (block[r >> 2] >> ((r & 3) * 2)) & 0x03;
-  }
-}
-
-float source_zero_point(const NBitsShape& s, const NBitsSource& src, int64_t n, int64_t blk) {
-  if (!src.zero_points) return static_cast<float>(s.default_zero_point());
-  if (src.zp_dtype != DType::kUInt8) return float_at(src.zero_points, src.zp_dtype, n * s.blocks() + blk);
-  const auto* row = static_cast<const uint8_t*>(src.zero_points) + n * s.zp_row_bytes();
-  return static_cast<float>(source_q(s.bits, row, blk));
-}
-
 // One column's stored values for one block, from the op's block bytes.
 void pack_column(const NBitsLayout& l, const uint8_t* block, uint8_t* col) {
   const int64_t bs = l.shape.block_size;
@@ -49,7 +35,7 @@ void pack_column(const NBitsLayout& l, const uint8_t* block, uint8_t* col) {
   const int64_t half = l.chunk / 2;
   for (int64_t c = 0; c < bs; c += l.chunk, col += half)
     for (int64_t i = 0; i < half; ++i)
-      col[i] = static_cast<uint8_t>(source_q(bits, block, c + i) | (source_q(bits, block, c + half + i) << 4));
+      col[i] = static_cast<uint8_t>(nbits_source_value(bits, block, c + i) | (nbits_source_value(bits, block, c + half + i) << 4));
 }
 
 // Calls fn(r, q) for the stored values of one column block.
@@ -74,31 +60,47 @@ float header_float(const uint8_t* p, int i) {
   return v;
 }
 
-// Additive term of column j's dequantized values: w = q * scale + offset.
-float header_offset(const NBitsLayout& l, const uint8_t* p, int j) {
-  return l.has_zp ? header_float(p, NBitsLayout::kTile + j) : -l.default_zp * header_float(p, j);
+// ---- Generic kernels: plain C++ that does the AVX2 kernels' float operations in their order ----
+// (8-lane partial sums, fused multiply-adds, the same horizontal sums), so every ISA gives
+// bit-identical results and greedy tokens do not depend on the CPU.
+
+constexpr int kLanes = 8;
+
+// The AVX2 horizontal sum: ((v0 + v4) + (v2 + v6)) + ((v1 + v5) + (v3 + v7)).
+float hsum8(const float* v) {
+  const float s0 = v[0] + v[4], s1 = v[1] + v[5], s2 = v[2] + v[6], s3 = v[3] + v[7];
+  return (s0 + s2) + (s1 + s3);
 }
 
-// ---- Generic kernels: plain C++, the same structure as the SIMD ones ----
+// One column block's stored values in K order.
+void column_values(const NBitsLayout& l, const uint8_t* col, float* w) {
+  for_each_stored(l, col, [&](int64_t r, int q) { w[r] = static_cast<float>(q); });
+}
 
 void gemv_generic(const NBitsLayout& l, const uint8_t* packed, const float* a, const float* asum, const float* bias,
                   float* y, int64_t t0, int64_t t1) {
   constexpr int kTile = NBitsLayout::kTile;
   const int64_t bs = l.shape.block_size;
+  std::vector<float> w(static_cast<size_t>(bs));
   for (int64_t t = t0; t < t1; ++t) {
     const uint8_t* p = packed + t * l.tile_bytes;
-    float acc[kTile] = {};
+    float acc[kTile][kLanes] = {};
+    float zacc[kTile] = {};
     for (int64_t blk = 0; blk < l.blocks; ++blk, p += l.block_bytes) {
       const float* ab = a + blk * bs;
       for (int j = 0; j < kTile; ++j) {
-        float d = 0;
-        for_each_stored(l, p + l.header_bytes + j * l.column_bytes, [&](int64_t r, int q) { d += ab[r] * q; });
-        acc[j] += header_float(p, j) * d + header_offset(l, p, j) * asum[blk];
+        column_values(l, p + l.header_bytes + j * l.column_bytes, w.data());
+        float d[kLanes] = {};
+        for (int64_t r = 0; r < bs; ++r) d[r % kLanes] = std::fma(ab[r], w[r], d[r % kLanes]);
+        const float scale = header_float(p, j);
+        for (int lane = 0; lane < kLanes; ++lane) acc[j][lane] = std::fma(d[lane], scale, acc[j][lane]);
+        zacc[j] = std::fma(header_float(p, l.has_zp ? NBitsLayout::kTile + j : j), asum[blk], zacc[j]);
       }
     }
     for (int j = 0; j < kTile; ++j) {
       const int64_t n = t * kTile + j;
-      if (n < l.shape.n) y[n] = acc[j] + (bias ? bias[n] : 0.f);
+      const float z = l.has_zp ? zacc[j] : zacc[j] * -l.default_zp;
+      if (n < l.shape.n) y[n] = hsum8(acc[j]) + z + (bias ? bias[n] : 0.f);
     }
   }
 }
@@ -108,6 +110,7 @@ void gemm_generic(const NBitsLayout& l, const uint8_t* packed, const float* a, i
   constexpr int kTile = NBitsLayout::kTile;
   const int64_t k_total = l.shape.k, n_total = l.shape.n, bs = l.shape.block_size;
   const int64_t kc = l.gemm_chunk_blocks * bs;
+  std::vector<float> q(static_cast<size_t>(bs));
   for (int64_t g = t0; g < t1; g += NBitsLayout::kGroupTiles) {
     const int64_t group_tiles = std::min<int64_t>(NBitsLayout::kGroupTiles, t1 - g);
     const int64_t n0 = g * kTile;
@@ -115,25 +118,31 @@ void gemm_generic(const NBitsLayout& l, const uint8_t* packed, const float* a, i
     for (int64_t b0 = 0; b0 < l.blocks; b0 += l.gemm_chunk_blocks) {
       const int64_t b1 = std::min(l.blocks, b0 + l.gemm_chunk_blocks);
       const int64_t k0 = b0 * bs, klen = std::min(k_total, b1 * bs) - k0;
-      // Dequantize the group's columns for this chunk of K: scratch[col][k - k0].
+      // Dequantize the group's columns for this chunk of K: scratch[col][k - k0] = fma(q, s, z).
       for (int64_t tt = 0; tt < group_tiles; ++tt) {
         const uint8_t* p = packed + (g + tt) * l.tile_bytes + b0 * l.block_bytes;
         for (int64_t blk = b0; blk < b1; ++blk, p += l.block_bytes)
           for (int j = 0; j < kTile; ++j) {
             float* w = scratch + (tt * kTile + j) * kc + (blk - b0) * bs;
-            const float s = header_float(p, j), z = header_offset(l, p, j);
-            for_each_stored(l, p + l.header_bytes + j * l.column_bytes, [&](int64_t r, int q) { w[r] = q * s + z; });
+            const float s = header_float(p, j);
+            const float z = l.has_zp ? header_float(p, kTile + j) : -l.default_zp * s;
+            column_values(l, p + l.header_bytes + j * l.column_bytes, q.data());
+            for (int64_t r = 0; r < bs; ++r) w[r] = std::fma(q[r], s, z);
           }
       }
+      // 8-lane dot products over whole groups of 8, the rest added one by one (as dot_rows).
+      const int64_t kv = klen / kLanes * kLanes;
       for (int64_t i = 0; i < m; ++i) {
         const float* ai = a + i * k_total + k0;
         for (int64_t c = 0; c < cols; ++c) {
           const float* w = scratch + c * kc;
-          float d = 0;
-          for (int64_t k = 0; k < klen; ++k) d += ai[k] * w[k];
+          float d[kLanes] = {};
+          for (int64_t k = 0; k < kv; ++k) d[k % kLanes] = std::fma(ai[k], w[k], d[k % kLanes]);
+          float sum = hsum8(d);
+          for (int64_t k = kv; k < klen; ++k) sum += ai[k] * w[k];
           const int64_t n = n0 + c;
           float& out = y[i * n_total + n];
-          out = (b0 == 0 ? (bias ? bias[n] : 0.f) : out) + d;
+          out = (b0 == 0 ? (bias ? bias[n] : 0.f) : out) + sum;
         }
       }
     }
@@ -157,6 +166,17 @@ const NBitsKernels& pick_kernels(NBitsIsa isa) {
 size_t align64(size_t n) { return (n + 63) & ~size_t{63}; }
 
 }  // namespace
+
+float nbits_source_scale(const NBitsShape& s, const NBitsSource& src, int64_t n, int64_t blk) {
+  return float_at(src.scales, src.scale_dtype, n * s.blocks() + blk);
+}
+
+float nbits_source_zero_point(const NBitsShape& s, const NBitsSource& src, int64_t n, int64_t blk) {
+  if (!src.zero_points) return static_cast<float>(s.default_zero_point());
+  if (src.zp_dtype != DType::kUInt8) return float_at(src.zero_points, src.zp_dtype, n * s.blocks() + blk);
+  const auto* row = static_cast<const uint8_t*>(src.zero_points) + n * s.zp_row_bytes();
+  return static_cast<float>(nbits_source_value(s.bits, row, blk));
+}
 
 const NBitsKernels& nbits_kernels_generic() {
   static const NBitsKernels k{gemv_generic, gemm_generic};
@@ -205,7 +225,7 @@ void pack_nbits(const NBitsLayout& l, const NBitsSource& src, uint8_t* dst, int6
         }
         const float scale = float_at(src.scales, src.scale_dtype, n * l.blocks + blk);
         header[j] = scale;
-        header[kTile + j] = -source_zero_point(s, src, n, blk) * scale;
+        header[kTile + j] = -nbits_source_zero_point(s, src, n, blk) * scale;
         pack_column(l, src.b + (n * l.blocks + blk) * blob, col);
       }
       std::memcpy(p, header, static_cast<size_t>(l.header_bytes));
@@ -257,9 +277,9 @@ void matmul_nbits_ref(const NBitsShape& s, const NBitsSource& src, const float* 
   for (int64_t n = 0; n < s.n; ++n) {
     for (int64_t k = 0; k < s.k; ++k) {
       const int64_t blk = k / s.block_size;
-      const int q = source_q(s.bits, src.b + (n * nb + blk) * blob, k % s.block_size);
+      const int q = nbits_source_value(s.bits, src.b + (n * nb + blk) * blob, k % s.block_size);
       const double scale = float_at(src.scales, src.scale_dtype, n * nb + blk);
-      w[k] = (q - static_cast<double>(source_zero_point(s, src, n, blk))) * scale;
+      w[k] = (q - static_cast<double>(nbits_source_zero_point(s, src, n, blk))) * scale;
     }
     for (int64_t i = 0; i < m; ++i) {
       double acc = bias ? bias[n] : 0.0;
@@ -302,9 +322,19 @@ class MatMulNBitsKernel final : public OpKernel {
     if (b) check_b(*b);
     if (scales) check_scales(*scales);
     if (zp) check_zero_points(*zp, scales ? scales->dtype() : DType::kUndefined);
+    isa_ = selected_isa();
     if (b && scales && (!has_zp_ || zp)) {
-      packed_ = AlignedBuffer(layout_.bytes());
-      pack_nbits(layout_, source(*b, *scales, zp), static_cast<uint8_t*>(packed_.data()), 0, layout_.tiles);
+      // accuracy_level 4 asks for int8 activations (ONNX Runtime's CompInt8), on every ISA (the
+      // kernels agree bit for bit). Fractional (float) zero points have no integer form.
+      q8_ = level == 4 && nbits_q8_supported(shape_) && (!zp || zp->dtype() == DType::kUInt8);
+      if (q8_) {
+        q8_layout_ = nbits_q8_layout(shape_, has_zp_);
+        packed_ = AlignedBuffer(q8_layout_.bytes());
+        pack_nbits_q8(q8_layout_, source(*b, *scales, zp), static_cast<uint8_t*>(packed_.data()), 0, q8_layout_.tiles);
+      } else {
+        packed_ = AlignedBuffer(layout_.bytes());
+        pack_nbits(layout_, source(*b, *scales, zp), static_cast<uint8_t*>(packed_.data()), 0, layout_.tiles);
+      }
       packed_scale_dtype_ = scales->dtype();
     }
   }
@@ -371,7 +401,12 @@ class MatMulNBitsKernel final : public OpKernel {
       }
       yf = reinterpret_cast<float*>(ws + p.y);
     }
-    matmul_nbits_run(layout_, packed, af, m, bias, yf, ws + p.run, pool);
+    if (q8_) {
+      matmul_nbits_q8_run(q8_layout_, packed, af, m, bias, yf, ws + p.run, pool, isa_);
+    } else {
+      matmul_nbits_run(layout_, packed, af, m, bias, yf, ws + p.run, pool,
+                       isa_ == Isa::kScalar ? NBitsIsa::kGeneric : NBitsIsa::kAuto);
+    }
     if (half) {
       Float16* y16 = out.data<Float16>();
       pool.parallel_for(out.numel(), 1 << 14, [&](int64_t i0, int64_t i1) {
@@ -399,7 +434,7 @@ class MatMulNBitsKernel final : public OpKernel {
     p.a = take(half ? static_cast<size_t>(m * shape_.k) * 4 : 0);
     p.y = take(half ? static_cast<size_t>(m * shape_.n) * 4 : 0);
     p.bias = take(half && has_bias ? static_cast<size_t>(shape_.n) * 4 : 0);
-    p.run = take(matmul_nbits_workspace(layout_, m, threads));
+    p.run = take(q8_ ? matmul_nbits_q8_workspace(q8_layout_, m) : matmul_nbits_workspace(layout_, m, threads));
     p.total = at;
     return p;
   }
@@ -454,6 +489,9 @@ class MatMulNBitsKernel final : public OpKernel {
   NBitsShape shape_;
   bool has_zp_ = false;
   NBitsLayout layout_;
+  Isa isa_ = Isa::kScalar;
+  bool q8_ = false;  // packed_ holds the int8-activation layout
+  NBitsQ8Layout q8_layout_;
   AlignedBuffer packed_;  // empty unless B, scales and zero points are all constant
   DType packed_scale_dtype_ = DType::kUndefined;
 };

@@ -186,7 +186,7 @@ void dot_rows(const float* a, int64_t lda, const float* w, int64_t ldw, int64_t 
   for (int r = 0; r < kRows; ++r)
     for (int j = 0; j < kTile; ++j) {
       float s = hsum(acc[r][j]);
-      for (int64_t kk = k; kk < klen; ++kk) s += a[r * lda + kk] * w[j * ldw + kk];
+      for (int64_t kk = k; kk < klen; ++kk) s += a[r * lda + kk] * w[j * ldw + kk];  // as gemm_generic
       out[r][j] = s;
     }
 }

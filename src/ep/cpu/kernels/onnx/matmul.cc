@@ -3,6 +3,7 @@
 
 #include "ep/cpu/kernels/kernel_utils.h"
 #include "ep/cpu/kernels/onnx/matmul_dims.h"
+#include "ep/cpu/kernels/onnx/sgemm.h"
 #include "ep/cpu/kernels/onnx/type_list.h"
 #include "ep/kernel_registry.h"
 
@@ -26,7 +27,7 @@ void gemm_rows(const T* a, const T* b, T* c, int64_t m0, int64_t m1, int64_t k, 
 
 class MatMulKernel final : public OpKernel {
  public:
-  explicit MatMulKernel(const KernelInfo&) {}
+  explicit MatMulKernel(const KernelInfo&) : isa_(selected_isa()) {}
 
   void infer(InferContext& ctx) const override {
     const TensorView& a = ctx.input(0);
@@ -47,6 +48,10 @@ class MatMulKernel final : public OpKernel {
     const int64_t batches = d.batch.numel();
     const auto sa = broadcast_strides(d.a_batch, d.batch);
     const auto sb = broadcast_strides(d.b_batch, d.batch);
+    if (a.dtype() == DType::kFloat32) {
+      run_float(ctx, d, batches, sa, sb);
+      return;
+    }
     dispatch_dtype<float, double, Float16, BFloat16, int32_t, int64_t, uint32_t, uint64_t>(a.dtype(), [&]<typename T>() {
       using Acc = ComputeType<T>;
       const T* pa = a.data<T>();
@@ -72,6 +77,50 @@ class MatMulKernel final : public OpKernel {
       });
     });
   }
+
+ private:
+  // float32: the blocked SIMD kernels (sgemm.h). Many small products (attention in exported
+  // graphs) go one per thread; otherwise each product splits its columns over the pool.
+  template <typename Strides>
+  void run_float(const ComputeContext& ctx, const MatMulDims& d, int64_t batches, const Strides& sa,
+                 const Strides& sb) const {
+    const float* pa = ctx.input(0).data<float>();
+    const float* pb = ctx.input(1).data<float>();
+    float* pc = ctx.output(0).data<float>();
+    auto args = [&](int64_t bi) {
+      int64_t rem = bi, oa = 0, ob = 0;
+      for (int x = d.batch.rank() - 1; x >= 0; --x) {
+        const int64_t idx = rem % d.batch[x];
+        rem /= d.batch[x];
+        oa += idx * sa[x];
+        ob += idx * sb[x];
+      }
+      SgemmArgs g;
+      g.a = pa + oa * d.m * d.k;
+      g.lda = d.k;
+      g.b = pb + ob * d.k * d.n;
+      g.ldb = d.n;
+      g.c = pc + bi * d.m * d.n;
+      g.ldc = d.n;
+      g.m = d.m;
+      g.n = d.n;
+      g.k = d.k;
+      return g;
+    };
+    ThreadPool& pool = ctx.pool();
+    if (batches >= pool.num_threads() && batches > 1) {
+      pool.parallel_for(batches, 1, [&](int64_t b0, int64_t b1) {
+        for (int64_t bi = b0; bi < b1; ++bi) {
+          const SgemmArgs g = args(bi);
+          sgemm_columns(g, 0, g.n, isa_);
+        }
+      });
+      return;
+    }
+    for (int64_t bi = 0; bi < batches; ++bi) sgemm(args(bi), pool, isa_);
+  }
+
+  Isa isa_;
 };
 
 }  // namespace

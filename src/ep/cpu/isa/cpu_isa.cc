@@ -1,0 +1,83 @@
+#include "ep/cpu/isa/cpu_isa.h"
+
+#include <cstdlib>
+
+#include "core/error.h"
+
+namespace onnxllm {
+namespace {
+
+CpuFeatures detect() {
+  CpuFeatures f;
+#if defined(__x86_64__) || defined(__i386__)
+  // __builtin_cpu_supports also checks that the OS saves the AVX / AVX-512 register state.
+  __builtin_cpu_init();
+  f.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  f.avx512 = f.avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  f.avx512_vnni = f.avx512 && __builtin_cpu_supports("avx512vnni");
+  f.avx512_bf16 = f.avx512 && __builtin_cpu_supports("avx512bf16");
+#if defined(__GNUC__) && __GNUC__ >= 12
+  f.avx_vnni = f.avx2 && __builtin_cpu_supports("avxvnni");
+  f.avx512_fp16 = f.avx512 && __builtin_cpu_supports("avx512fp16");
+#endif
+#endif
+  return f;
+}
+
+Isa select_from_env() {
+  const char* env = std::getenv("ONNXLLM_ISA");
+  if (!env || !*env) return best_isa();
+  const std::string_view name(env);
+  ONNXLLM_CHECK(name == "scalar" || name == "avx2" || name == "avx512", kInvalidArgument, "ONNXLLM_ISA='", name,
+                "' is not an instruction set onnxllm knows (expected scalar, avx2 or avx512)");
+  const Isa isa = parse_isa(name);
+  ONNXLLM_CHECK(isa_available(isa), kUnsupported, "ONNXLLM_ISA=", env, ": this CPU does not support ", isa_name(isa),
+                " (best available: ", isa_name(best_isa()), ")");
+  return isa;
+}
+
+}  // namespace
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures features = detect();
+  return features;
+}
+
+bool isa_available(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar: return true;
+    case Isa::kAvx2: return cpu_features().avx2;
+    case Isa::kAvx512: return cpu_features().avx512_vnni;
+  }
+  return false;
+}
+
+Isa best_isa() {
+  if (isa_available(Isa::kAvx512)) return Isa::kAvx512;
+  if (isa_available(Isa::kAvx2)) return Isa::kAvx2;
+  return Isa::kScalar;
+}
+
+Isa selected_isa() {
+  static const Isa isa = select_from_env();  // a throw here is rethrown on the next call too
+  return isa;
+}
+
+Isa parse_isa(std::string_view name) {
+  if (name == "scalar") return Isa::kScalar;
+  if (name == "avx2") return Isa::kAvx2;
+  if (name == "avx512") return Isa::kAvx512;
+  throw_error(ErrorCode::kInvalidArgument, "unknown ISA '", name, "' (expected scalar, avx2 or avx512)");
+}
+
+std::string_view isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar: return "scalar";
+    case Isa::kAvx2: return "avx2";
+    case Isa::kAvx512: return "avx512";
+  }
+  return "?";
+}
+
+}  // namespace onnxllm

@@ -1,0 +1,38 @@
+// CPU feature detection (once per process) and the instruction-set levels the CPU kernels are
+// compiled for. Kernels with SIMD paths keep one translation unit per level (compiled with that
+// level's flags) plus a scalar reference, and pick the level when they are created:
+// ONNXLLM_ISA=scalar|avx2|avx512 forces one (an unknown name, or a level this CPU lacks, is an
+// error at session creation rather than a silent fallback).
+#pragma once
+
+#include <string_view>
+
+namespace onnxllm {
+
+enum class Isa {
+  kScalar,  // portable C++: the reference every SIMD kernel is tested against
+  kAvx2,    // AVX2 + FMA + F16C
+  kAvx512,  // AVX-512 F/BW/VL/DQ + VNNI (Ice Lake, Zen 4 and later)
+};
+
+struct CpuFeatures {
+  bool avx2 = false;         // with FMA and F16C
+  bool avx512 = false;       // F, BW, VL, DQ
+  bool avx512_vnni = false;
+  bool avx_vnni = false;     // the VEX-encoded VNNI of Alder Lake / Zen 5
+  bool avx512_bf16 = false;
+  bool avx512_fp16 = false;
+};
+
+const CpuFeatures& cpu_features();
+bool isa_available(Isa isa);
+// The best level this CPU runs.
+Isa best_isa();
+// ONNXLLM_ISA when set (throws kInvalidArgument for an unknown name, kUnsupported for a level the
+// CPU lacks), else best_isa(). Read once per process.
+Isa selected_isa();
+// Parses "scalar", "avx2" or "avx512" (throws kInvalidArgument naming the accepted values).
+Isa parse_isa(std::string_view name);
+std::string_view isa_name(Isa isa);
+
+}  // namespace onnxllm

@@ -1,0 +1,160 @@
+// MatMulNBits with int8 activations: the packer, the activation quantizer, the scalar kernel and
+// the entry point (matmul_nbits_q8.h).
+#include "ep/cpu/kernels/contrib/matmul_nbits_q8.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace onnxllm {
+namespace {
+
+constexpr int kCols = NBitsQ8Layout::kCols;
+constexpr int kDefaultZp = 8;
+constexpr float kRoundMagic = 12582912.f;  // 1.5 * 2^23
+
+size_t align64(size_t n) { return (n + 63) & ~size_t{63}; }
+
+// Integer dot products of one tile block with one quantized row block, then the float step all
+// kernels share: acc[j] = fma(float(isum[j] - zp[j] * asum), scale[j] * a_scale, acc[j]).
+void block_scalar(const NBitsQ8Layout& l, const uint8_t* p, const int8_t* a, float a_scale, int32_t a_sum,
+                  float* acc) {
+  float scale[kCols];
+  std::memcpy(scale, p, sizeof scale);
+  const uint8_t* zp = l.has_zp ? p + kCols * 4 : nullptr;
+  const uint8_t* d = p + l.header_bytes;
+  int32_t isum[kCols] = {};
+  for (int64_t c = 0; c < l.shape.block_size; c += 8, d += 4 * kCols)
+    for (int j = 0; j < kCols; ++j)
+      for (int i = 0; i < 4; ++i) {
+        const uint8_t byte = d[4 * j + i];
+        isum[j] += (byte & 0x0F) * a[c + i] + (byte >> 4) * a[c + 4 + i];
+      }
+  for (int j = 0; j < kCols; ++j) {
+    const float v = static_cast<float>(isum[j] - (zp ? zp[j] : kDefaultZp) * a_sum);
+    acc[j] = std::fma(v, scale[j] * a_scale, acc[j]);
+  }
+}
+
+void kernel_scalar(const NBitsQ8Layout& l, const uint8_t* packed, const QuantizedA& a, int64_t m, const float* bias,
+                   float* y, int64_t t0, int64_t t1) {
+  const int64_t bs = l.shape.block_size, n_total = l.shape.n;
+  for (int64_t t = t0; t < t1; ++t) {
+    const uint8_t* tile = packed + t * l.tile_bytes;
+    for (int64_t r = 0; r < m; ++r) {
+      float acc[kCols] = {};
+      for (int64_t blk = 0; blk < l.blocks; ++blk)
+        block_scalar(l, tile + blk * l.block_bytes, a.values + r * l.k_padded + blk * bs,
+                     a.scales[r * l.blocks + blk], a.sums[r * l.blocks + blk], acc);
+      for (int j = 0; j < kCols; ++j) {
+        const int64_t n = t * kCols + j;
+        if (n < n_total) y[r * n_total + n] = acc[j] + (bias ? bias[n] : 0.f);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool nbits_q8_supported(const NBitsShape& shape) { return shape.bits == 4 && shape.block_size % 8 == 0; }
+
+NBitsQ8Layout nbits_q8_layout(const NBitsShape& shape, bool has_zp) {
+  NBitsQ8Layout l;
+  l.shape = shape;
+  l.has_zp = has_zp;
+  l.blocks = shape.blocks();
+  l.k_padded = l.blocks * shape.block_size;
+  l.header_bytes = kCols * 4 + (has_zp ? kCols : 0);
+  l.data_bytes = kCols * shape.block_size / 2;
+  l.block_bytes = l.header_bytes + l.data_bytes;
+  l.tile_bytes = l.blocks * l.block_bytes;
+  l.tiles = (shape.n + kCols - 1) / kCols;
+  return l;
+}
+
+void pack_nbits_q8(const NBitsQ8Layout& l, const NBitsSource& src, uint8_t* dst, int64_t tile_begin,
+                   int64_t tile_end) noexcept {
+  const NBitsShape& s = l.shape;
+  const int64_t blob = s.blob_bytes();
+  for (int64_t t = tile_begin; t < tile_end; ++t)
+    for (int64_t blk = 0; blk < l.blocks; ++blk) {
+      uint8_t* p = dst + t * l.tile_bytes + blk * l.block_bytes;
+      std::memset(p, 0, static_cast<size_t>(l.block_bytes));  // padding columns: zero scale and values
+      float scale[kCols] = {};
+      for (int j = 0; j < kCols; ++j) {
+        const int64_t n = t * kCols + j;
+        if (n >= s.n) continue;
+        scale[j] = nbits_source_scale(s, src, n, blk);
+        if (l.has_zp) p[kCols * 4 + j] = static_cast<uint8_t>(nbits_source_zero_point(s, src, n, blk));
+        // Source byte i of a chunk holds values 2i (low nibble) and 2i + 1; ours holds i and i + 4.
+        const uint8_t* block = src.b + (n * l.blocks + blk) * blob;
+        uint8_t* d = p + l.header_bytes + 4 * j;
+        for (int64_t c = 0; c < s.block_size; c += 8, d += 4 * kCols) {
+          uint8_t v[8];
+          for (int i = 0; i < 4; ++i) {
+            v[2 * i] = block[c / 2 + i] & 0x0F;
+            v[2 * i + 1] = block[c / 2 + i] >> 4;
+          }
+          for (int i = 0; i < 4; ++i) d[i] = static_cast<uint8_t>(v[i] | (v[i + 4] << 4));
+        }
+      }
+      std::memcpy(p, scale, sizeof scale);
+    }
+}
+
+void quantize_a_q8(const NBitsQ8Layout& l, const float* a, int64_t r0, int64_t r1, const QuantizedA& q) noexcept {
+  const int64_t k = l.shape.k, bs = l.shape.block_size;
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* ar = a + r * k;
+    int8_t* qr = q.values + r * l.k_padded;
+    for (int64_t blk = 0; blk < l.blocks; ++blk) {
+      const int64_t k0 = blk * bs, len = std::min(bs, k - k0);
+      float amax = 0.f;
+      for (int64_t i = 0; i < len; ++i) amax = std::max(amax, std::fabs(ar[k0 + i]));
+      const float inv = amax > 0.f ? 127.f / amax : 0.f;
+      int32_t sum = 0;
+      for (int64_t i = 0; i < len; ++i) {
+        float x = ar[k0 + i] * inv;
+        if (!(x >= -127.f)) x = -127.f;  // also NaN: no undefined float-to-int conversion
+        if (x > 127.f) x = 127.f;
+        // Round half to even, as nearbyint and the SIMD conversions do (exact for |x| < 2^22).
+        x = (x + kRoundMagic) - kRoundMagic;
+        qr[k0 + i] = static_cast<int8_t>(x);
+        sum += qr[k0 + i];
+      }
+      std::fill(qr + k0 + len, qr + k0 + bs, int8_t{0});
+      q.scales[r * l.blocks + blk] = amax / 127.f;
+      q.sums[r * l.blocks + blk] = sum;
+    }
+  }
+}
+
+size_t matmul_nbits_q8_workspace(const NBitsQ8Layout& l, int64_t m) {
+  return align64(static_cast<size_t>(m * l.k_padded)) + 2 * align64(static_cast<size_t>(m * l.blocks) * 4);
+}
+
+NBitsQ8Kernel nbits_q8_kernel_scalar() { return kernel_scalar; }
+
+void matmul_nbits_q8_run(const NBitsQ8Layout& l, const uint8_t* packed, const float* a, int64_t m, const float* bias,
+                         float* y, void* workspace, ThreadPool& pool, Isa isa) noexcept {
+  if (m <= 0 || l.shape.n <= 0) return;
+  auto* ws = static_cast<uint8_t*>(workspace);
+  QuantizedA q;
+  q.values = reinterpret_cast<int8_t*>(ws);
+  q.scales = reinterpret_cast<float*>(ws + align64(static_cast<size_t>(m * l.k_padded)));
+  q.sums = reinterpret_cast<int32_t*>(reinterpret_cast<uint8_t*>(q.scales) + align64(static_cast<size_t>(m * l.blocks) * 4));
+  if (m == 1) {
+    quantize_a_q8(l, a, 0, 1, q);
+  } else {
+    pool.parallel_for(m, 1, [&](int64_t r0, int64_t r1) { quantize_a_q8(l, a, r0, r1, q); });
+  }
+  NBitsQ8Kernel kernel = kernel_scalar;
+  if (isa == Isa::kAvx512 && nbits_q8_kernel_avx512()) kernel = nbits_q8_kernel_avx512();
+  if (isa == Isa::kAvx2 && nbits_q8_kernel_avx2()) kernel = nbits_q8_kernel_avx2();
+  pool.run([&](int t, int nt) {
+    const int64_t t0 = l.tiles * t / nt, t1 = l.tiles * (t + 1) / nt;
+    if (t0 < t1) kernel(l, packed, q, m, bias, y, t0, t1);
+  });
+}
+
+}  // namespace onnxllm

@@ -1,0 +1,68 @@
+// MatMulNBits with int8 activations (accuracy_level 4, as ONNX Runtime): each row of A is
+// quantized to int8 per block of K (symmetric, scale amax/127) and multiplied with the 4-bit
+// weights in integers; the products become float once per block:
+//   y[m, n] = sum_blk (w_scale[n, blk] * a_scale[m, blk]) * (sum_i q[n, i] * a8[m, i] - zp[n, blk] * sum_i a8[m, i])
+// Integer sums are exact, and every kernel (scalar reference, AVX2, AVX-512 VNNI) does the float steps in
+// the same order with fused multiply-adds, so all ISAs give bit-identical results.
+//
+// Packed layout, in tiles of kCols = 16 columns (one 512-bit lane per column); per tile, per block:
+//   float scale[16]; uint8 zero_point[16] (only with zero points; else 8);
+//   then block_size/8 chunks of 64 bytes: for columns j = 0..15, 4 bytes whose byte i holds value
+//   c + i in its low nibble and value c + 4 + i in its high nibble (c = 8 * chunk), so one AND and
+//   one shift give the unsigned bytes that VPDPBUSD multiplies with 4 broadcast activations.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/thread_pool.h"
+#include "ep/cpu/isa/cpu_isa.h"
+#include "ep/cpu/kernels/contrib/matmul_nbits.h"
+
+namespace onnxllm {
+
+struct NBitsQ8Layout {
+  static constexpr int kCols = 16;
+  NBitsShape shape;
+  bool has_zp = false;
+  int64_t blocks = 0;
+  int64_t k_padded = 0;      // blocks * block_size
+  int64_t header_bytes = 0;  // scales (+ zero points)
+  int64_t data_bytes = 0;    // one tile block's nibbles: kCols * block_size / 2
+  int64_t block_bytes = 0;
+  int64_t tile_bytes = 0;
+  int64_t tiles = 0;
+
+  size_t bytes() const { return static_cast<size_t>(tiles * tile_bytes); }
+};
+
+// The shapes this path takes: 4-bit weights (block sizes are powers of two >= 16).
+bool nbits_q8_supported(const NBitsShape& shape);
+NBitsQ8Layout nbits_q8_layout(const NBitsShape& shape, bool has_zp);
+void pack_nbits_q8(const NBitsQ8Layout& l, const NBitsSource& src, uint8_t* dst, int64_t tile_begin,
+                   int64_t tile_end) noexcept;
+
+// A's rows quantized per block: values [m, k_padded] (zeros past K), scales and sums [m, blocks].
+struct QuantizedA {
+  int8_t* values = nullptr;
+  float* scales = nullptr;
+  int32_t* sums = nullptr;
+};
+
+// Rows [r0, r1) of a [m, K] into q.
+void quantize_a_q8(const NBitsQ8Layout& l, const float* a, int64_t r0, int64_t r1, const QuantizedA& q) noexcept;
+
+// Scratch bytes for m rows; the kernels' entry point (splits rows and tiles over the pool).
+size_t matmul_nbits_q8_workspace(const NBitsQ8Layout& l, int64_t m);
+void matmul_nbits_q8_run(const NBitsQ8Layout& l, const uint8_t* packed, const float* a, int64_t m, const float* bias,
+                         float* y, void* workspace, ThreadPool& pool, Isa isa) noexcept;
+
+// The per-ISA kernel: rows [0, m) of quantized A against tiles [t0, t1).
+using NBitsQ8Kernel = void (*)(const NBitsQ8Layout& l, const uint8_t* packed, const QuantizedA& a, int64_t m,
+                               const float* bias, float* y, int64_t t0, int64_t t1);
+NBitsQ8Kernel nbits_q8_kernel_scalar();
+// nullptr when not compiled in (non-x86 builds).
+NBitsQ8Kernel nbits_q8_kernel_avx2();
+NBitsQ8Kernel nbits_q8_kernel_avx512();
+
+}  // namespace onnxllm

@@ -1,0 +1,102 @@
+// AVX-512 VNNI kernel of MatMulNBits with int8 activations (matmul_nbits_q8.h). Compiled with
+// ${ONNXLLM_AVX512_FLAGS} and called only when the CPU has them, so nothing here is shared inline
+// code that a generic caller could pick up.
+//
+// One 512-bit lane per column of a 16-column tile: VPDPBUSD multiplies each lane's 4 unsigned
+// weight bytes with 4 activation bytes broadcast to all lanes, so a 64-byte load of packed nibbles
+// feeds 2 VPDPBUSD per row of A. Rows go in groups of up to 4 so each weight load serves them all.
+#include "ep/cpu/kernels/contrib/matmul_nbits_q8.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+
+#include <immintrin.h>
+
+#include <cstring>
+
+// GCC 12 warns about the undefined vector that some AVX-512 intrinsics start from (a false positive).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace onnxllm {
+namespace {
+
+constexpr int kCols = NBitsQ8Layout::kCols;
+
+inline __m512i broadcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+template <int kRows, bool kHasZp>
+void tile_rows(const NBitsQ8Layout& l, const uint8_t* tile, const QuantizedA& a, int64_t r0, const float* bias,
+               float* y, int64_t n0) {
+  const int64_t bs = l.shape.block_size, n_total = l.shape.n;
+  const __m512i nibble = _mm512_set1_epi8(0x0F);
+  __m512 acc[kRows];
+  for (int r = 0; r < kRows; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t blk = 0; blk < l.blocks; ++blk) {
+    const uint8_t* p = tile + blk * l.block_bytes;
+    const uint8_t* d = p + l.header_bytes;
+    __m512i lo_sum[kRows], hi_sum[kRows];
+    for (int r = 0; r < kRows; ++r) lo_sum[r] = hi_sum[r] = _mm512_setzero_si512();
+    const int8_t* ab = a.values + r0 * l.k_padded + blk * bs;
+    for (int64_t c = 0; c < bs; c += 8, d += 4 * kCols) {
+      const __m512i v = _mm512_loadu_si512(d);
+      const __m512i lo = _mm512_and_si512(v, nibble);
+      const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
+      for (int r = 0; r < kRows; ++r) {
+        lo_sum[r] = _mm512_dpbusd_epi32(lo_sum[r], lo, broadcast4(ab + r * l.k_padded + c));
+        hi_sum[r] = _mm512_dpbusd_epi32(hi_sum[r], hi, broadcast4(ab + r * l.k_padded + c + 4));
+      }
+    }
+    const __m512 scale = _mm512_loadu_ps(p);
+    const __m512i zp = kHasZp ? _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 4 * kCols)))
+                              : _mm512_set1_epi32(8);
+    for (int r = 0; r < kRows; ++r) {
+      const int64_t ri = (r0 + r) * l.blocks + blk;
+      const __m512i isum = _mm512_sub_epi32(_mm512_add_epi32(lo_sum[r], hi_sum[r]),
+                                            _mm512_mullo_epi32(zp, _mm512_set1_epi32(a.sums[ri])));
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(scale, _mm512_set1_ps(a.scales[ri])), acc[r]);
+    }
+  }
+  const int64_t cols = n_total - n0 < kCols ? n_total - n0 : kCols;
+  const __mmask16 mask = static_cast<__mmask16>((1u << cols) - 1);
+  const __m512 b = bias ? _mm512_maskz_loadu_ps(mask, bias + n0) : _mm512_setzero_ps();
+  for (int r = 0; r < kRows; ++r) _mm512_mask_storeu_ps(y + (r0 + r) * n_total + n0, mask, _mm512_add_ps(acc[r], b));
+}
+
+template <bool kHasZp>
+void kernel_impl(const NBitsQ8Layout& l, const uint8_t* packed, const QuantizedA& a, int64_t m, const float* bias,
+                 float* y, int64_t t0, int64_t t1) {
+  for (int64_t t = t0; t < t1; ++t) {
+    const uint8_t* tile = packed + t * l.tile_bytes;
+    const int64_t n0 = t * kCols;
+    int64_t r = 0;
+    for (; r + 4 <= m; r += 4) tile_rows<4, kHasZp>(l, tile, a, r, bias, y, n0);
+    switch (m - r) {
+      case 3: tile_rows<3, kHasZp>(l, tile, a, r, bias, y, n0); break;
+      case 2: tile_rows<2, kHasZp>(l, tile, a, r, bias, y, n0); break;
+      case 1: tile_rows<1, kHasZp>(l, tile, a, r, bias, y, n0); break;
+      default: break;
+    }
+  }
+}
+
+void kernel(const NBitsQ8Layout& l, const uint8_t* packed, const QuantizedA& a, int64_t m, const float* bias, float* y,
+            int64_t t0, int64_t t1) {
+  (l.has_zp ? kernel_impl<true> : kernel_impl<false>)(l, packed, a, m, bias, y, t0, t1);
+}
+
+}  // namespace
+
+NBitsQ8Kernel nbits_q8_kernel_avx512() { return kernel; }
+
+}  // namespace onnxllm
+
+#else  // not x86
+
+namespace onnxllm {
+NBitsQ8Kernel nbits_q8_kernel_avx512() { return nullptr; }
+}  // namespace onnxllm
+
+#endif

@@ -1,0 +1,71 @@
+// AVX2 + FMA kernels of sgemm (sgemm.h), compiled with ${ONNXLLM_AVX2_FLAGS} and called only on
+// CPUs that have them. Columns past the last whole vector go through the scalar loop, which does
+// the same FMA chain per element.
+#include "ep/cpu/kernels/onnx/sgemm.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+
+#include <immintrin.h>
+
+#include <cmath>
+
+namespace onnxllm {
+namespace {
+
+constexpr int64_t kV = 8;  // floats per vector
+
+template <int kRows, int kVecs>
+void block(const SgemmArgs& g, int64_t i0, int64_t j) {
+  __m256 acc[kRows][kVecs];
+  for (int r = 0; r < kRows; ++r)
+    for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm256_setzero_ps();
+  const float* a = g.a + i0 * g.lda;
+  const float* b = g.b + j;
+  for (int64_t p = 0; p < g.k; ++p, b += g.ldb) {
+    __m256 bv[kVecs];
+    for (int v = 0; v < kVecs; ++v) bv[v] = _mm256_loadu_ps(b + v * kV);
+    for (int r = 0; r < kRows; ++r) {
+      const __m256 av = _mm256_set1_ps(a[r * g.lda + p]);
+      for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
+    }
+  }
+  for (int r = 0; r < kRows; ++r)
+    for (int v = 0; v < kVecs; ++v) _mm256_storeu_ps(g.c + (i0 + r) * g.ldc + j + v * kV, acc[r][v]);
+}
+
+template <int kVecs>
+void rows_block(const SgemmArgs& g, int64_t j) {
+  int64_t i = 0;
+  for (; i + 4 <= g.m; i += 4) block<4, kVecs>(g, i, j);
+  switch (g.m - i) {
+    case 3: block<3, kVecs>(g, i, j); break;
+    case 2: block<2, kVecs>(g, i, j); break;
+    case 1: block<1, kVecs>(g, i, j); break;
+    default: break;
+  }
+}
+
+void panel(const SgemmArgs& g, int64_t j0, int64_t j1) {
+  int64_t j = j0;
+  if (g.m == 1) {
+    for (; j + 8 * kV <= j1; j += 8 * kV) block<1, 8>(g, 0, j);
+  } else {
+    for (; j + 2 * kV <= j1; j += 2 * kV) rows_block<2>(g, j);
+  }
+  for (; j + kV <= j1; j += kV) rows_block<1>(g, j);
+  if (j < j1) sgemm_panel_scalar()(g, j, j1);
+}
+
+}  // namespace
+
+SgemmPanel sgemm_panel_avx2() { return panel; }
+
+}  // namespace onnxllm
+
+#else
+
+namespace onnxllm {
+SgemmPanel sgemm_panel_avx2() { return nullptr; }
+}  // namespace onnxllm
+
+#endif

@@ -1,0 +1,85 @@
+// AVX-512 kernels of sgemm (sgemm.h), compiled with ${ONNXLLM_AVX512_FLAGS} and called only on
+// CPUs that have them. Each accumulator lane is one C element; k runs in order with one FMA per
+// step, as the scalar reference does.
+#include "ep/cpu/kernels/onnx/sgemm.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+
+#include <immintrin.h>
+
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12 false positive in AVX-512 intrinsics
+
+namespace onnxllm {
+namespace {
+
+constexpr int64_t kV = 16;  // floats per vector
+
+inline __mmask16 tail_mask(int64_t cols) { return cols >= kV ? 0xFFFF : static_cast<__mmask16>((1u << cols) - 1); }
+
+// kRows rows x kVecs vectors of columns starting at column j; `last` masks the last vector.
+template <int kRows, int kVecs>
+void block(const SgemmArgs& g, int64_t i0, int64_t j, __mmask16 last) {
+  __m512 acc[kRows][kVecs];
+  for (int r = 0; r < kRows; ++r)
+    for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_setzero_ps();
+  const float* a = g.a + i0 * g.lda;
+  const float* b = g.b + j;
+  for (int64_t p = 0; p < g.k; ++p, b += g.ldb) {
+    __m512 bv[kVecs];
+    for (int v = 0; v < kVecs; ++v)
+      bv[v] = v == kVecs - 1 ? _mm512_maskz_loadu_ps(last, b + v * kV) : _mm512_loadu_ps(b + v * kV);
+    for (int r = 0; r < kRows; ++r) {
+      const __m512 av = _mm512_set1_ps(a[r * g.lda + p]);
+      for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+    }
+  }
+  for (int r = 0; r < kRows; ++r) {
+    float* c = g.c + (i0 + r) * g.ldc + j;
+    for (int v = 0; v < kVecs; ++v) {
+      if (v == kVecs - 1) {
+        _mm512_mask_storeu_ps(c + v * kV, last, acc[r][v]);
+      } else {
+        _mm512_storeu_ps(c + v * kV, acc[r][v]);
+      }
+    }
+  }
+}
+
+template <int kVecs>
+void rows_block(const SgemmArgs& g, int64_t j, __mmask16 last) {
+  int64_t i = 0;
+  for (; i + 6 <= g.m; i += 6) block<6, kVecs>(g, i, j, last);
+  switch (g.m - i) {
+    case 5: block<5, kVecs>(g, i, j, last); break;
+    case 4: block<4, kVecs>(g, i, j, last); break;
+    case 3: block<3, kVecs>(g, i, j, last); break;
+    case 2: block<2, kVecs>(g, i, j, last); break;
+    case 1: block<1, kVecs>(g, i, j, last); break;
+    default: break;
+  }
+}
+
+void panel(const SgemmArgs& g, int64_t j0, int64_t j1) {
+  int64_t j = j0;
+  if (g.m == 1) {
+    // Decode: 256 columns per pass, so each row of B is read in 1 KiB runs.
+    for (; j + 16 * kV <= j1; j += 16 * kV) block<1, 16>(g, 0, j, 0xFFFF);
+  } else {
+    for (; j + 2 * kV <= j1; j += 2 * kV) rows_block<2>(g, j, 0xFFFF);
+  }
+  for (; j < j1; j += kV) rows_block<1>(g, j, tail_mask(j1 - j));
+}
+
+}  // namespace
+
+SgemmPanel sgemm_panel_avx512() { return panel; }
+
+}  // namespace onnxllm
+
+#else
+
+namespace onnxllm {
+SgemmPanel sgemm_panel_avx512() { return nullptr; }
+}  // namespace onnxllm
+
+#endif

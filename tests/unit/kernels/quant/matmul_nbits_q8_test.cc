@@ -1,0 +1,156 @@
+// MatMulNBits with int8 activations (accuracy_level 4): the activation quantizer, the scalar
+// kernel against a double reference on the dequantized activations, and every SIMD kernel (and
+// thread count) bit-identical to the scalar one on odd shapes.
+#include "ep/cpu/kernels/contrib/matmul_nbits_q8.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "core/tensor.h"
+#include "tests/unit/kernels/quant/quant_test_util.h"
+
+namespace onnxllm {
+namespace {
+
+using test::QuantWeight;
+
+NBitsSource source_of(const QuantWeight& w) {
+  NBitsSource s;
+  s.b = w.b.data();
+  s.scales = w.scales.data();
+  if (!w.zp.empty()) {
+    s.zero_points = w.zp.data();
+    s.zp_dtype = DType::kUInt8;
+  }
+  return s;
+}
+
+std::vector<Isa> isas() {
+  std::vector<Isa> v = {Isa::kScalar};
+  if (isa_available(Isa::kAvx2) && nbits_q8_kernel_avx2()) v.push_back(Isa::kAvx2);
+  if (isa_available(Isa::kAvx512) && nbits_q8_kernel_avx512()) v.push_back(Isa::kAvx512);
+  return v;
+}
+
+struct Packed {
+  NBitsQ8Layout layout;
+  AlignedBuffer bytes;
+};
+
+Packed pack(const QuantWeight& w) {
+  Packed p;
+  p.layout = nbits_q8_layout(NBitsShape{w.k, w.n, w.bits, w.bs}, !w.zp.empty());
+  p.bytes = AlignedBuffer(p.layout.bytes());
+  pack_nbits_q8(p.layout, source_of(w), static_cast<uint8_t*>(p.bytes.data()), 0, p.layout.tiles);
+  return p;
+}
+
+std::vector<float> run(const Packed& p, const std::vector<float>& a, int64_t m, const std::vector<float>* bias,
+                       Isa isa, ThreadPool& pool) {
+  AlignedBuffer ws(matmul_nbits_q8_workspace(p.layout, m));
+  std::vector<float> y(static_cast<size_t>(m * p.layout.shape.n), -777.f);
+  matmul_nbits_q8_run(p.layout, static_cast<const uint8_t*>(p.bytes.data()), a.data(), m,
+                      bias ? bias->data() : nullptr, y.data(), ws.data(), pool, isa);
+  return y;
+}
+
+// A as the kernels see it: each value replaced by a8 * scale.
+std::vector<float> dequantized_a(const NBitsQ8Layout& l, const std::vector<float>& a, int64_t m) {
+  std::vector<int8_t> values(static_cast<size_t>(m * l.k_padded));
+  std::vector<float> scales(static_cast<size_t>(m * l.blocks));
+  std::vector<int32_t> sums(scales.size());
+  quantize_a_q8(l, a.data(), 0, m, QuantizedA{values.data(), scales.data(), sums.data()});
+  std::vector<float> out(a.size());
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t k = 0; k < l.shape.k; ++k)
+      out[r * l.shape.k + k] = values[r * l.k_padded + k] * scales[r * l.blocks + k / l.shape.block_size];
+  return out;
+}
+
+TEST(MatMulNBitsQ8, QuantizerRoundsWithinHalfAStep) {
+  const NBitsQ8Layout l = nbits_q8_layout(NBitsShape{70, 16, 4, 32}, false);  // last block partial
+  auto a = test::gaussian(140, 2.f, 3);
+  a[5] = 0.f;
+  std::fill(a.begin() + 32, a.begin() + 64, 0.f);  // an all-zero block
+  a[100] = -1e30f;                                   // a huge value dominates its block
+  std::vector<int8_t> v(static_cast<size_t>(2 * l.k_padded), 99);
+  std::vector<float> s(static_cast<size_t>(2 * l.blocks));
+  std::vector<int32_t> sums(s.size());
+  quantize_a_q8(l, a.data(), 0, 2, QuantizedA{v.data(), s.data(), sums.data()});
+  for (int64_t r = 0; r < 2; ++r)
+    for (int64_t blk = 0; blk < l.blocks; ++blk) {
+      const float scale = s[r * l.blocks + blk];
+      int32_t sum = 0;
+      float amax = 0;
+      for (int64_t i = 0; i < 32; ++i) {
+        const int64_t k = blk * 32 + i;
+        const int q = v[r * l.k_padded + k];
+        sum += q;
+        ASSERT_GE(q, -127);
+        ASSERT_LE(q, 127);
+        if (k >= 70) {
+          EXPECT_EQ(q, 0) << "padding past K";
+          continue;
+        }
+        const float x = a[r * 70 + k];
+        amax = std::max(amax, std::fabs(x));
+        EXPECT_LE(std::fabs(x - q * scale), 0.5001f * scale + 1e-30f) << "r=" << r << " k=" << k;
+      }
+      EXPECT_EQ(sum, sums[r * l.blocks + blk]);
+      EXPECT_FLOAT_EQ(scale, amax / 127.f);
+    }
+  EXPECT_EQ(s[1], 0.f);  // the all-zero block
+}
+
+TEST(MatMulNBitsQ8, ScalarMatchesReferenceAndSimdIsBitIdentical) {
+  ThreadPool one(1), three(3);
+  uint32_t seed = 11;
+  int variant = 0;
+  for (int64_t bs : {16, 32, 64, 128})
+    for (int64_t k : {16, 32, 93, 256, 1234})
+      for (int64_t n : {1, 17, 32, 290})
+        for (int64_t m : {1, 2, 3, 5, 33}) {
+          ++variant;
+          const bool with_zp = variant % 2 == 0, with_bias = variant % 3 == 0;
+          const QuantWeight w = test::random_weight(k, n, 4, bs, with_zp, seed++);
+          const auto a = test::gaussian(static_cast<size_t>(m * k), 1.f, seed++);
+          const auto bias = test::uniform(static_cast<size_t>(n), -1.f, 1.f, seed++);
+          const auto* b = with_bias ? &bias : nullptr;
+          const Packed p = pack(w);
+          const std::string what = "bs=" + std::to_string(bs) + " M=" + std::to_string(m) + " N=" + std::to_string(n) +
+                                   " K=" + std::to_string(k) + (with_zp ? " zp" : "") + (with_bias ? " bias" : "");
+          const auto y = run(p, a, m, b, Isa::kScalar, one);
+          const auto ref = test::matmul_nbits_reference(w, dequantized_a(p.layout, a, m), m, b);
+          for (size_t i = 0; i < y.size(); ++i) {
+            const double tol = 1e-5 * ref.scale[i] + 1e-6;
+            ASSERT_LE(std::abs(y[i] - ref.y[i]), tol) << what << " y[" << i << "]";
+          }
+          for (Isa isa : isas()) {
+            for (ThreadPool* pool : {&one, &three}) {
+              const auto yi = run(p, a, m, b, isa, *pool);
+              ASSERT_EQ(0, std::memcmp(y.data(), yi.data(), y.size() * 4))
+                  << what << ": " << isa_name(isa) << " on " << pool->num_threads() << " threads differs from scalar";
+            }
+          }
+        }
+}
+
+// Against the float reference on the original activations: int8 rounding costs at most half a
+// step per value, so the error is bounded by sum |w| * scale_a / 2 (a kernel bug is far larger).
+TEST(MatMulNBitsQ8, CloseToFloatResult) {
+  ThreadPool pool(2);
+  const QuantWeight w = test::random_weight(896, 64, 4, 32, false, 5);
+  const auto a = test::gaussian(3 * 896, 1.f, 6);
+  const Packed p = pack(w);
+  const auto y = run(p, a, 3, nullptr, isas().back(), pool);
+  const auto ref = test::matmul_nbits_reference(w, a, 3, nullptr);
+  double worst = 0;
+  for (size_t i = 0; i < y.size(); ++i) worst = std::max(worst, std::abs(y[i] - ref.y[i]) / (ref.scale[i] + 1e-9));
+  EXPECT_LT(worst, 0.01);   // relative to sum |a * w|
+  EXPECT_GT(worst, 1e-7);   // and it did quantize
+}
+
+}  // namespace
+}  // namespace onnxllm
