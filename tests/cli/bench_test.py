@@ -27,7 +27,7 @@ HF_CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidd
              "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "bos_token_id": 1, "eos_token_id": 2,
              "tie_word_embeddings": False}
 
-KEYS = ["model", "threads", "batch", "prompt_len", "gen_len", "reps", "seed", "process_to_ready_ms", "model_load_ms",
+KEYS = ["model", "threads", "batch", "prompt_len", "gen_len", "reps", "warmup", "seed", "process_to_ready_ms", "model_load_ms",
         "prompt_tokens", "prompt_ms", "time_to_first_token_ms", "prompt_tokens_per_s", "new_tokens", "decode_tokens",
         "decode_ms", "decode_tokens_per_s", "peak_rss_bytes", "mean_decode_context", "weight_bytes_per_step",
         "row_bytes_per_token", "kv_bytes_per_position", "kv_bytes_per_step", "bytes_per_decode_token",
@@ -89,7 +89,7 @@ for precision, model in models.items():
         P, G = 16, 9
         what = f"{precision} batch {batch}"
         j = bench(model, "--prompt-len", str(P), "--gen-len", str(G), "--reps", str(reps), "--batch", str(batch),
-                  "--threads", "2", "--seed", "5")
+                  "--threads", "2", "--seed", "5", "--warmup", str(batch - 1))
         if j is None:
             continue
         missing = [k for k in KEYS if k not in j]
@@ -98,8 +98,8 @@ for precision, model in models.items():
             continue
         for k in POSITIVE:
             check(isinstance(j[k], (int, float)) and j[k] > 0 and math.isfinite(j[k]), f"{what}: {k} = {j[k]}")
-        check((j["threads"], j["batch"], j["prompt_len"], j["gen_len"], j["reps"], j["seed"]) == (2, batch, P, G, reps, 5),
-              f"{what}: echoed options {[j[k] for k in KEYS[1:7]]}")
+        echoed = [j[k] for k in ("threads", "batch", "prompt_len", "gen_len", "reps", "warmup", "seed")]
+        check(echoed == [2, batch, P, G, reps, batch - 1, 5], f"{what}: echoed options {echoed}")
         check(j["prompt_tokens"] == P * batch, f"{what}: prompt_tokens {j['prompt_tokens']}")
         check(j["new_tokens"] == G * batch, f"{what}: new_tokens {j['new_tokens']} != gen_len x batch")
         check(j["decode_tokens"] == (G - 1) * batch, f"{what}: decode_tokens {j['decode_tokens']}")
@@ -166,7 +166,7 @@ check(h.returncode == 0 and "decode_tokens_per_s" in h.stdout and "roofline_perc
 # Bad options: exit 1, a message naming what is wrong, before any timing.
 m = models["fp32"]
 for args, needle in ((["--batch", "0"], "--batch"), (["--gen-len", "1"], "--gen-len"), (["--prompt-len", "0"], "--prompt-len"),
-                     (["--reps", "0"], "--reps"), (["--prompt-len", "90", "--gen-len", "7"], "context length 96"),
+                     (["--reps", "0"], "--reps"), (["--warmup", "-1"], "--warmup"), (["--prompt-len", "90", "--gen-len", "7"], "context length 96"),
                      (["--batch", "33", "--prompt-len", "8", "--gen-len", "4"], "--batch 33 rows"), (["--threads", "-1"], "--threads"),
                      (["--prompt-len", "x"], "--prompt-len")):
     r = run(["bench", "-m", m] + args)

@@ -1,10 +1,12 @@
-// `onnxllm bench -m DIR [--prompt-len 128] [--gen-len 64] [--reps 3] [--threads N] [--batch B]
-// [--seed S] [--json]`: how fast a model folder runs on this machine, and how close decode comes to
+// `onnxllm bench -m DIR [--prompt-len 128] [--gen-len 64] [--reps 3] [--warmup 0] [--threads N]
+// [--batch B] [--seed S] [--json]`: how fast a model folder runs on this machine, and how close decode comes to
 // the memory system's limit.
 //
 // The model loads once; each rep is a fresh Generator on the same pseudo-random prompt (--batch
 // rows of --prompt-len ids in [0, vocab_size): splitmix64 seeded with --seed, row after row),
 // greedy, exactly --gen-len new tokens per row (min_length = max_length, so EOS cannot stop it).
+// --warmup runs that many untimed generations first (the first one after loading pays for page
+// faults of mapped weights and first-touch allocations).
 // Timings follow `generate`'s (GenerationTimings): the prompt is timed from the generator's first
 // call to its logits, time to first token adds picking it, decode times the --gen-len - 1 steps
 // after it. Token rates count every row. Reported figures are medians over the reps.
@@ -50,7 +52,7 @@ namespace onnxllm::cli {
 namespace {
 
 constexpr const char* kJsonKeysHelp =
-    "JSON keys: model, threads, batch, prompt_len, gen_len, reps, seed; process_to_ready_ms (process start to "
+    "JSON keys: model, threads, batch, prompt_len, gen_len, reps, warmup, seed; process_to_ready_ms (process start to "
     "model ready), model_load_ms (genai_config.json + session creation); prompt_tokens (prompt_len x batch), "
     "prompt_ms, time_to_first_token_ms, prompt_tokens_per_s; new_tokens (generated tokens counted, all rows), "
     "decode_tokens ((gen_len - 1) x batch, the timed ones), decode_ms, decode_tokens_per_s; peak_rss_bytes; "
@@ -64,6 +66,7 @@ struct BenchArgs {
   int prompt_len = 128;
   int gen_len = 64;
   int reps = 3;
+  int warmup = 0;
   int threads = 0;
   int batch = 1;
   uint64_t seed = 1;
@@ -201,6 +204,7 @@ void check_args(const BenchArgs& a) {
                 "bench: --gen-len must be at least 2 (decode is timed over the tokens after the first), got ",
                 a.gen_len);
   ONNXLLM_CHECK(a.reps >= 1, kInvalidArgument, "bench: --reps must be at least 1, got ", a.reps);
+  ONNXLLM_CHECK(a.warmup >= 0, kInvalidArgument, "bench: --warmup must be 0 or more, got ", a.warmup);
   ONNXLLM_CHECK(a.batch >= 1, kInvalidArgument, "bench: --batch must be at least 1, got ", a.batch);
 }
 
@@ -259,7 +263,7 @@ int run_bench(const BenchArgs& args) {
   std::vector<RepTimes> reps;
   std::vector<std::vector<int32_t>> generated;
   int64_t new_tokens = 0;
-  for (int r = 0; r < args.reps; ++r) {
+  for (int r = 0; r < args.warmup + args.reps; ++r) {
     genai::GeneratorParams params(model);
     params.set_search_options(search);
     std::optional<genai::Generator> created;
@@ -290,6 +294,7 @@ int run_bench(const BenchArgs& args) {
     }
     ONNXLLM_CHECK(new_tokens == static_cast<int64_t>(args.gen_len) * args.batch, kRuntime, "bench: generated ",
                   new_tokens, " tokens, expected --gen-len ", args.gen_len, " x --batch ", args.batch);
+    if (r < args.warmup) continue;
     RepTimes t;
     t.prompt_ms = timings.prompt_ms();
     t.ttft_ms = timings.time_to_first_token_ms();
@@ -317,6 +322,7 @@ int run_bench(const BenchArgs& args) {
   j["prompt_len"] = args.prompt_len;
   j["gen_len"] = args.gen_len;
   j["reps"] = args.reps;
+  j["warmup"] = args.warmup;
   j["seed"] = args.seed;
   j["process_to_ready_ms"] = process_ms ? nlohmann::ordered_json(*process_ms) : nlohmann::ordered_json(nullptr);
   j["model_load_ms"] = model_load_ms;
@@ -369,6 +375,7 @@ Command add_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--reps", args->reps, "Repetitions, each with a fresh generator; figures are their medians")
       ->capture_default_str();
+  cmd->add_option("--warmup", args->warmup, "Untimed generations before the reps")->capture_default_str();
   add_threads_option(cmd, args->threads, "Intra-op threads (0: the config's intra_op_num_threads if set)");
   cmd->add_option("--batch", args->batch, "Rows generated together (each its own prompt); tok/s counts all rows")
       ->capture_default_str();
