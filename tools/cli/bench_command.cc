@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -95,7 +96,10 @@ std::optional<double> ms_since_process_start() {
   const long ticks_per_s = sysconf(_SC_CLK_TCK);
   timespec now{};
   if (ticks_per_s <= 0 || clock_gettime(CLOCK_BOOTTIME, &now) != 0) return std::nullopt;
-  const double start_s = std::stod(field) / static_cast<double>(ticks_per_s);
+  char* end = nullptr;
+  const double start_ticks = std::strtod(field.c_str(), &end);
+  if (end == field.c_str()) return std::nullopt;
+  const double start_s = start_ticks / static_cast<double>(ticks_per_s);
   return (static_cast<double>(now.tv_sec) + now.tv_nsec * 1e-9 - start_s) * 1000.0;
 }
 
