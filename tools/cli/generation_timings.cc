@@ -24,17 +24,20 @@ void GenerationTimings::token() {
   if (new_tokens_++ == 0) first_token_ = last_token_;
 }
 
+double GenerationTimings::prompt_ms() const { return ms(prompt_end_ - start_); }
+
+double GenerationTimings::time_to_first_token_ms() const { return new_tokens_ > 0 ? ms(first_token_ - start_) : 0; }
+
+double GenerationTimings::decode_ms() const { return new_tokens_ > 1 ? ms(last_token_ - first_token_) : 0; }
+
 void GenerationTimings::print(std::ostream& os) const {
   const auto end = new_tokens_ > 0 ? last_token_ : prompt_end_;
-  const double prompt_ms = ms(prompt_end_ - start_);
-  const double ttft_ms = new_tokens_ > 0 ? ms(first_token_ - start_) : 0;
-  const double decode_ms = new_tokens_ > 1 ? ms(last_token_ - first_token_) : 0;
   char line[256];
   std::snprintf(line, sizeof(line), "prompt: %d tokens in %.2f ms (%.1f tokens/s), time to first token %.2f ms\n",
-                prompt_tokens_, prompt_ms, rate(prompt_tokens_, prompt_ms), ttft_ms);
+                prompt_tokens_, prompt_ms(), rate(prompt_tokens_, prompt_ms()), time_to_first_token_ms());
   os << line;
   std::snprintf(line, sizeof(line), "decode: %d new tokens, %.1f tokens/s, total %.2f ms\n", new_tokens_,
-                rate(new_tokens_ - 1, decode_ms), ms(end - start_));
+                rate(new_tokens_ - 1, decode_ms()), ms(end - start_));
   os << line;
 }
 

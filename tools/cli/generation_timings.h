@@ -4,6 +4,7 @@
 //   ...run the prompt...; t.prompt_done(prompt_tokens);
 //   ...each new token...;  t.token();
 //   t.print(std::cerr);
+// The figures are also available as numbers (`onnxllm bench` takes medians of them).
 #pragma once
 
 #include <chrono>
@@ -26,6 +27,15 @@ class GenerationTimings {
   // "decode: N new tokens, D tokens/s, total S ms". Decode speed counts the tokens after the first
   // (the first comes from the prompt's logits); it is 0 when fewer than two were generated.
   void print(std::ostream& os) const;
+
+  int prompt_tokens() const { return prompt_tokens_; }
+  int new_tokens() const { return new_tokens_; }
+  // Start to prompt_done().
+  double prompt_ms() const;
+  // Start to the first token(); 0 before it.
+  double time_to_first_token_ms() const;
+  // First to last token(): the time of the new_tokens() - 1 tokens after the first; 0 below two.
+  double decode_ms() const;
 
  private:
   Clock::time_point start_;

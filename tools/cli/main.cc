@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
       onnxllm::cli::add_generate_command(app),
       onnxllm::cli::add_chat_command(app),
       onnxllm::cli::add_info_command(app),
+      onnxllm::cli::add_bench_command(app),
   };
   try {
     app.parse(argc, argv);
