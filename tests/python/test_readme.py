@@ -74,7 +74,9 @@ def substitute(line, files, index):
         elif w == "TEXT":
             w = "You are a storyteller."
         elif w == "N":
-            w = "8"
+            w = "2"
+        elif w == "B":
+            w = "2"
         elif w == "JSON":
             w = "{}"
         result.append(w)
