@@ -1,7 +1,9 @@
 #include "runtime/session.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <exception>
 #include <map>
 
 #include "core/error.h"
@@ -72,6 +74,30 @@ Session::Session(std::shared_ptr<Graph> graph, const SessionOptions& options)
   if (options.constant_folding) fold_constants(*graph_, providers_.front()->registry(), *pool_);
 
   // Build the plan (and the plans of every subgraph) once.
+  // Kernel constructors (prepare: attributes, checks, prepacked weights) are independent of each
+  // other, so they run on the pool; the first failure in plan order is the one reported.
+  auto create_kernels = [&](const Graph& g, Plan& plan, const std::vector<std::pair<int, const KernelDef*>>& pending) {
+    std::vector<std::exception_ptr> errors(pending.size());
+    std::atomic<size_t> next{0};
+    pool_->run([&](int, int) {
+      for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < pending.size();) {
+        Plan::Step& step = plan.steps[pending[i].first];
+        try {
+          step.kernel = pending[i].second->factory(KernelInfo(*step.node, g));
+        } catch (...) {
+          errors[i] = std::current_exception();
+        }
+      }
+    });
+    for (size_t i = 0; i < pending.size(); ++i) {
+      if (!errors[i]) continue;
+      try {
+        std::rethrow_exception(errors[i]);
+      } catch (const Error& e) {
+        rethrow_with_label(*plan.steps[pending[i].first].node, e);
+      }
+    }
+  };
   std::function<std::unique_ptr<Plan>(const Graph&, const Graph*)> build = [&](const Graph& g, const Graph* parent) {
     auto plan = std::make_unique<Plan>();
     plan->graph = &g;
@@ -96,6 +122,7 @@ Session::Session(std::shared_ptr<Graph> graph, const SessionOptions& options)
         if (v >= 0) produced_at[v] = s;
     }
     plan->steps.resize(order.size());
+    std::vector<std::pair<int, const KernelDef*>> pending;  // steps whose kernels are created below
     for (int s = 0; s < static_cast<int>(order.size()); ++s) {
       const Node& node = g.nodes[order[s]];
       Plan::Step& step = plan->steps[s];
@@ -110,18 +137,17 @@ Session::Session(std::shared_ptr<Graph> graph, const SessionOptions& options)
         step.provider = providers_.front()->name();
         continue;
       }
+      const KernelDef* chosen = nullptr;
       for (const auto& ep : providers_) {
         const KernelDef* def = ep->registry().find(node.domain, node.op_type, node.opset);
         if (!def || !def->factory) continue;
-        try {
-          step.kernel = def->factory(KernelInfo(node, g));
-        } catch (const Error& e) {
-          rethrow_with_label(node, e);
-        }
+        chosen = def;
         step.provider = ep->name();
         break;
       }
-      if (!step.kernel) {
+      if (chosen) {
+        pending.emplace_back(s, chosen);
+      } else {
         const std::string op = node.domain.empty() ? node.op_type : node.domain + "." + node.op_type;
         const bool known = providers_.front()->registry().has_op(node.domain, node.op_type);
         throw_error(ErrorCode::kUnsupported, known ? "operator " : "unknown operator ", op, " (domain '",
@@ -129,6 +155,7 @@ Session::Session(std::shared_ptr<Graph> graph, const SessionOptions& options)
                     " in node '", node.name, "' is not supported", known ? " at this opset" : "");
       }
     }
+    create_kernels(g, *plan, pending);
     for (int v = 0; v < n; ++v) {
       const Value& val = g.values[v];
       if (val.is_graph_output || produced_at[v] < 0) continue;

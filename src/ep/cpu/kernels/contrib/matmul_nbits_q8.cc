@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/float16.h"
+
 namespace onnxllm {
 namespace {
 
@@ -72,34 +74,54 @@ NBitsQ8Layout nbits_q8_layout(const NBitsShape& shape, bool has_zp) {
   return l;
 }
 
-void pack_nbits_q8(const NBitsQ8Layout& l, const NBitsSource& src, uint8_t* dst, int64_t tile_begin,
-                   int64_t tile_end) noexcept {
+namespace {
+
+// Column-major walk: one source row (column n of W) at a time, its scales read in their own type.
+template <typename Scale>
+void pack_tiles(const NBitsQ8Layout& l, const NBitsSource& src, const Scale* scales, uint8_t* dst, int64_t t0,
+                int64_t t1) {
   const NBitsShape& s = l.shape;
   const int64_t blob = s.blob_bytes();
-  for (int64_t t = tile_begin; t < tile_end; ++t)
-    for (int64_t blk = 0; blk < l.blocks; ++blk) {
-      uint8_t* p = dst + t * l.tile_bytes + blk * l.block_bytes;
-      std::memset(p, 0, static_cast<size_t>(l.block_bytes));  // padding columns: zero scale and values
-      float scale[kCols] = {};
-      for (int j = 0; j < kCols; ++j) {
-        const int64_t n = t * kCols + j;
-        if (n >= s.n) continue;
-        scale[j] = nbits_source_scale(s, src, n, blk);
+  for (int64_t t = t0; t < t1; ++t) {
+    uint8_t* tile = dst + t * l.tile_bytes;
+    std::memset(tile, 0, static_cast<size_t>(l.tile_bytes));  // padding columns: zero scale and values
+    for (int j = 0; j < kCols; ++j) {
+      const int64_t n = t * kCols + j;
+      if (n >= s.n) break;
+      const Scale* srow = scales + n * l.blocks;
+      const uint8_t* brow = src.b + n * l.blocks * blob;
+      for (int64_t blk = 0; blk < l.blocks; ++blk) {
+        uint8_t* p = tile + blk * l.block_bytes;
+        const float scale = static_cast<float>(srow[blk]);
+        std::memcpy(p + 4 * j, &scale, 4);
         if (l.has_zp) p[kCols * 4 + j] = static_cast<uint8_t>(nbits_source_zero_point(s, src, n, blk));
         // Source byte i of a chunk holds values 2i (low nibble) and 2i + 1; ours holds i and i + 4.
-        const uint8_t* block = src.b + (n * l.blocks + blk) * blob;
+        const uint8_t* q = brow + blk * blob;
         uint8_t* d = p + l.header_bytes + 4 * j;
-        for (int64_t c = 0; c < s.block_size; c += 8, d += 4 * kCols) {
-          uint8_t v[8];
-          for (int i = 0; i < 4; ++i) {
-            v[2 * i] = block[c / 2 + i] & 0x0F;
-            v[2 * i + 1] = block[c / 2 + i] >> 4;
-          }
-          for (int i = 0; i < 4; ++i) d[i] = static_cast<uint8_t>(v[i] | (v[i + 4] << 4));
+        for (int64_t c = 0; c < s.block_size; c += 8, q += 4, d += 4 * kCols) {
+          d[0] = static_cast<uint8_t>((q[0] & 0x0F) | ((q[2] & 0x0F) << 4));
+          d[1] = static_cast<uint8_t>((q[0] >> 4) | (q[2] & 0xF0));
+          d[2] = static_cast<uint8_t>((q[1] & 0x0F) | ((q[3] & 0x0F) << 4));
+          d[3] = static_cast<uint8_t>((q[1] >> 4) | (q[3] & 0xF0));
         }
       }
-      std::memcpy(p, scale, sizeof scale);
     }
+  }
+}
+
+}  // namespace
+
+void pack_nbits_q8(const NBitsQ8Layout& l, const NBitsSource& src, uint8_t* dst, int64_t tile_begin,
+                   int64_t tile_end) noexcept {
+  switch (src.scale_dtype) {
+    case DType::kFloat16:
+      pack_tiles(l, src, static_cast<const Float16*>(src.scales), dst, tile_begin, tile_end);
+      break;
+    case DType::kBFloat16:
+      pack_tiles(l, src, static_cast<const BFloat16*>(src.scales), dst, tile_begin, tile_end);
+      break;
+    default: pack_tiles(l, src, static_cast<const float*>(src.scales), dst, tile_begin, tile_end);
+  }
 }
 
 void quantize_a_q8(const NBitsQ8Layout& l, const float* a, int64_t r0, int64_t r1, const QuantizedA& q) noexcept {
