@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "ep/cpu/isa/cpu_isa.h"
 #include "ep/cpu/kernels/fast_math.h"
 #include "ep/kernel_registry.h"
 
@@ -23,8 +24,16 @@ inline float dot(const float* a, const float* b, int64_t n) {
 
 }  // namespace
 
-void attend_block(const QueryBlock& qb, int64_t head_size, const KvRows& kv, int64_t v_size, int64_t begin, int64_t end,
-                  const SoftmaxParams& params, float* scores, float* row_max) noexcept {
+namespace {
+
+// The body of attend_block, inlined into one function per instruction set below: target
+// attributes (not per-file flags) so that no out-of-line copy of an inline or template function
+// is ever compiled for a wider ISA than its callers run on. The operations are the same in every
+// copy (no contraction, no reassociation), so the results are bit-identical.
+[[gnu::always_inline]] inline void attend_block_body(const QueryBlock& qb, int64_t head_size, const KvRows& kv,
+                                                      int64_t v_size, int64_t begin, int64_t end,
+                                                      const SoftmaxParams& params, float* scores,
+                                                      float* row_max) noexcept {
   const int64_t rows = qb.rows;
   for (int64_t m = 0; m < rows; ++m) std::fill(qb.out + m * qb.out_stride, qb.out + m * qb.out_stride + v_size, 0.0f);
   if (begin >= end) {
@@ -72,6 +81,51 @@ void attend_block(const QueryBlock& qb, int64_t head_size, const KvRows& kv, int
       for (int64_t d = 0; d < v_size; ++d) out[d] += w * vj[d];
     }
   }
+}
+
+using AttendFn = void (*)(const QueryBlock&, int64_t, const KvRows&, int64_t, int64_t, int64_t, const SoftmaxParams&,
+                          float*, float*) noexcept;
+
+void attend_block_scalar(const QueryBlock& qb, int64_t head_size, const KvRows& kv, int64_t v_size, int64_t begin,
+                         int64_t end, const SoftmaxParams& params, float* scores, float* row_max) noexcept {
+  attend_block_body(qb, head_size, kv, v_size, begin, end, params, scores, row_max);
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+[[gnu::target("avx2,fma,f16c")]] void attend_block_avx2(const QueryBlock& qb, int64_t head_size, const KvRows& kv,
+                                                         int64_t v_size, int64_t begin, int64_t end,
+                                                         const SoftmaxParams& params, float* scores,
+                                                         float* row_max) noexcept {
+  attend_block_body(qb, head_size, kv, v_size, begin, end, params, scores, row_max);
+}
+
+[[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]] void attend_block_avx512(
+    const QueryBlock& qb, int64_t head_size, const KvRows& kv, int64_t v_size, int64_t begin, int64_t end,
+    const SoftmaxParams& params, float* scores, float* row_max) noexcept {
+  attend_block_body(qb, head_size, kv, v_size, begin, end, params, scores, row_max);
+}
+#endif
+
+AttendFn attend_fn(Isa isa) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (isa == Isa::kAvx512) return attend_block_avx512;
+  if (isa == Isa::kAvx2) return attend_block_avx2;
+#endif
+  return attend_block_scalar;
+}
+
+}  // namespace
+
+void attend_block(const QueryBlock& qb, int64_t head_size, const KvRows& kv, int64_t v_size, int64_t begin, int64_t end,
+                  const SoftmaxParams& params, float* scores, float* row_max) noexcept {
+  static const AttendFn fn = attend_fn(selected_isa());
+  fn(qb, head_size, kv, v_size, begin, end, params, scores, row_max);
+}
+
+void attend_block_with(Isa isa, const QueryBlock& qb, int64_t head_size, const KvRows& kv, int64_t v_size,
+                       int64_t begin, int64_t end, const SoftmaxParams& params, float* scores,
+                       float* row_max) noexcept {
+  attend_fn(isa)(qb, head_size, kv, v_size, begin, end, params, scores, row_max);
 }
 
 void average_rows(const float* v, int64_t stride, int64_t count, int64_t size, float* out) noexcept {
