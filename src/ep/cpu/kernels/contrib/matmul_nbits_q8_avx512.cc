@@ -4,7 +4,7 @@
 //
 // One 512-bit lane per column of a 16-column tile: VPDPBUSD multiplies each lane's 4 unsigned
 // weight bytes with 4 activation bytes broadcast to all lanes, so a 64-byte load of packed nibbles
-// feeds 2 VPDPBUSD per row of A. Rows go in groups of up to 4 so each weight load serves them all.
+// feeds 2 VPDPBUSD per row of A. Rows go in groups of up to 8 so each weight load serves them all.
 #include "ep/cpu/kernels/contrib/matmul_nbits_q8.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -37,26 +37,29 @@ void tile_rows(const NBitsQ8Layout& l, const uint8_t* tile, const QuantizedA& a,
   for (int64_t blk = 0; blk < l.blocks; ++blk) {
     const uint8_t* p = tile + blk * l.block_bytes;
     const uint8_t* d = p + l.header_bytes;
-    __m512i lo_sum[kRows], hi_sum[kRows];
-    for (int r = 0; r < kRows; ++r) lo_sum[r] = hi_sum[r] = _mm512_setzero_si512();
+    // One integer sum per row: a single M > 1 pass unpacks each weight chunk for up to 8 rows.
+    __m512i isum[kRows];
+    for (int r = 0; r < kRows; ++r) isum[r] = _mm512_setzero_si512();
     const int8_t* ab = a.values + r0 * l.k_padded + blk * bs;
     for (int64_t c = 0; c < bs; c += 8, d += 4 * kCols) {
       const __m512i v = _mm512_loadu_si512(d);
       const __m512i lo = _mm512_and_si512(v, nibble);
       const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
       for (int r = 0; r < kRows; ++r) {
-        lo_sum[r] = _mm512_dpbusd_epi32(lo_sum[r], lo, broadcast4(ab + r * l.k_padded + c));
-        hi_sum[r] = _mm512_dpbusd_epi32(hi_sum[r], hi, broadcast4(ab + r * l.k_padded + c + 4));
+        isum[r] = _mm512_dpbusd_epi32(isum[r], lo, broadcast4(ab + r * l.k_padded + c));
+        isum[r] = _mm512_dpbusd_epi32(isum[r], hi, broadcast4(ab + r * l.k_padded + c + 4));
       }
     }
     const __m512 scale = _mm512_loadu_ps(p);
-    const __m512i zp = kHasZp ? _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 4 * kCols)))
-                              : _mm512_set1_epi32(8);
     for (int r = 0; r < kRows; ++r) {
       const int64_t ri = (r0 + r) * l.blocks + blk;
-      const __m512i isum = _mm512_sub_epi32(_mm512_add_epi32(lo_sum[r], hi_sum[r]),
-                                            _mm512_mullo_epi32(zp, _mm512_set1_epi32(a.sums[ri])));
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(scale, _mm512_set1_ps(a.scales[ri])), acc[r]);
+      // The zero point's share, zp * sum(a8): a per-lane product only when zero points vary.
+      const __m512i corr =
+          kHasZp ? _mm512_mullo_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 4 * kCols))),
+                                      _mm512_set1_epi32(a.sums[ri]))
+                 : _mm512_set1_epi32(8 * a.sums[ri]);
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(isum[r], corr)),
+                               _mm512_mul_ps(scale, _mm512_set1_ps(a.scales[ri])), acc[r]);
     }
   }
   const int64_t cols = n_total - n0 < kCols ? n_total - n0 : kCols;
@@ -72,8 +75,12 @@ void kernel_impl(const NBitsQ8Layout& l, const uint8_t* packed, const QuantizedA
     const uint8_t* tile = packed + t * l.tile_bytes;
     const int64_t n0 = t * kCols;
     int64_t r = 0;
-    for (; r + 4 <= m; r += 4) tile_rows<4, kHasZp>(l, tile, a, r, bias, y, n0);
+    for (; r + 8 <= m; r += 8) tile_rows<8, kHasZp>(l, tile, a, r, bias, y, n0);
     switch (m - r) {
+      case 7: tile_rows<7, kHasZp>(l, tile, a, r, bias, y, n0); break;
+      case 6: tile_rows<6, kHasZp>(l, tile, a, r, bias, y, n0); break;
+      case 5: tile_rows<5, kHasZp>(l, tile, a, r, bias, y, n0); break;
+      case 4: tile_rows<4, kHasZp>(l, tile, a, r, bias, y, n0); break;
       case 3: tile_rows<3, kHasZp>(l, tile, a, r, bias, y, n0); break;
       case 2: tile_rows<2, kHasZp>(l, tile, a, r, bias, y, n0); break;
       case 1: tile_rows<1, kHasZp>(l, tile, a, r, bias, y, n0); break;
