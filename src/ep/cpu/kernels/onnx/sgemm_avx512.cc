@@ -59,13 +59,67 @@ void rows_block(const SgemmArgs& g, int64_t j, __mmask16 last) {
   }
 }
 
+// Depth of one packed panel of B: kKc x 32 floats (32 KiB) stay in L1 for every row block.
+constexpr int64_t kKc = 256;
+constexpr int64_t kPanel = 2 * kV;
+
+// Rows [i0, i0 + kRows) x the 32 columns of a packed panel for depths [p0, p0 + kc): the chain
+// continues from C when p0 > 0, so the FMA order per element is the unblocked one.
+template <int kRows>
+void packed_block(const SgemmArgs& g, const float* panel, int64_t i0, int64_t j, int64_t p0, int64_t kc) {
+  __m512 acc[kRows][2];
+  for (int r = 0; r < kRows; ++r) {
+    float* c = g.c + (i0 + r) * g.ldc + j;
+    acc[r][0] = p0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(c);
+    acc[r][1] = p0 == 0 ? _mm512_setzero_ps() : _mm512_loadu_ps(c + kV);
+  }
+  const float* a = g.a + i0 * g.lda + p0;
+  for (int64_t p = 0; p < kc; ++p, panel += kPanel) {
+    const __m512 b0 = _mm512_load_ps(panel), b1 = _mm512_load_ps(panel + kV);
+    for (int r = 0; r < kRows; ++r) {
+      const __m512 av = _mm512_set1_ps(a[r * g.lda + p]);
+      acc[r][0] = _mm512_fmadd_ps(av, b0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(av, b1, acc[r][1]);
+    }
+  }
+  for (int r = 0; r < kRows; ++r) {
+    float* c = g.c + (i0 + r) * g.ldc + j;
+    _mm512_storeu_ps(c, acc[r][0]);
+    _mm512_storeu_ps(c + kV, acc[r][1]);
+  }
+}
+
+// m > 1: per 32-column panel and depth block, B is copied once into a contiguous buffer (one
+// page instead of kc strided rows: no TLB misses, L1-resident) and run against every row block.
+void packed_columns(const SgemmArgs& g, int64_t j) {
+  alignas(64) float panel[kKc * kPanel];
+  for (int64_t p0 = 0; p0 < g.k; p0 += kKc) {
+    const int64_t kc = g.k - p0 < kKc ? g.k - p0 : kKc;
+    for (int64_t p = 0; p < kc; ++p) {
+      const float* src = g.b + (p0 + p) * g.ldb + j;
+      _mm512_store_ps(panel + p * kPanel, _mm512_loadu_ps(src));
+      _mm512_store_ps(panel + p * kPanel + kV, _mm512_loadu_ps(src + kV));
+    }
+    int64_t i = 0;
+    for (; i + 6 <= g.m; i += 6) packed_block<6>(g, panel, i, j, p0, kc);
+    switch (g.m - i) {
+      case 5: packed_block<5>(g, panel, i, j, p0, kc); break;
+      case 4: packed_block<4>(g, panel, i, j, p0, kc); break;
+      case 3: packed_block<3>(g, panel, i, j, p0, kc); break;
+      case 2: packed_block<2>(g, panel, i, j, p0, kc); break;
+      case 1: packed_block<1>(g, panel, i, j, p0, kc); break;
+      default: break;
+    }
+  }
+}
+
 void panel(const SgemmArgs& g, int64_t j0, int64_t j1) {
   int64_t j = j0;
   if (g.m == 1) {
     // Decode: 256 columns per pass, so each row of B is read in 1 KiB runs.
     for (; j + 16 * kV <= j1; j += 16 * kV) block<1, 16>(g, 0, j, 0xFFFF);
-  } else {
-    for (; j + 2 * kV <= j1; j += 2 * kV) rows_block<2>(g, j, 0xFFFF);
+  } else if (g.k > 0) {
+    for (; j + kPanel <= j1; j += kPanel) packed_columns(g, j);
   }
   for (; j < j1; j += kV) rows_block<1>(g, j, tail_mask(j1 - j));
 }
