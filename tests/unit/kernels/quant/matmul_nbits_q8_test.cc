@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <tuple>
 
 #include "core/tensor.h"
 #include "tests/unit/kernels/quant/quant_test_util.h"
@@ -102,6 +104,32 @@ TEST(MatMulNBitsQ8, QuantizerRoundsWithinHalfAStep) {
       EXPECT_FLOAT_EQ(scale, amax / 127.f);
     }
   EXPECT_EQ(s[1], 0.f);  // the all-zero block
+}
+
+TEST(MatMulNBitsQ8, VectorQuantizerBitIdenticalToScalar) {
+  if (!isa_available(Isa::kAvx512) || !nbits_q8_quantizer_avx512()) GTEST_SKIP() << "no AVX-512 here";
+  for (int64_t bs : {16, 32, 128})
+    for (int64_t k : {16, 37, 100, 300}) {
+      const NBitsQ8Layout l = nbits_q8_layout(NBitsShape{k, 16, 4, bs}, false);
+      auto a = test::gaussian(static_cast<size_t>(3 * k), 3.f, static_cast<uint32_t>(k + bs));
+      a[1] = std::numeric_limits<float>::quiet_NaN();
+      a[2] = -std::numeric_limits<float>::infinity();
+      a[static_cast<size_t>(k)] = 1e30f;
+      a[static_cast<size_t>(k) + 1] = -0.f;
+      std::fill(a.begin() + 2 * k, a.end(), 0.f);  // an all-zero row
+      auto quantized = [&](NBitsQ8Quantizer f) {
+        std::vector<int8_t> v(static_cast<size_t>(3 * l.k_padded), 99);
+        std::vector<float> s(static_cast<size_t>(3 * l.blocks));
+        std::vector<int32_t> sums(s.size());
+        f(l, a.data(), 0, 3, QuantizedA{v.data(), s.data(), sums.data()});
+        return std::make_tuple(v, s, sums);
+      };
+      const auto [v0, s0, u0] = quantized(quantize_a_q8);
+      const auto [v1, s1, u1] = quantized(nbits_q8_quantizer_avx512());
+      EXPECT_EQ(v0, v1) << "bs=" << bs << " k=" << k;
+      EXPECT_EQ(0, std::memcmp(s0.data(), s1.data(), s0.size() * 4)) << "bs=" << bs << " k=" << k;
+      EXPECT_EQ(u0, u1) << "bs=" << bs << " k=" << k;
+    }
 }
 
 TEST(MatMulNBitsQ8, ScalarMatchesReferenceAndSimdIsBitIdentical) {

@@ -165,10 +165,13 @@ void matmul_nbits_q8_run(const NBitsQ8Layout& l, const uint8_t* packed, const fl
   q.values = reinterpret_cast<int8_t*>(ws);
   q.scales = reinterpret_cast<float*>(ws + align64(static_cast<size_t>(m * l.k_padded)));
   q.sums = reinterpret_cast<int32_t*>(reinterpret_cast<uint8_t*>(q.scales) + align64(static_cast<size_t>(m * l.blocks) * 4));
+  NBitsQ8Quantizer quantize = quantize_a_q8;
+  if (isa == Isa::kAvx512 && l.shape.block_size % 16 == 0 && nbits_q8_quantizer_avx512())
+    quantize = nbits_q8_quantizer_avx512();
   if (m == 1) {
-    quantize_a_q8(l, a, 0, 1, q);
+    quantize(l, a, 0, 1, q);
   } else {
-    pool.parallel_for(m, 1, [&](int64_t r0, int64_t r1) { quantize_a_q8(l, a, r0, r1, q); });
+    pool.parallel_for(m, 1, [&](int64_t r0, int64_t r1) { quantize(l, a, r0, r1, q); });
   }
   NBitsQ8Kernel kernel = kernel_scalar;
   if (isa == Isa::kAvx512 && nbits_q8_kernel_avx512()) kernel = nbits_q8_kernel_avx512();

@@ -64,5 +64,8 @@ NBitsQ8Kernel nbits_q8_kernel_scalar();
 // nullptr when not compiled in (non-x86 builds).
 NBitsQ8Kernel nbits_q8_kernel_avx2();
 NBitsQ8Kernel nbits_q8_kernel_avx512();
+// quantize_a_q8 vectorized (the same values bit for bit).
+using NBitsQ8Quantizer = void (*)(const NBitsQ8Layout& l, const float* a, int64_t r0, int64_t r1, const QuantizedA& q) noexcept;
+NBitsQ8Quantizer nbits_q8_quantizer_avx512();
 
 }  // namespace onnxllm

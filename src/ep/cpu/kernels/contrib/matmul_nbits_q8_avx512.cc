@@ -94,9 +94,46 @@ void kernel(const NBitsQ8Layout& l, const uint8_t* packed, const QuantizedA& a, 
   (l.has_zp ? kernel_impl<true> : kernel_impl<false>)(l, packed, a, m, bias, y, t0, t1);
 }
 
+// quantize_a_q8 with 16 lanes: the same max, multiply, clamp and round-half-to-even conversion,
+// so the values are the scalar quantizer's exactly.
+void quantize(const NBitsQ8Layout& l, const float* a, int64_t r0, int64_t r1, const QuantizedA& q) noexcept {
+  const int64_t k = l.shape.k, bs = l.shape.block_size;
+  const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* ar = a + r * k;
+    int8_t* qr = q.values + r * l.k_padded;
+    for (int64_t blk = 0; blk < l.blocks; ++blk) {
+      const int64_t k0 = blk * bs, len = bs < k - k0 ? bs : k - k0;
+      __m512 vmax = _mm512_setzero_ps();
+      for (int64_t i = 0; i < len; i += kCols) {
+        const __mmask16 m = len - i >= kCols ? 0xFFFF : static_cast<__mmask16>((1u << (len - i)) - 1);
+        // max_ps(x, vmax) keeps vmax when x is NaN, as std::max(amax, x) does in the scalar loop.
+        vmax = _mm512_max_ps(_mm512_and_ps(_mm512_maskz_loadu_ps(m, ar + k0 + i), abs_mask), vmax);
+      }
+      const float amax = _mm512_reduce_max_ps(vmax);
+      const float inv = amax > 0.f ? 127.f / amax : 0.f;
+      __m512i vsum = _mm512_setzero_si512();
+      for (int64_t i = 0; i < bs; i += kCols) {
+        const int64_t left = len - i;
+        const __mmask16 m = left >= kCols ? 0xFFFF : left <= 0 ? 0 : static_cast<__mmask16>((1u << left) - 1);
+        __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, ar + k0 + i), _mm512_set1_ps(inv));
+        // NaN and values below -127 become -127, values above 127 become 127 (scalar order).
+        x = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(-127.f), _CMP_GE_OQ), _mm512_set1_ps(-127.f), x);
+        x = _mm512_min_ps(x, _mm512_set1_ps(127.f));
+        const __m512i v = _mm512_maskz_mov_epi32(m, _mm512_cvtps_epi32(x));
+        vsum = _mm512_add_epi32(vsum, v);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(qr + k0 + i), _mm512_cvtepi32_epi8(v));
+      }
+      q.scales[r * l.blocks + blk] = amax / 127.f;
+      q.sums[r * l.blocks + blk] = _mm512_reduce_add_epi32(vsum);
+    }
+  }
+}
+
 }  // namespace
 
 NBitsQ8Kernel nbits_q8_kernel_avx512() { return kernel; }
+NBitsQ8Quantizer nbits_q8_quantizer_avx512() { return quantize; }
 
 }  // namespace onnxllm
 
@@ -104,6 +141,7 @@ NBitsQ8Kernel nbits_q8_kernel_avx512() { return kernel; }
 
 namespace onnxllm {
 NBitsQ8Kernel nbits_q8_kernel_avx512() { return nullptr; }
+NBitsQ8Quantizer nbits_q8_quantizer_avx512() { return nullptr; }
 }  // namespace onnxllm
 
 #endif
