@@ -2,15 +2,18 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <map>
+#include <string_view>
 
 #include "core/error.h"
 #include "ep/cpu/cpu_provider.h"
 #include "onnx/model_loader.h"
 #include "runtime/constant_folding.h"
 #include "runtime/execution_frame.h"
+#include "runtime/fusion.h"
 #include "runtime/io_binding.h"
 
 namespace onnxllm {
@@ -72,6 +75,8 @@ Session::Session(std::shared_ptr<Graph> graph, const SessionOptions& options)
   providers_.push_back(std::make_unique<CpuProvider>());
   graph_->remove_dead_nodes();  // nodes that no graph output depends on never run
   if (options.constant_folding) fold_constants(*graph_, providers_.front()->registry(), *pool_);
+  const char* fusions_env = std::getenv("ONNXLLM_FUSIONS");
+  if (options.fusions && !(fusions_env && std::string_view(fusions_env) == "0")) fuse_matmul_nbits_siblings(*graph_);
 
   // Build the plan (and the plans of every subgraph) once.
   // Kernel constructors (prepare: attributes, checks, prepacked weights) are independent of each

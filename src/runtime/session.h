@@ -27,6 +27,7 @@ struct SessionOptions {
   // Upper bound on activation memory per IoBinding (and on each output a binding allocates);
   // 0 = the default address-space reservation (64 GiB). Exceeding it is a clear kOutOfMemory.
   size_t memory_limit_bytes = 0;
+  bool fusions = true;  // runtime/fusion.h (also off with ONNXLLM_FUSIONS=0)
 };
 
 struct IoInfo {

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """End-to-end: greedy tokens on stories260K (fp32, int4 at accuracy levels 0 and 4, int8) are the
-same with every instruction set this CPU has (ONNXLLM_ISA=scalar is the reference), and a bad
-ONNXLLM_ISA is a clear error.
+same with every instruction set this CPU has (ONNXLLM_ISA=scalar is the reference) and with graph
+fusions on or off (ONNXLLM_FUSIONS=0), and a bad ONNXLLM_ISA is a clear error.
 usage: isa_test.py ONNXLLM_CLI SHARED_DIR WORK_DIR   (exit 77 = skipped: ../shared absent)"""
 
 import os
@@ -19,11 +19,14 @@ shutil.rmtree(work, ignore_errors=True)
 work.mkdir(parents=True)
 
 
-def run(args, isa=None):
+def run(args, isa=None, fusions=None):
     env = dict(os.environ)
     env.pop("ONNXLLM_ISA", None)
+    env.pop("ONNXLLM_FUSIONS", None)
     if isa:
         env["ONNXLLM_ISA"] = isa
+    if fusions:
+        env["ONNXLLM_FUSIONS"] = fusions
     return subprocess.run([cli, *args], capture_output=True, text=True, env=env, timeout=300)
 
 
@@ -60,6 +63,12 @@ for name in models:
                 want = got
             assert got == want, f"{name}, prompt {ids}: {isa} gave\n{got}\nscalar gave\n{want}"
             checked += 1
+
+# Graph fusions (runtime/fusion.h) change no bits either.
+for name in ["int4-level4", "int4"]:
+    got = [run(["generate", "-m", str(work / name), "--ids", "1", "-n", "80", "--print-ids", "--no-timings"], None,
+               fusions).stdout for fusions in ("1", "0")]
+    assert got[0] == got[1] and len(got[0].split(",")) > 40, f"{name}: fused\n{got[0]}\nunfused\n{got[1]}"
 
 for bad, message in [("bogus", "ONNXLLM_ISA='bogus' is not an instruction set"), ("AVX2", "ONNXLLM_ISA='AVX2'")]:
     r = run(["generate", "-m", str(work / "int4-level4"), "--ids", "1", "-n", "2"], bad)

@@ -157,9 +157,14 @@ size_t matmul_nbits_q8_workspace(const NBitsQ8Layout& l, int64_t m) {
 
 NBitsQ8Kernel nbits_q8_kernel_scalar() { return kernel_scalar; }
 
-void matmul_nbits_q8_run(const NBitsQ8Layout& l, const uint8_t* packed, const float* a, int64_t m, const float* bias,
-                         float* y, void* workspace, ThreadPool& pool, Isa isa) noexcept {
-  if (m <= 0 || l.shape.n <= 0) return;
+NBitsQ8Kernel nbits_q8_kernel(Isa isa) {
+  if (isa == Isa::kAvx512 && nbits_q8_kernel_avx512()) return nbits_q8_kernel_avx512();
+  if (isa == Isa::kAvx2 && nbits_q8_kernel_avx2()) return nbits_q8_kernel_avx2();
+  return kernel_scalar;
+}
+
+QuantizedA matmul_nbits_q8_quantize(const NBitsQ8Layout& l, const float* a, int64_t m, void* workspace, ThreadPool& pool,
+                                    Isa isa) noexcept {
   auto* ws = static_cast<uint8_t*>(workspace);
   QuantizedA q;
   q.values = reinterpret_cast<int8_t*>(ws);
@@ -173,9 +178,14 @@ void matmul_nbits_q8_run(const NBitsQ8Layout& l, const uint8_t* packed, const fl
   } else {
     pool.parallel_for(m, 1, [&](int64_t r0, int64_t r1) { quantize(l, a, r0, r1, q); });
   }
-  NBitsQ8Kernel kernel = kernel_scalar;
-  if (isa == Isa::kAvx512 && nbits_q8_kernel_avx512()) kernel = nbits_q8_kernel_avx512();
-  if (isa == Isa::kAvx2 && nbits_q8_kernel_avx2()) kernel = nbits_q8_kernel_avx2();
+  return q;
+}
+
+void matmul_nbits_q8_run(const NBitsQ8Layout& l, const uint8_t* packed, const float* a, int64_t m, const float* bias,
+                         float* y, void* workspace, ThreadPool& pool, Isa isa) noexcept {
+  if (m <= 0 || l.shape.n <= 0) return;
+  const QuantizedA q = matmul_nbits_q8_quantize(l, a, m, workspace, pool, isa);
+  const NBitsQ8Kernel kernel = nbits_q8_kernel(isa);
   pool.run([&](int t, int nt) {
     const int64_t t0 = l.tiles * t / nt, t1 = l.tiles * (t + 1) / nt;
     if (t0 < t1) kernel(l, packed, q, m, bias, y, t0, t1);

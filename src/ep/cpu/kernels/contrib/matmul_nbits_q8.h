@@ -53,6 +53,8 @@ struct QuantizedA {
 void quantize_a_q8(const NBitsQ8Layout& l, const float* a, int64_t r0, int64_t r1, const QuantizedA& q) noexcept;
 
 // Scratch bytes for m rows; the kernels' entry point (splits rows and tiles over the pool).
+// Its two steps, for callers that run several weights against one A: A quantized into the
+// workspace, and the kernel of `isa` (the scalar one when that ISA has none).
 size_t matmul_nbits_q8_workspace(const NBitsQ8Layout& l, int64_t m);
 void matmul_nbits_q8_run(const NBitsQ8Layout& l, const uint8_t* packed, const float* a, int64_t m, const float* bias,
                          float* y, void* workspace, ThreadPool& pool, Isa isa) noexcept;
@@ -60,6 +62,9 @@ void matmul_nbits_q8_run(const NBitsQ8Layout& l, const uint8_t* packed, const fl
 // The per-ISA kernel: rows [0, m) of quantized A against tiles [t0, t1).
 using NBitsQ8Kernel = void (*)(const NBitsQ8Layout& l, const uint8_t* packed, const QuantizedA& a, int64_t m,
                                const float* bias, float* y, int64_t t0, int64_t t1);
+QuantizedA matmul_nbits_q8_quantize(const NBitsQ8Layout& l, const float* a, int64_t m, void* workspace, ThreadPool& pool,
+                                    Isa isa) noexcept;
+NBitsQ8Kernel nbits_q8_kernel(Isa isa);
 NBitsQ8Kernel nbits_q8_kernel_scalar();
 // nullptr when not compiled in (non-x86 builds).
 NBitsQ8Kernel nbits_q8_kernel_avx2();

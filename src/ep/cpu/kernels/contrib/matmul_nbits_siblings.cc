@@ -1,0 +1,108 @@
+// com.onnxllm.MatMulNBitsSiblings: several MatMulNBits (accuracy_level 4, 4-bit, no zero points
+// or bias) that read the same A, fused by runtime/fusion.h. A is quantized once and one parallel
+// region covers every member's tiles; each member's columns are computed exactly as its own
+// MatMulNBits would compute them, straight into its output.
+#include <algorithm>
+
+#include "ep/cpu/kernels/contrib/matmul_nbits_q8.h"
+#include "ep/cpu/kernels/kernel_utils.h"
+#include "ep/kernel_registry.h"
+
+namespace onnxllm {
+namespace {
+
+class MatMulNBitsSiblingsKernel final : public OpKernel {
+ public:
+  explicit MatMulNBitsSiblingsKernel(const KernelInfo& info) : isa_(selected_isa()) {
+    const Node& node = info.node();
+    const std::vector<int64_t> ns = node.attr_ints("Ns");
+    const int64_t k = node.required_int("K"), bs = node.required_int("block_size");
+    ONNXLLM_CHECK(!ns.empty() && node.num_inputs() == 1 + 2 * static_cast<int>(ns.size()) &&
+                      node.num_outputs() == static_cast<int>(ns.size()),
+                  kInvalidModel, node.label(), ": needs A, then B and scales for each of its ", ns.size(), " outputs");
+    ONNXLLM_CHECK(k > 0 && bs >= 16 && (bs & (bs - 1)) == 0 && node.attr_int("bits", 4) == 4, kInvalidModel,
+                  node.label(), ": K must be positive, block_size a power of two >= 16 and bits 4");
+    int64_t tiles = 0;
+    for (int64_t n : ns) {
+      ONNXLLM_CHECK(n > 0 && n % NBitsQ8Layout::kCols == 0, kInvalidModel, node.label(), ": N=", n,
+                    " is not a positive multiple of ", NBitsQ8Layout::kCols);
+      tiles += n / NBitsQ8Layout::kCols;
+    }
+    k_ = k;
+    all_ = nbits_q8_layout(NBitsShape{k, tiles * NBitsQ8Layout::kCols, 4, bs}, false);
+    packed_ = AlignedBuffer(all_.bytes());
+    int64_t tile0 = 0;
+    for (size_t i = 0; i < ns.size(); ++i) {
+      const TensorView* b = info.constant_input(1 + 2 * static_cast<int>(i));
+      const TensorView* scales = info.constant_input(2 + 2 * static_cast<int>(i));
+      ONNXLLM_CHECK(b && scales, kInvalidModel, node.label(), ": B and scales must be initializers");
+      Member m;
+      m.layout = nbits_q8_layout(NBitsShape{k, ns[i], 4, bs}, false);
+      m.tile0 = tile0;
+      check_dtype(*b, DType::kUInt8, "B");
+      ONNXLLM_CHECK(b->numel() == ns[i] * m.layout.blocks * (bs / 2), kInvalidModel, node.label(), ": B ", i,
+                    " has ", b->numel(), " bytes, expected ", ns[i] * m.layout.blocks * (bs / 2));
+      ONNXLLM_CHECK((scales->dtype() == DType::kFloat32 || scales->dtype() == DType::kFloat16) &&
+                        scales->numel() == ns[i] * m.layout.blocks,
+                    kInvalidModel, node.label(), ": scales ", i, " must be float32/float16 with N*n_blk values");
+      NBitsSource src;
+      src.b = b->data<uint8_t>();
+      src.scales = scales->raw();
+      src.scale_dtype = scales->dtype();
+      pack_nbits_q8(m.layout, src, static_cast<uint8_t*>(packed_.data()) + tile0 * all_.tile_bytes, 0, m.layout.tiles);
+      tile0 += m.layout.tiles;
+      members_.push_back(m);
+    }
+  }
+
+  void infer(InferContext& ctx) const override {
+    const TensorView& a = ctx.input(0);
+    check_dtype(a, DType::kFloat32, "A");
+    ONNXLLM_CHECK(a.rank() >= 1 && a.dim(-1) == k_, kInvalidArgument, "A must have last dimension K=", k_, ", got shape ",
+                  a.shape().to_string());
+    for (size_t i = 0; i < members_.size(); ++i) {
+      Shape out = a.shape();
+      out[out.rank() - 1] = members_[i].layout.shape.n;
+      ctx.set_output(static_cast<int>(i), DType::kFloat32, out);
+    }
+    ctx.request_workspace(matmul_nbits_q8_workspace(all_, a.numel() / k_));
+  }
+
+  void compute(const ComputeContext& ctx) const noexcept override {
+    const int64_t m = ctx.input(0).numel() / k_;
+    if (m == 0) return;
+    ThreadPool& pool = ctx.pool();
+    const QuantizedA q = matmul_nbits_q8_quantize(all_, ctx.input(0).data<float>(), m, ctx.workspace(), pool, isa_);
+    const NBitsQ8Kernel kernel = nbits_q8_kernel(isa_);
+    const auto* packed = static_cast<const uint8_t*>(packed_.data());
+    pool.run([&](int t, int nt) {
+      const int64_t t0 = all_.tiles * t / nt, t1 = all_.tiles * (t + 1) / nt;
+      for (size_t i = 0; i < members_.size(); ++i) {
+        const Member& mb = members_[i];
+        const int64_t b = std::max(t0, mb.tile0) - mb.tile0, e = std::min(t1, mb.tile0 + mb.layout.tiles) - mb.tile0;
+        if (b < e)
+          kernel(mb.layout, packed + mb.tile0 * all_.tile_bytes, q, m, nullptr, ctx.output(static_cast<int>(i)).data<float>(),
+                 b, e);
+      }
+    });
+  }
+
+ private:
+  struct Member {
+    NBitsQ8Layout layout;
+    int64_t tile0 = 0;  // first tile in packed_
+  };
+  Isa isa_;
+  int64_t k_ = 0;
+  NBitsQ8Layout all_;  // the members' tiles one after another
+  std::vector<Member> members_;
+  AlignedBuffer packed_;
+};
+
+}  // namespace
+
+void register_matmul_nbits_siblings_kernel(KernelRegistry& r) {
+  r.add({"com.onnxllm", "MatMulNBitsSiblings", 1, 1 << 30, {DType::kFloat32}, make_factory<MatMulNBitsSiblingsKernel>()});
+}
+
+}  // namespace onnxllm

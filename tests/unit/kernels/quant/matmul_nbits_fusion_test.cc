@@ -1,0 +1,66 @@
+// runtime/fusion: MatMulNBits siblings (same A, accuracy_level 4) fused into one node give the
+// unfused graph's outputs bit for bit; members that cannot join (another level, a bias, N not a
+// multiple of 16) stay as they are.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "runtime/session.h"
+#include "tests/unit/kernels/quant/quant_test_util.h"
+#include "tests/util/graph_builder.h"
+
+namespace onnxllm {
+namespace {
+
+using test::QuantWeight;
+
+std::shared_ptr<Graph> siblings_graph(const std::vector<QuantWeight>& ws, const std::vector<int>& levels, int64_t k) {
+  auto g = test::new_graph();
+  test::add_input(*g, "A", DType::kFloat32, {-1, -1, k});
+  for (size_t i = 0; i < ws.size(); ++i) {
+    const QuantWeight& w = ws[i];
+    const std::string s = std::to_string(i);
+    test::add_constant(*g, "B" + s, Tensor::from<uint8_t>(Shape{w.n, w.blocks(), w.blob()}, w.b));
+    test::add_constant(*g, "S" + s, Tensor::from<float>(Shape{w.n, w.blocks()}, w.scales));
+    Node& node = g->add_node("MatMulNBits", "com.microsoft", {"A", "B" + s, "S" + s}, {"Y" + s}, "mm" + s);
+    node.attributes = {test::int_attr("K", w.k), test::int_attr("N", w.n), test::int_attr("bits", 4),
+                       test::int_attr("block_size", w.bs), test::int_attr("accuracy_level", levels[i])};
+    test::add_output(*g, "Y" + s);
+  }
+  return g;
+}
+
+int steps(const Session& s) {
+  int n = 0;
+  for (const auto& [provider, count] : s.provider_node_counts()) n += count;
+  return n;
+}
+
+TEST(MatMulNBitsFusion, SiblingsGiveTheUnfusedBits) {
+  const int64_t k = 200;  // a partial last block
+  const std::vector<QuantWeight> ws = {test::random_weight(k, 32, 4, 32, false, 1), test::random_weight(k, 16, 4, 32, false, 2),
+                                       test::random_weight(k, 48, 4, 32, false, 3), test::random_weight(k, 32, 4, 32, false, 4),
+                                       test::random_weight(k, 20, 4, 32, false, 5)};
+  const std::vector<int> levels = {4, 4, 4, 0, 4};  // the last two cannot join: level 0, N = 20
+  const auto graph = siblings_graph(ws, levels, k);
+  for (int64_t rows : {1, 3, 37}) {
+    const auto a = test::gaussian(static_cast<size_t>(rows * k), 1.f, static_cast<uint32_t>(rows));
+    const Tensor at = Tensor::from<float>(Shape{1, rows, k}, a);
+    SessionOptions on{2, true, nullptr}, off{2, true, nullptr};
+    off.fusions = false;
+    Session fused(graph, on), plain(graph, off);
+    EXPECT_EQ(steps(plain), 5);
+    EXPECT_EQ(steps(fused), 3);  // one node for the three siblings, and the two that stay
+    const auto y1 = fused.run({{"A", at}});
+    const auto y0 = plain.run({{"A", at}});
+    ASSERT_EQ(y1.size(), 5u);
+    for (size_t i = 0; i < y1.size(); ++i) {
+      ASSERT_EQ(y1[i].shape(), (Shape{1, rows, ws[i].n}));
+      ASSERT_EQ(0, std::memcmp(y1[i].data<float>(), y0[i].data<float>(), static_cast<size_t>(y1[i].numel()) * 4))
+          << "output " << i << ", " << rows << " rows";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace onnxllm
