@@ -178,8 +178,8 @@ double measure_read_bandwidth(ThreadPool& pool, const ReadBandwidthOptions& opti
     rates.push_back(seconds > 0 ? static_cast<double>(blocks * detail::kReadBlockBytes) / seconds : 0);
   }
   // The xor of the pattern is data-dependent, so the reads above are real; keep it observable.
-  static volatile uint64_t observed;
-  observed = sink.load();
+  const uint64_t observed = sink.load();
+  asm volatile("" : : "r"(observed) : "memory");
   return median(std::move(rates));
 }
 
