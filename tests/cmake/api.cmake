@@ -34,4 +34,4 @@ set_tests_properties(c_api_conformance PROPERTIES SKIP_RETURN_CODE 77)
 add_test(NAME api_install
   COMMAND /bin/sh ${CMAKE_CURRENT_SOURCE_DIR}/api/install_test.sh ${CMAKE_BINARY_DIR} ${PROJECT_SOURCE_DIR}
           ${ONNXLLM_SHARED_DIR})
-set_tests_properties(api_install PROPERTIES TIMEOUT 300)
+set_tests_properties(api_install PROPERTIES TIMEOUT 300 ENVIRONMENT "${ONNXLLM_SANITIZER_ENV}")

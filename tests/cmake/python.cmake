@@ -7,7 +7,8 @@ if(TARGET python)
       PYTHONDONTWRITEBYTECODE=1
       ONNXLLM_SHARED_DIR=${ONNXLLM_SHARED_DIR}
       ONNXLLM_SOURCE_DIR=${PROJECT_SOURCE_DIR}
-      ONNXLLM_CLI=$<TARGET_FILE:onnxllm>)
+      ONNXLLM_CLI=$<TARGET_FILE:onnxllm>
+      ${ONNXLLM_SANITIZER_ENV})
   foreach(part api errors conformance tutorial examples readme)
     add_test(NAME python_${part}
              COMMAND /usr/bin/python3 -m pytest -q -p no:cacheprovider ${PROJECT_SOURCE_DIR}/tests/python/test_${part}.py
