@@ -45,12 +45,64 @@ void rows_block(const SgemmArgs& g, int64_t j) {
   }
 }
 
+// m > 1: per 16-column panel and depth block, B is copied once into a contiguous buffer (no
+// TLB misses, L1-resident) and run against every block of 6 rows; the FMA chain of each element
+// continues across depth blocks through C, so the order is the unblocked one.
+constexpr int64_t kKc = 256;
+constexpr int64_t kPanel = 2 * kV;
+
+template <int kRows>
+void packed_block(const SgemmArgs& g, const float* panel, int64_t i0, int64_t j, int64_t p0, int64_t kc) {
+  __m256 acc[kRows][2];
+  for (int r = 0; r < kRows; ++r) {
+    float* c = g.c + (i0 + r) * g.ldc + j;
+    acc[r][0] = p0 == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(c);
+    acc[r][1] = p0 == 0 ? _mm256_setzero_ps() : _mm256_loadu_ps(c + kV);
+  }
+  const float* a = g.a + i0 * g.lda + p0;
+  for (int64_t p = 0; p < kc; ++p, panel += kPanel) {
+    const __m256 b0 = _mm256_load_ps(panel), b1 = _mm256_load_ps(panel + kV);
+    for (int r = 0; r < kRows; ++r) {
+      const __m256 av = _mm256_set1_ps(a[r * g.lda + p]);
+      acc[r][0] = _mm256_fmadd_ps(av, b0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(av, b1, acc[r][1]);
+    }
+  }
+  for (int r = 0; r < kRows; ++r) {
+    float* c = g.c + (i0 + r) * g.ldc + j;
+    _mm256_storeu_ps(c, acc[r][0]);
+    _mm256_storeu_ps(c + kV, acc[r][1]);
+  }
+}
+
+void packed_columns(const SgemmArgs& g, int64_t j) {
+  alignas(32) float panel[kKc * kPanel];
+  for (int64_t p0 = 0; p0 < g.k; p0 += kKc) {
+    const int64_t kc = g.k - p0 < kKc ? g.k - p0 : kKc;
+    for (int64_t p = 0; p < kc; ++p) {
+      const float* src = g.b + (p0 + p) * g.ldb + j;
+      _mm256_store_ps(panel + p * kPanel, _mm256_loadu_ps(src));
+      _mm256_store_ps(panel + p * kPanel + kV, _mm256_loadu_ps(src + kV));
+    }
+    int64_t i = 0;
+    for (; i + 6 <= g.m; i += 6) packed_block<6>(g, panel, i, j, p0, kc);
+    switch (g.m - i) {
+      case 5: packed_block<5>(g, panel, i, j, p0, kc); break;
+      case 4: packed_block<4>(g, panel, i, j, p0, kc); break;
+      case 3: packed_block<3>(g, panel, i, j, p0, kc); break;
+      case 2: packed_block<2>(g, panel, i, j, p0, kc); break;
+      case 1: packed_block<1>(g, panel, i, j, p0, kc); break;
+      default: break;
+    }
+  }
+}
+
 void panel(const SgemmArgs& g, int64_t j0, int64_t j1) {
   int64_t j = j0;
   if (g.m == 1) {
     for (; j + 8 * kV <= j1; j += 8 * kV) block<1, 8>(g, 0, j);
-  } else {
-    for (; j + 2 * kV <= j1; j += 2 * kV) rows_block<2>(g, j);
+  } else if (g.k > 0) {
+    for (; j + kPanel <= j1; j += kPanel) packed_columns(g, j);
   }
   for (; j + kV <= j1; j += kV) rows_block<1>(g, j);
   if (j < j1) sgemm_panel_scalar()(g, j, j1);
