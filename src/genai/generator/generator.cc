@@ -117,7 +117,7 @@ Generator::Generator(const GeneratorParams& params) : model_(params.model()) {
 
 void Generator::check_usable() const {
   ONNXLLM_CHECK(failed_.empty(), kRuntime, "the generator failed earlier (", failed_,
-                "); call rewind_to(0) to start over");
+                "); call rewind_to(length) to continue from a length before the failure, or rewind_to(0) to start over");
 }
 
 void Generator::compute_logits() {
@@ -209,13 +209,16 @@ std::span<const int32_t> Generator::get_sequence(int index) {
 void Generator::rewind_to(int length) {
   ONNXLLM_CHECK(length >= 0 && length <= search_->length(), kInvalidArgument, "rewind_to(", length,
                 "): the sequences have ", search_->length(), " tokens");
-  if (length == 0) failed_.clear();
-  check_usable();
-  if (length == search_->length() && length > 0) return;
+  const bool noop = length == search_->length() && length > 0 && failed_.empty();
+  if (noop) return;
   ONNXLLM_CHECK(length == 0 || batch_size_ == 1, kInvalidArgument, "rewind_to(", length,
                 "): with batch_size > 1 only rewind_to(0) is supported");
   ONNXLLM_CHECK(length == 0 || num_beams_ == 1, kInvalidArgument, "rewind_to(", length,
                 "): beam search supports only rewind_to(0)");
+  // A failed run (a terminated session, an error in a kernel) stopped before the KV cache
+  // advanced, so the cache is valid up to where it was and rewinding to any length recovers, as
+  // onnxruntime-genai's chat example does after Ctrl-C (RewindTo the turn's start).
+  failed_.clear();
   search_->rewind_to(length);
   state_->rewind_to(length);
   logits_current_ = false;

@@ -446,7 +446,7 @@ TEST(GenaiGenerator, InvalidSearchOptions) {
             "search options: 'search.max_length' must be an integer in the int32 range, got 2.5");
 }
 
-TEST(GenaiGenerator, AFailedRunMarksTheGeneratorFailedUntilRewindToZero) {
+TEST(GenaiGenerator, AFailedRunMarksTheGeneratorFailedUntilRewound) {
   KvModel m;
   m.max_position = 4;  // positions >= 4 make the model's Gather fail
   GeneratorParams params(m.model(0, "31", R"({"max_length": 10})"));
@@ -458,11 +458,33 @@ TEST(GenaiGenerator, AFailedRunMarksTheGeneratorFailedUntilRewindToZero) {
   const std::string failure = error_of([&] { g.generate_next_token(); });  // runs position 4
   EXPECT_NE(failure.find("Gather"), std::string::npos) << failure;
   EXPECT_NE(error_of([&] { g.is_done(); }).find("the generator failed earlier"), std::string::npos);
-  EXPECT_NE(error_of([&] { g.append_tokens(prompt); }).find("call rewind_to(0) to start over"), std::string::npos);
+  EXPECT_NE(error_of([&] { g.append_tokens(prompt); }).find("call rewind_to(length)"), std::string::npos);
   g.rewind_to(0);
   g.append_tokens(prompt);
   g.generate_next_token();
   EXPECT_EQ(to_vector(g.get_sequence(0)), concat(prompt, m.greedy(prompt, 1, {})));
+}
+
+// onnxruntime-genai's chat example: after a failed (terminated) turn it rewinds to the turn's
+// start, not to 0, and goes on with the next turn on the kept cache.
+TEST(GenaiGenerator, RewindingToAnEarlierLengthRecoversFromAFailure) {
+  KvModel m;
+  m.max_position = 4;
+  GeneratorParams params(m.model(0, "31", R"({"max_length": 10})"));
+  Generator g(params);
+  const std::vector<int32_t> turn1 = {1, 2}, turn2 = {3};
+  g.append_tokens(turn1);
+  g.generate_next_token();  // runs positions 0-1, picks the token at 2
+  const int kept = g.token_count();
+  g.generate_next_token();  // runs position 2
+  g.generate_next_token();  // runs position 3
+  EXPECT_FALSE(error_of([&] { g.generate_next_token(); }).empty());  // position 4 fails
+  g.rewind_to(kept);
+  g.append_tokens(turn2);
+  g.generate_next_token();
+  std::vector<int32_t> want(g.get_sequence(0).begin(), g.get_sequence(0).begin() + kept);
+  want.push_back(3);
+  EXPECT_EQ(to_vector(g.get_sequence(0)), concat(want, m.greedy(want, 1, {})));
 }
 
 TEST(GenaiGenerator, Phi3RecomputesEverythingAt4097Tokens) {
