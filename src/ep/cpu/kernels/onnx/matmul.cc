@@ -64,13 +64,7 @@ class MatMulKernel final : public OpKernel {
         for (int64_t r = r0; r < r1;) {
           const int64_t bi = r / d.m, i0 = r % d.m;
           const int64_t i1 = std::min<int64_t>(d.m, i0 + (r1 - r));
-          int64_t rem = bi, oa = 0, ob = 0;
-          for (int x = d.batch.rank() - 1; x >= 0; --x) {
-            const int64_t idx = rem % d.batch[x];
-            rem /= d.batch[x];
-            oa += idx * sa[x];
-            ob += idx * sb[x];
-          }
+          const auto [oa, ob] = batch_offsets(d, bi, sa, sb);
           gemm_rows<T, Acc>(pa + oa * d.m * d.k, pb + ob * d.k * d.n, pc + bi * d.m * d.n, i0, i1, d.k, d.n, row);
           r += i1 - i0;
         }
@@ -88,13 +82,7 @@ class MatMulKernel final : public OpKernel {
     const float* pb = ctx.input(1).data<float>();
     float* pc = ctx.output(0).data<float>();
     auto args = [&](int64_t bi) {
-      int64_t rem = bi, oa = 0, ob = 0;
-      for (int x = d.batch.rank() - 1; x >= 0; --x) {
-        const int64_t idx = rem % d.batch[x];
-        rem /= d.batch[x];
-        oa += idx * sa[x];
-        ob += idx * sb[x];
-      }
+      const auto [oa, ob] = batch_offsets(d, bi, sa, sb);
       SgemmArgs g;
       g.a = pa + oa * d.m * d.k;
       g.lda = d.k;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 #include "core/error.h"
 #include "core/shape.h"
@@ -32,6 +33,19 @@ inline MatMulDims matmul_dims(const Shape& a, const Shape& b) {
   if (a.rank() > 1) d.out.push_back(d.m);
   if (b.rank() > 1) d.out.push_back(d.n);
   return d;
+}
+
+// The offsets (in whole matrices) of batch entry `bi`'s A and B, given their broadcast strides.
+template <typename Strides>
+std::pair<int64_t, int64_t> batch_offsets(const MatMulDims& d, int64_t bi, const Strides& sa, const Strides& sb) {
+  int64_t rem = bi, oa = 0, ob = 0;
+  for (int x = d.batch.rank() - 1; x >= 0; --x) {
+    const int64_t idx = rem % d.batch[x];
+    rem /= d.batch[x];
+    oa += idx * sa[x];
+    ob += idx * sb[x];
+  }
+  return {oa, ob};
 }
 
 }  // namespace onnxllm

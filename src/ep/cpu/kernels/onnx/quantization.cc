@@ -311,13 +311,7 @@ class MatMulIntegerKernel final : public OpKernel {
                             [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const int64_t bi = r / d.m, i = r % d.m;
-        int64_t rem = bi, oa = 0, ob = 0;
-        for (int x = d.batch.rank() - 1; x >= 0; --x) {
-          const int64_t idx = rem % d.batch[x];
-          rem /= d.batch[x];
-          oa += idx * sa[x];
-          ob += idx * sb[x];
-        }
+        const auto [oa, ob] = batch_offsets(d, bi, sa, sb);
         const A* ar = pa + (oa * d.m + i) * d.k;
         const B* bm = pb + ob * d.k * d.n;
         const int32_t a_zero = za ? static_cast<int32_t>(za[za_per_row ? i : 0]) : 0;
