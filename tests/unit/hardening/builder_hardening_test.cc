@@ -195,7 +195,8 @@ TEST_F(CliHardening, NonFiniteSearchOptionsAndABadPadIdAreNamed) {
   EXPECT_NE(fifo.output.find("genai_config.json is a FIFO"), std::string::npos) << fifo.output;
 }
 
-// SIGINT / SIGTERM during a build remove the staging folder and exit with 128 + signal.
+// SIGINT / SIGTERM / SIGHUP during a build or a quantization remove the staging folder and exit
+// with 128 + signal.
 TEST_F(CliHardening, InterruptedBuildLeavesNoStagingFolder) {
   nlohmann::json big = test::tiny_config();
   big["hidden_size"] = 512;
@@ -205,7 +206,7 @@ TEST_F(CliHardening, InterruptedBuildLeavesNoStagingFolder) {
   big["num_key_value_heads"] = 8;
   big["vocab_size"] = 32000;
   test::write_text(*dir_ / "big.json", big.dump());
-  for (const int sig : {SIGINT, SIGTERM}) {
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) {
     const fs::path out = *dir_ / ("big-" + std::to_string(sig));
     const pid_t pid = ::fork();
     ASSERT_GE(pid, 0);
@@ -225,6 +226,35 @@ TEST_F(CliHardening, InterruptedBuildLeavesNoStagingFolder) {
     int status = 0;
     ASSERT_EQ(::waitpid(pid, &status, 0), pid);
     if (!staged) GTEST_SKIP() << "the build finished before it could be interrupted";
+    ASSERT_TRUE(WIFEXITED(status));
+    EXPECT_EQ(WEXITSTATUS(status), 128 + sig);
+    EXPECT_FALSE(fs::exists(staging));
+    EXPECT_FALSE(fs::exists(out));
+  }
+  // The same for quantize, which stages its .onnx and data files next to the output.
+  const fs::path fp32 = *dir_ / "big-fp32";
+  ASSERT_EQ(run_cli("build --config '" + (*dir_ / "big.json").string() + "' --random-weights -p fp32 -q -o '" +
+                    fp32.string() + "'", 120).status, 0);
+  for (const int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    const fs::path out = *dir_ / ("q-" + std::to_string(sig) + ".onnx");
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      const std::string in = (fp32 / "model.onnx").string(), o = out.string();
+      ::execl(ONNXLLM_CLI, ONNXLLM_CLI, "quantize", "-i", in.c_str(), "-o", o.c_str(), "--bits", "4",
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    const fs::path staging = *dir_ / ("." + out.filename().string() + ".tmp-" + std::to_string(pid));
+    bool staged = false;
+    for (int i = 0; i < 3000 && !staged; ++i) {
+      staged = fs::exists(staging) && !fs::is_empty(staging);
+      if (!staged) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    ::kill(pid, sig);
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    if (!staged) GTEST_SKIP() << "the quantization finished before it could be interrupted";
     ASSERT_TRUE(WIFEXITED(status));
     EXPECT_EQ(WEXITSTATUS(status), 128 + sig);
     EXPECT_FALSE(fs::exists(staging));
