@@ -11,7 +11,11 @@
 namespace onnxllm {
 namespace {
 
-// Eight independent partial sums so the compiler can keep them in one vector register.
+// Eight independent partial sums (one vector register), added in a fixed tree, then the tail.
+inline float tree8(const float (&acc)[8], float tail) {
+  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
+}
+
 inline float dot(const float* a, const float* b, int64_t n) {
   float acc[8] = {};
   int64_t i = 0;
@@ -19,7 +23,18 @@ inline float dot(const float* a, const float* b, int64_t n) {
     for (int l = 0; l < 8; ++l) acc[l] += a[i + l] * b[i + l];
   float tail = 0.0f;
   for (; i < n; ++i) tail += a[i] * b[i];
-  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
+  return tree8(acc, tail);
+}
+
+// The sum of x[0, n) in dot()'s order.
+inline float sum8(const float* x, int64_t n) {
+  float acc[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int l = 0; l < 8; ++l) acc[l] += x[i + l];
+  float tail = 0.0f;
+  for (; i < n; ++i) tail += x[i];
+  return tree8(acc, tail);
 }
 
 }  // namespace
@@ -63,11 +78,10 @@ namespace {
       std::fill(x + begin, x + end, 0.0f);
       continue;
     }
-    float sum = 0.0f;
-    for (int64_t j = begin; j < end; ++j) {
-      x[j] = fast_exp(x[j] - top);
-      sum += x[j];
-    }
+    // Exponentials in a loop of their own (it vectorizes), then the sum in 8 partial sums like
+    // dot(): a single running sum would be a chain of dependent adds, one per key.
+    for (int64_t j = begin; j < end; ++j) x[j] = fast_exp(x[j] - top);
+    float sum = sum8(x + begin, end - begin);
     if (params.use_sink) sum += fast_exp(sink - top);
     const float inv = 1.0f / sum;
     for (int64_t j = begin; j < end; ++j) x[j] *= inv;
