@@ -1,7 +1,5 @@
 #include "core/tensor.h"
 
-#include <sys/mman.h>
-
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -10,16 +8,11 @@ namespace onnxllm {
 
 std::string TensorView::describe() const { return str_cat(dtype_name(dtype_), shape_.to_string()); }
 
-AlignedBuffer::AlignedBuffer(size_t bytes, bool huge_pages) : bytes_(bytes) {
+AlignedBuffer::AlignedBuffer(size_t bytes) : bytes_(bytes) {
   if (bytes == 0) return;
-  constexpr size_t kHugePage = size_t{2} << 20;
-  const size_t align = huge_pages && bytes >= kHugePage ? kHugePage : kAlignment;
-  const size_t rounded = (bytes + align - 1) / align * align;
-  data_ = std::aligned_alloc(align, rounded);
+  const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  data_ = std::aligned_alloc(kAlignment, rounded);
   ONNXLLM_CHECK(data_ != nullptr, kOutOfMemory, "could not allocate ", bytes, " bytes");
-#if defined(MADV_HUGEPAGE)
-  if (align == kHugePage) ::madvise(data_, rounded, MADV_HUGEPAGE);  // advice only: failure is harmless
-#endif
 }
 
 AlignedBuffer& AlignedBuffer::operator=(AlignedBuffer&& o) noexcept {

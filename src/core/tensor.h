@@ -58,10 +58,7 @@ class AlignedBuffer {
  public:
   static constexpr size_t kAlignment = 64;
   AlignedBuffer() = default;
-  // huge_pages: buffers that kernels stream every run (prepacked weights) ask for transparent
-  // huge pages when at least 2 MiB (fewer TLB misses, no prefetcher stop every 4 KiB); the last
-  // huge page may hold up to 2 MiB of slack.
-  explicit AlignedBuffer(size_t bytes, bool huge_pages = false);
+  explicit AlignedBuffer(size_t bytes);
   AlignedBuffer(AlignedBuffer&& o) noexcept : data_(o.data_), bytes_(o.bytes_) { o.data_ = nullptr; o.bytes_ = 0; }
   AlignedBuffer& operator=(AlignedBuffer&& o) noexcept;
   AlignedBuffer(const AlignedBuffer&) = delete;

@@ -329,10 +329,10 @@ class MatMulNBitsKernel final : public OpKernel {
       q8_ = level == 4 && nbits_q8_supported(shape_) && (!zp || zp->dtype() == DType::kUInt8);
       if (q8_) {
         q8_layout_ = nbits_q8_layout(shape_, has_zp_);
-        packed_ = AlignedBuffer(q8_layout_.bytes(), /*huge_pages=*/true);
+        packed_ = AlignedBuffer(q8_layout_.bytes());
         pack_nbits_q8(q8_layout_, source(*b, *scales, zp), static_cast<uint8_t*>(packed_.data()), 0, q8_layout_.tiles);
       } else {
-        packed_ = AlignedBuffer(layout_.bytes(), /*huge_pages=*/true);
+        packed_ = AlignedBuffer(layout_.bytes());
         pack_nbits(layout_, source(*b, *scales, zp), static_cast<uint8_t*>(packed_.data()), 0, layout_.tiles);
       }
       packed_scale_dtype_ = scales->dtype();

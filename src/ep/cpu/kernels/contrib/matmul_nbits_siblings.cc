@@ -30,7 +30,7 @@ class MatMulNBitsSiblingsKernel final : public OpKernel {
     }
     k_ = k;
     all_ = nbits_q8_layout(NBitsShape{k, tiles * NBitsQ8Layout::kCols, 4, bs}, false);
-    packed_ = AlignedBuffer(all_.bytes(), /*huge_pages=*/true);
+    packed_ = AlignedBuffer(all_.bytes());
     int64_t tile0 = 0;
     for (size_t i = 0; i < ns.size(); ++i) {
       const TensorView* b = info.constant_input(1 + 2 * static_cast<int>(i));
