@@ -62,5 +62,33 @@ TEST(MatMulNBitsFusion, SiblingsGiveTheUnfusedBits) {
   }
 }
 
+// The fused op can also come from a file: a malformed node is a clear error at session creation.
+TEST(MatMulNBitsFusion, AMalformedSiblingsNodeIsAClearError) {
+  const QuantWeight w = test::random_weight(64, 32, 4, 32, false, 9);
+  auto make = [&](std::vector<int64_t> ns, int64_t k, int64_t n_of_b) {
+    auto g = test::new_graph();
+    test::add_input(*g, "A", DType::kFloat32, {1, 64});
+    test::add_constant(*g, "B", Tensor::from<uint8_t>(Shape{n_of_b, 2, 16}, std::vector<uint8_t>(n_of_b * 32, 0x88)));
+    test::add_constant(*g, "S", Tensor::from<float>(Shape{n_of_b, 2}, std::vector<float>(n_of_b * 2, 0.1f)));
+    Node& node = g->add_node("MatMulNBitsSiblings", "com.onnxllm", {"A", "B", "S"}, {"Y"}, "fused");
+    node.opset = 1;  // as with opset_import com.onnxllm 1
+    node.attributes = {test::ints_attr("Ns", ns), test::int_attr("K", k), test::int_attr("block_size", 32),
+                       test::int_attr("bits", 4), test::int_attr("accuracy_level", 4)};
+    test::add_output(*g, "Y");
+    try {
+      Session s(g, SessionOptions{1, true, nullptr});
+      return std::string();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+  };
+  EXPECT_EQ(make({32}, 64, 32), "");  // well formed
+  EXPECT_NE(make({32, 32}, 64, 32).find("needs A, then B and scales for each of its 2 outputs"), std::string::npos);
+  EXPECT_NE(make({20}, 64, 20).find("N=20 is not a multiple of 16"), std::string::npos);
+  EXPECT_NE(make({int64_t{1} << 40}, 64, 32).find("in [16, 2^31]"), std::string::npos);
+  EXPECT_NE(make({32}, 64, 16).find("B 0 has 512 bytes, expected 1024"), std::string::npos);
+  EXPECT_NE(make({32}, 0, 32).find("K must be in [1, 2^31]"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace onnxllm

@@ -20,14 +20,17 @@ class MatMulNBitsSiblingsKernel final : public OpKernel {
     ONNXLLM_CHECK(!ns.empty() && node.num_inputs() == 1 + 2 * static_cast<int>(ns.size()) &&
                       node.num_outputs() == static_cast<int>(ns.size()),
                   kInvalidModel, node.label(), ": needs A, then B and scales for each of its ", ns.size(), " outputs");
-    ONNXLLM_CHECK(k > 0 && bs >= 16 && (bs & (bs - 1)) == 0 && node.attr_int("bits", 4) == 4, kInvalidModel,
-                  node.label(), ": K must be positive, block_size a power of two >= 16 and bits 4");
+    constexpr int64_t kMaxDim = int64_t{1} << 31;  // keeps every size product far from overflow
+    ONNXLLM_CHECK(k > 0 && k <= kMaxDim && bs >= 16 && bs <= 4096 && (bs & (bs - 1)) == 0 &&
+                      node.attr_int("bits", 4) == 4,
+                  kInvalidModel, node.label(), ": K must be in [1, 2^31], block_size a power of two in [16, 4096] and bits 4");
     int64_t tiles = 0;
     for (int64_t n : ns) {
-      ONNXLLM_CHECK(n > 0 && n % NBitsQ8Layout::kCols == 0, kInvalidModel, node.label(), ": N=", n,
-                    " is not a positive multiple of ", NBitsQ8Layout::kCols);
+      ONNXLLM_CHECK(n > 0 && n <= kMaxDim && n % NBitsQ8Layout::kCols == 0, kInvalidModel, node.label(), ": N=", n,
+                    " is not a multiple of ", NBitsQ8Layout::kCols, " in [16, 2^31]");
       tiles += n / NBitsQ8Layout::kCols;
     }
+    ONNXLLM_CHECK(tiles <= kMaxDim / NBitsQ8Layout::kCols, kInvalidModel, node.label(), ": the outputs have more than 2^31 columns");
     k_ = k;
     all_ = nbits_q8_layout(NBitsShape{k, tiles * NBitsQ8Layout::kCols, 4, bs}, false);
     packed_ = AlignedBuffer(all_.bytes());
