@@ -18,6 +18,8 @@
 
 namespace onnxllm {
 
+class ExecutionProvider;
+
 // What a kernel decides about one output in infer().
 struct OutputSpec {
   DType dtype = DType::kUndefined;
@@ -94,7 +96,10 @@ class ComputeContext {
 // Given to kernel factories.
 class KernelInfo {
  public:
-  KernelInfo(const Node& node, const Graph& graph) : node_(node), graph_(graph) {}
+  // `provider` is the one the kernel is created for (nullptr: none in particular, e.g. constant
+  // folding); providers pass their settings (the CPU's instruction set) through it.
+  KernelInfo(const Node& node, const Graph& graph, const ExecutionProvider* provider = nullptr)
+      : node_(node), graph_(graph), provider_(provider) {}
   const Node& node() const { return node_; }
   const Graph& graph() const { return graph_; }
   // The model's opset for the node's domain: kernels whose semantics changed between versions
@@ -104,10 +109,12 @@ class KernelInfo {
   const TensorView* constant_input(int i) const;
   // Declared dtype of input i (kUndefined when unknown before running).
   DType input_dtype(int i) const;
+  const ExecutionProvider* provider() const { return provider_; }
 
  private:
   const Node& node_;
   const Graph& graph_;
+  const ExecutionProvider* provider_;
 };
 
 class OpKernel {

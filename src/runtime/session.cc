@@ -72,7 +72,7 @@ Session::Session(std::shared_ptr<Graph> graph, const SessionOptions& options)
     : graph_(graph->clone()),
       pool_(options.pool ? options.pool : std::make_shared<ThreadPool>(options.num_threads)),
       memory_limit_bytes_(options.memory_limit_bytes) {
-  providers_.push_back(std::make_unique<CpuProvider>());
+  providers_.push_back(options.isa ? std::make_unique<CpuProvider>(*options.isa) : std::make_unique<CpuProvider>());
   graph_->remove_dead_nodes();  // nodes that no graph output depends on never run
   if (options.constant_folding) fold_constants(*graph_, providers_.front()->registry(), *pool_);
   const char* fusions_env = std::getenv("ONNXLLM_FUSIONS");
@@ -81,14 +81,18 @@ Session::Session(std::shared_ptr<Graph> graph, const SessionOptions& options)
   // Build the plan (and the plans of every subgraph) once.
   // Kernel constructors (prepare: attributes, checks, prepacked weights) are independent of each
   // other, so they run on the pool; the first failure in plan order is the one reported.
-  auto create_kernels = [&](const Graph& g, Plan& plan, const std::vector<std::pair<int, const KernelDef*>>& pending) {
+  struct Chosen {
+    const KernelDef* def;
+    const ExecutionProvider* provider;
+  };
+  auto create_kernels = [&](const Graph& g, Plan& plan, const std::vector<std::pair<int, Chosen>>& pending) {
     std::vector<std::exception_ptr> errors(pending.size());
     std::atomic<size_t> next{0};
     pool_->run([&](int, int) {
       for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < pending.size();) {
         Plan::Step& step = plan.steps[pending[i].first];
         try {
-          step.kernel = pending[i].second->factory(KernelInfo(*step.node, g));
+          step.kernel = pending[i].second.def->factory(KernelInfo(*step.node, g, pending[i].second.provider));
         } catch (...) {
           errors[i] = std::current_exception();
         }
@@ -127,7 +131,7 @@ Session::Session(std::shared_ptr<Graph> graph, const SessionOptions& options)
         if (v >= 0) produced_at[v] = s;
     }
     plan->steps.resize(order.size());
-    std::vector<std::pair<int, const KernelDef*>> pending;  // steps whose kernels are created below
+    std::vector<std::pair<int, Chosen>> pending;  // steps whose kernels are created below
     for (int s = 0; s < static_cast<int>(order.size()); ++s) {
       const Node& node = g.nodes[order[s]];
       Plan::Step& step = plan->steps[s];
@@ -148,11 +152,10 @@ Session::Session(std::shared_ptr<Graph> graph, const SessionOptions& options)
         if (!def || !def->factory) continue;
         chosen = def;
         step.provider = ep->name();
+        pending.emplace_back(s, Chosen{def, ep.get()});
         break;
       }
-      if (chosen) {
-        pending.emplace_back(s, chosen);
-      } else {
+      if (!chosen) {
         const std::string op = node.domain.empty() ? node.op_type : node.domain + "." + node.op_type;
         const bool known = providers_.front()->registry().has_op(node.domain, node.op_type);
         throw_error(ErrorCode::kUnsupported, known ? "operator " : "unknown operator ", op, " (domain '",

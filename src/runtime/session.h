@@ -6,12 +6,14 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "ep/cpu/isa/cpu_isa.h"
 #include "ep/execution_provider.h"
 #include "graph/graph.h"
 
@@ -28,6 +30,9 @@ struct SessionOptions {
   // 0 = the default address-space reservation (64 GiB). Exceeding it is a clear kOutOfMemory.
   size_t memory_limit_bytes = 0;
   bool fusions = true;  // runtime/fusion.h (also off with ONNXLLM_FUSIONS=0)
+  // The CPU kernels' instruction set; unset: selected_isa() (the best, or ONNXLLM_ISA). Tests
+  // run one graph under each ISA and compare.
+  std::optional<Isa> isa;
 };
 
 struct IoInfo {

@@ -7,8 +7,10 @@ namespace onnxllm {
 
 class CpuProvider final : public ExecutionProvider {
  public:
-  // Fixes the instruction set its kernels use (selected_isa(): throws for a bad ONNXLLM_ISA).
+  // Fixes the instruction set its kernels use: selected_isa() (which throws for a bad
+  // ONNXLLM_ISA) unless one is given (it must be available here).
   CpuProvider() : isa_(selected_isa()) {}
+  explicit CpuProvider(Isa isa);
   std::string_view name() const override { return "cpu"; }
   Isa isa() const { return isa_; }
   const KernelRegistry& registry() const override;
@@ -16,6 +18,9 @@ class CpuProvider final : public ExecutionProvider {
  private:
   Isa isa_;
 };
+
+// The instruction set a CPU kernel created with `info` uses: its CpuProvider's, else selected_isa().
+Isa cpu_isa(const KernelInfo& info);
 
 // Fills `r` with every CPU kernel (one explicit list, no static initializers).
 void register_cpu_kernels(KernelRegistry& r);

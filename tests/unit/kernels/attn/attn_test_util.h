@@ -97,8 +97,10 @@ inline std::vector<std::pair<std::string, TensorView>> feeds(const std::vector<N
 
 // Runs the node on our CPU kernels; outputs in node order (named ones only).
 inline std::vector<Tensor> run_node(const std::shared_ptr<Graph>& g, const std::vector<NodeInput>& inputs,
-                                    int threads = 2) {
-  Session session(g, SessionOptions{threads, false, nullptr});
+                                    int threads = 2, std::optional<Isa> isa = std::nullopt) {
+  SessionOptions options{threads, false, nullptr};
+  options.isa = isa;
+  Session session(g, options);
   return session.run(feeds(inputs));
 }
 

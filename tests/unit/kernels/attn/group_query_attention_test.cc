@@ -110,7 +110,16 @@ const std::vector<std::string> kOutputs{"output", "present_key", "present_value"
 void check_case(const GqaCase& c, const std::string& label, double tol = 2e-5) {
   const GqaData d = make_data(c);
   const auto inputs = d.inputs(c);
-  const auto out = run_node(one_node_graph("GroupQueryAttention", inputs, kOutputs, gqa_attrs(c)), inputs, c.threads);
+  const auto graph = one_node_graph("GroupQueryAttention", inputs, kOutputs, gqa_attrs(c));
+  const auto out = run_node(graph, inputs, c.threads);
+  // Every instruction set this CPU has gives the scalar kernel's bits.
+  const auto scalar = run_node(graph, inputs, c.threads, Isa::kScalar);
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
+    if (!isa_available(isa)) continue;
+    const auto o = run_node(graph, inputs, c.threads, isa);
+    for (size_t i = 0; i < o.size(); ++i)
+      ASSERT_EQ(0, std::memcmp(o[i].view().raw(), scalar[i].view().raw(), o[i].bytes())) << label << ": " << isa_name(isa);
+  }
   const ref::GqaResult r = reference(c, d);
   ASSERT_EQ(out[0].shape(), (Shape{c.B, c.S, c.N * c.H}));
   ASSERT_EQ(out[1].shape(), (Shape{c.B, c.Nkv, r.present_len, c.H}));

@@ -59,6 +59,16 @@ TEST(MatMulNBitsFusion, SiblingsGiveTheUnfusedBits) {
       ASSERT_EQ(0, std::memcmp(y1[i].data<float>(), y0[i].data<float>(), static_cast<size_t>(y1[i].numel()) * 4))
           << "output " << i << ", " << rows << " rows";
     }
+    // And the same bits with every instruction set (SessionOptions::isa reaches the kernels).
+    for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+      if (!isa_available(isa)) continue;
+      SessionOptions o{2, true, nullptr};
+      o.isa = isa;
+      const auto yi = Session(graph, o).run({{"A", at}});
+      for (size_t i = 0; i < yi.size(); ++i)
+        ASSERT_EQ(0, std::memcmp(yi[i].data<float>(), y0[i].data<float>(), static_cast<size_t>(yi[i].numel()) * 4))
+            << isa_name(isa) << ", output " << i << ", " << rows << " rows";
+    }
   }
 }
 

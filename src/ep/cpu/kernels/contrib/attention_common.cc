@@ -132,8 +132,7 @@ AttendFn attend_fn(Isa isa) {
 
 void attend_block(const QueryBlock& qb, int64_t head_size, const KvRows& kv, int64_t v_size, int64_t begin, int64_t end,
                   const SoftmaxParams& params, float* scores, float* row_max) noexcept {
-  static const AttendFn fn = attend_fn(selected_isa());
-  fn(qb, head_size, kv, v_size, begin, end, params, scores, row_max);
+  attend_fn(params.isa)(qb, head_size, kv, v_size, begin, end, params, scores, row_max);
 }
 
 void attend_block_with(Isa isa, const QueryBlock& qb, int64_t head_size, const KvRows& kv, int64_t v_size,

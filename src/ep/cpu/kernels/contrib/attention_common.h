@@ -19,6 +19,7 @@ class KernelRegistry;
 
 // Per-row softmax options.
 struct SoftmaxParams {
+  Isa isa = Isa::kScalar;  // the kernel's instruction set (cpu_isa(info))
   float scale = 1.0f;    // multiplies q.k
   float softcap = 0.0f;  // > 0: x = softcap * tanh(x / softcap), after scaling and before any bias
   bool use_sink = false;  // one extra logit `sink` joins the denominator only (smooth softmax, head sinks)

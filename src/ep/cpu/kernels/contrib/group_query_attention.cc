@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "ep/cpu/cpu_provider.h"
 #include "ep/cpu/kernels/contrib/attention_common.h"
 #include "ep/kernel_registry.h"
 
@@ -37,7 +38,7 @@ struct GqaDims {
 
 class GroupQueryAttentionKernel final : public OpKernel {
  public:
-  explicit GroupQueryAttentionKernel(const KernelInfo& info) {
+  explicit GroupQueryAttentionKernel(const KernelInfo& info) : isa_(cpu_isa(info)) {
     const Node& n = info.node();
     heads_ = n.required_int("num_heads");
     kv_heads_ = n.required_int("kv_num_heads");
@@ -289,6 +290,7 @@ class GroupQueryAttentionKernel final : public OpKernel {
     const int64_t rows = d.batch * d.seq * d.kv_heads;
     const int64_t slices = std::clamp<int64_t>((ctx.pool().num_threads() + rows - 1) / std::max<int64_t>(rows, 1), 1, group);
     SoftmaxParams params;
+    params.isa = isa_;
     params.scale = scale_ != 0.0f ? scale_ : 1.0f / std::sqrt(static_cast<float>(h));
     params.softcap = softcap_;
     params.use_sink = smooth_softmax_ || sinks != nullptr;
@@ -334,6 +336,7 @@ class GroupQueryAttentionKernel final : public OpKernel {
   }
 
   int64_t heads_ = 0, kv_heads_ = 0;
+  Isa isa_;
   float scale_ = 0.0f, softcap_ = 0.0f;
   int64_t local_window_ = -1;
   bool do_rotary_ = false, interleaved_ = false, smooth_softmax_ = false;

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "ep/cpu/cpu_provider.h"
 #include "ep/cpu/kernels/contrib/matmul_nbits_kernels.h"
 #include "ep/cpu/kernels/contrib/matmul_nbits_q8.h"
 #include "ep/cpu/kernels/kernel_utils.h"
@@ -322,7 +323,7 @@ class MatMulNBitsKernel final : public OpKernel {
     if (b) check_b(*b);
     if (scales) check_scales(*scales);
     if (zp) check_zero_points(*zp, scales ? scales->dtype() : DType::kUndefined);
-    isa_ = selected_isa();
+    isa_ = cpu_isa(info);
     if (b && scales && (!has_zp_ || zp)) {
       // accuracy_level 4 asks for int8 activations (ONNX Runtime's CompInt8), on every ISA (the
       // kernels agree bit for bit). Fractional (float) zero points have no integer form.

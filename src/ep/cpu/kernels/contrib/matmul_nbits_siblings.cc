@@ -4,6 +4,7 @@
 // MatMulNBits would compute them, straight into its output.
 #include <algorithm>
 
+#include "ep/cpu/cpu_provider.h"
 #include "ep/cpu/kernels/contrib/matmul_nbits_q8.h"
 #include "ep/cpu/kernels/kernel_utils.h"
 #include "ep/kernel_registry.h"
@@ -13,7 +14,7 @@ namespace {
 
 class MatMulNBitsSiblingsKernel final : public OpKernel {
  public:
-  explicit MatMulNBitsSiblingsKernel(const KernelInfo& info) : isa_(selected_isa()) {
+  explicit MatMulNBitsSiblingsKernel(const KernelInfo& info) : isa_(cpu_isa(info)) {
     const Node& node = info.node();
     const std::vector<int64_t> ns = node.attr_ints("Ns");
     const int64_t k = node.required_int("K"), bs = node.required_int("block_size");

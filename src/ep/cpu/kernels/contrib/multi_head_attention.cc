@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "ep/cpu/cpu_provider.h"
 #include "ep/cpu/kernels/contrib/attention_common.h"
 #include "ep/kernel_registry.h"
 
@@ -40,7 +41,7 @@ struct MhaDims {
 
 class MultiHeadAttentionKernel final : public OpKernel {
  public:
-  explicit MultiHeadAttentionKernel(const KernelInfo& info) {
+  explicit MultiHeadAttentionKernel(const KernelInfo& info) : isa_(cpu_isa(info)) {
     const Node& n = info.node();
     heads_ = n.required_int("num_heads");
     ONNXLLM_CHECK(heads_ > 0, kInvalidModel, "num_heads must be positive, got ", heads_);
@@ -96,6 +97,7 @@ class MultiHeadAttentionKernel final : public OpKernel {
         }
         const KvRows rows{k_rows, v_rows, hk, hv};
         SoftmaxParams params;
+        params.isa = isa_;
         params.scale = scale_ != 0.0f ? scale_ : 1.0f / std::sqrt(static_cast<float>(hk));
         for (int64_t i = 0; i < d.seq; ++i) {
           const int64_t end = unidirectional_ ? std::clamp<int64_t>(T - d.seq + i + 1, 0, T) : T;
@@ -255,6 +257,7 @@ class MultiHeadAttentionKernel final : public OpKernel {
   }
 
   int64_t heads_ = 0;
+  Isa isa_;
   float scale_ = 0.0f;
   float mask_filter_value_ = -10000.0f;
   bool unidirectional_ = false;

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "ep/cpu/cpu_provider.h"
 #include "ep/cpu/kernels/contrib/attention_common.h"
 #include "ep/kernel_registry.h"
 
@@ -28,7 +29,7 @@ struct AttnDims {
 
 class PackedAttentionKernel final : public OpKernel {
  public:
-  explicit PackedAttentionKernel(const KernelInfo& info) {
+  explicit PackedAttentionKernel(const KernelInfo& info) : isa_(cpu_isa(info)) {
     const Node& n = info.node();
     heads_ = n.required_int("num_heads");
     ONNXLLM_CHECK(heads_ > 0, kInvalidModel, "num_heads must be positive, got ", heads_);
@@ -93,6 +94,7 @@ class PackedAttentionKernel final : public OpKernel {
         }
         const KvRows rows{k_rows, v_rows, hk, hv};
         SoftmaxParams params;
+        params.isa = isa_;
         params.scale = scale_ != 0.0f ? scale_ : 1.0f / std::sqrt(static_cast<float>(hk));
         for (int64_t i = 0; i < d.seq; ++i) {
           const int64_t end = unidirectional_ ? d.past + i + 1 : T;
@@ -212,6 +214,7 @@ class PackedAttentionKernel final : public OpKernel {
   }
 
   int64_t heads_ = 0;
+  Isa isa_;
   std::vector<int64_t> qkv_sizes_;
   bool unidirectional_ = false;
   float scale_ = 0.0f;

@@ -1,6 +1,7 @@
 // MatMul with numpy semantics (1-D promotion, batch broadcasting).
 #include <cstring>
 
+#include "ep/cpu/cpu_provider.h"
 #include "ep/cpu/kernels/kernel_utils.h"
 #include "ep/cpu/kernels/onnx/matmul_dims.h"
 #include "ep/cpu/kernels/onnx/sgemm.h"
@@ -27,7 +28,7 @@ void gemm_rows(const T* a, const T* b, T* c, int64_t m0, int64_t m1, int64_t k, 
 
 class MatMulKernel final : public OpKernel {
  public:
-  explicit MatMulKernel(const KernelInfo&) : isa_(selected_isa()) {}
+  explicit MatMulKernel(const KernelInfo& info) : isa_(cpu_isa(info)) {}
 
   void infer(InferContext& ctx) const override {
     const TensorView& a = ctx.input(0);
