@@ -309,5 +309,33 @@ TEST(Threads, ElementwiseOpsMatchOneThread) {
     EXPECT_NEAR(y.data<float>()[i], 1 / (1 + std::exp(-double(x.data<float>()[i]))), 1e-6);
 }
 
+// The float32 loops are compiled per instruction set: every ISA gives the scalar loop's bits,
+// across the ranges where the approximations switch branches, and on NaN and infinities.
+TEST(UnaryIsa, EveryIsaGivesTheScalarBits) {
+  auto x = random_floats(4099, -30.f, 30.f, 7);
+  x[0] = std::numeric_limits<float>::quiet_NaN();
+  x[1] = std::numeric_limits<float>::infinity();
+  x[2] = -std::numeric_limits<float>::infinity();
+  x[3] = -0.f;
+  x[4] = 1e-40f;  // a denormal
+  const Tensor t = make<float>(Shape{4099}, x);
+  int compared = 0;
+  for (const char* op : {"Sigmoid", "Exp", "Tanh", "Erf", "Gelu", "Neg", "Abs", "Sqrt", "Relu", "Softplus", "Log"}) {
+    OpCall call{op, {t.view()}};
+    call.opset = 20;
+    call.threads = 2;
+    call.isa = Isa::kScalar;
+    const Tensor want = run1(call);
+    for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
+      if (!isa_available(isa)) continue;
+      call.isa = isa;
+      const Tensor got = run1(call);
+      ASSERT_EQ(0, std::memcmp(got.view().raw(), want.view().raw(), want.bytes())) << op << " with " << isa_name(isa);
+      ++compared;
+    }
+  }
+  if (compared == 0) GTEST_SKIP() << "only the scalar ISA here";
+}
+
 }  // namespace
 }  // namespace onnxllm

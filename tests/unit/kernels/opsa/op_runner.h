@@ -56,6 +56,7 @@ struct OpCall {
   int opset = 17;
   int threads = 1;
   int num_outputs = 1;
+  std::optional<Isa> isa = std::nullopt;  // the CPU kernels' instruction set (default: the best)
 };
 
 // All outputs of the node.
@@ -81,6 +82,7 @@ inline std::vector<Tensor> run_op(const OpCall& call) {
   for (const auto& name : out_names) add_output(*g, name);
   SessionOptions options;
   options.num_threads = call.threads;
+  options.isa = call.isa;
   Session session(g, options);
   return session.run(feeds);
 }

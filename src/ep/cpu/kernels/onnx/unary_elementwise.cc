@@ -8,6 +8,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "ep/cpu/cpu_provider.h"
 #include "ep/cpu/kernels/fast_math.h"
 #include "ep/cpu/kernels/kernel_utils.h"
 #include "ep/cpu/kernels/onnx/type_list.h"
@@ -202,10 +203,44 @@ Op make_op(const Node& node) {
   else return Op{};
 }
 
+// The float32 loop, once per instruction set: target attributes around one always-inline body
+// (as attend_block), so each copy vectorizes for its ISA with the same operations and bits.
+template <typename Op>
+[[gnu::always_inline]] inline void float_loop_body(const float* x, float* y, int64_t n, const Op& op) {
+  for (int64_t i = 0; i < n; ++i) y[i] = op(x[i]);
+}
+
+template <typename Op>
+void float_loop_scalar(const float* x, float* y, int64_t n, const Op& op) {
+  float_loop_body(x, y, n, op);
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+template <typename Op>
+[[gnu::target("avx2,fma,f16c")]] void float_loop_avx2(const float* x, float* y, int64_t n, const Op& op) {
+  float_loop_body(x, y, n, op);
+}
+
+template <typename Op>
+[[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]] void float_loop_avx512(const float* x, float* y,
+                                                                                         int64_t n, const Op& op) {
+  float_loop_body(x, y, n, op);
+}
+#endif
+
+template <typename Op>
+void float_loop(Isa isa, const float* x, float* y, int64_t n, const Op& op) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (isa == Isa::kAvx512) return float_loop_avx512(x, y, n, op);
+  if (isa == Isa::kAvx2) return float_loop_avx2(x, y, n, op);
+#endif
+  float_loop_scalar(x, y, n, op);
+}
+
 // y[i] = op(x[i]) over the whole tensor, in parallel chunks. 16-bit floats are computed in float
 // through small stack buffers so the op's float loop still vectorizes.
 template <typename T, typename Op>
-void apply_unary(const ComputeContext& ctx, const Op& op) {
+void apply_unary(const ComputeContext& ctx, const Op& op, Isa isa) {
   using C = ComputeType<T>;
   constexpr bool kBoolOut = kReturnsBool<Op, C>;
   using Out = std::conditional_t<kBoolOut, bool, T>;
@@ -228,6 +263,8 @@ void apply_unary(const ComputeContext& ctx, const Op& op) {
       // Bytes other than 0/1 are not valid bools: read them as bytes.
       const uint8_t* xb = reinterpret_cast<const uint8_t*>(x);
       for (int64_t i = begin; i < end; ++i) y[i] = op(xb[i] != 0);
+    } else if constexpr (std::is_same_v<T, float> && std::is_same_v<Out, float>) {
+      float_loop(isa, x + begin, y + begin, end - begin, op);
     } else {
       for (int64_t i = begin; i < end; ++i) y[i] = static_cast<Out>(op(x[i]));
     }
@@ -237,7 +274,7 @@ void apply_unary(const ComputeContext& ctx, const Op& op) {
 template <typename Op, typename Types>
 class UnaryKernel final : public OpKernel {
  public:
-  explicit UnaryKernel(const KernelInfo& info) : op_(make_op<Op>(info.node())) {}
+  explicit UnaryKernel(const KernelInfo& info) : op_(make_op<Op>(info.node())), isa_(cpu_isa(info)) {}
 
   void infer(InferContext& ctx) const override {
     const TensorView& x = ctx.input(0);
@@ -248,17 +285,18 @@ class UnaryKernel final : public OpKernel {
   }
 
   void compute(const ComputeContext& ctx) const noexcept override {
-    Types::dispatch(ctx.input(0).dtype(), [&]<typename T>() { apply_unary<T>(ctx, op_); });
+    Types::dispatch(ctx.input(0).dtype(), [&]<typename T>() { apply_unary<T>(ctx, op_, isa_); });
   }
 
  private:
   Op op_;
+  Isa isa_;
 };
 
 // Gelu: the approximation is chosen once, so the element loop has no branch.
 class GeluKernel final : public OpKernel {
  public:
-  explicit GeluKernel(const KernelInfo& info) {
+  explicit GeluKernel(const KernelInfo& info) : isa_(cpu_isa(info)) {
     const std::string approximate = info.node().attr_string("approximate", "none");
     ONNXLLM_CHECK(approximate == "none" || approximate == "tanh", kInvalidModel,
                   "approximate must be 'none' or 'tanh', got '", approximate, "'");
@@ -273,20 +311,22 @@ class GeluKernel final : public OpKernel {
 
   void compute(const ComputeContext& ctx) const noexcept override {
     FloatTypes::dispatch(ctx.input(0).dtype(), [&]<typename T>() {
-      if (tanh_) apply_unary<T>(ctx, GeluTanhOp{});
-      else apply_unary<T>(ctx, GeluErfOp{});
+      if (tanh_) apply_unary<T>(ctx, GeluTanhOp{}, isa_);
+      else apply_unary<T>(ctx, GeluErfOp{}, isa_);
     });
   }
 
  private:
   bool tanh_ = false;
+  Isa isa_;
 };
 
 // Clip: bounds from the min/max attributes (opset 6-10) or optional scalar inputs (opset 11+).
 class ClipKernel final : public OpKernel {
  public:
   explicit ClipKernel(const KernelInfo& info)
-      : bounds_from_inputs_(info.opset() >= 11),
+      : isa_(cpu_isa(info)),
+        bounds_from_inputs_(info.opset() >= 11),
         integers_(info.opset() >= 12),
         attr_min_(info.node().attr_float("min", -std::numeric_limits<float>::infinity())),
         attr_max_(info.node().attr_float("max", std::numeric_limits<float>::infinity())) {}
@@ -316,11 +356,12 @@ class ClipKernel final : public OpKernel {
       }
       if (bounds_from_inputs_ && ctx.has_input(1)) op.lo = C(ctx.input(1).data<T>()[0]);
       if (bounds_from_inputs_ && ctx.has_input(2)) op.hi = C(ctx.input(2).data<T>()[0]);
-      apply_unary<T>(ctx, op);
+      apply_unary<T>(ctx, op, isa_);
     });
   }
 
  private:
+  Isa isa_;
   bool bounds_from_inputs_;
   bool integers_;
   float attr_min_, attr_max_;
