@@ -32,7 +32,7 @@ struct SessionOptions {
   bool fusions = true;  // runtime/fusion.h (also off with ONNXLLM_FUSIONS=0)
   // The CPU kernels' instruction set; unset: selected_isa() (the best, or ONNXLLM_ISA). Tests
   // run one graph under each ISA and compare.
-  std::optional<Isa> isa;
+  std::optional<Isa> isa = std::nullopt;
 };
 
 struct IoInfo {
