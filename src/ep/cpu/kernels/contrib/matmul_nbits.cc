@@ -164,13 +164,7 @@ const NBitsKernels& pick_kernels(NBitsIsa isa) {
   return nbits_kernels_generic();
 }
 
-size_t align64(size_t n) { return (n + 63) & ~size_t{63}; }
-
 }  // namespace
-
-float nbits_source_scale(const NBitsShape& s, const NBitsSource& src, int64_t n, int64_t blk) {
-  return float_at(src.scales, src.scale_dtype, n * s.blocks() + blk);
-}
 
 float nbits_source_zero_point(const NBitsShape& s, const NBitsSource& src, int64_t n, int64_t blk) {
   if (!src.zero_points) return static_cast<float>(s.default_zero_point());
@@ -235,8 +229,8 @@ void pack_nbits(const NBitsLayout& l, const NBitsSource& src, uint8_t* dst, int6
 }
 
 size_t matmul_nbits_workspace(const NBitsLayout& l, int64_t m, int threads) {
-  if (m == 1) return align64(static_cast<size_t>(l.k_padded) * 4) + align64(static_cast<size_t>(l.blocks) * 4);
-  return static_cast<size_t>(std::max(threads, 1)) * align64(static_cast<size_t>(l.gemm_scratch_floats) * 4);
+  if (m == 1) return nbits_align64(static_cast<size_t>(l.k_padded) * 4) + nbits_align64(static_cast<size_t>(l.blocks) * 4);
+  return static_cast<size_t>(std::max(threads, 1)) * nbits_align64(static_cast<size_t>(l.gemm_scratch_floats) * 4);
 }
 
 void matmul_nbits_run(const NBitsLayout& l, const uint8_t* packed, const float* a, int64_t m, const float* bias,
@@ -247,7 +241,7 @@ void matmul_nbits_run(const NBitsLayout& l, const uint8_t* packed, const float* 
   if (m == 1) {
     // A padded with zeros to whole blocks, and its per-block sums (they carry the zero points).
     auto* a_pad = reinterpret_cast<float*>(ws);
-    auto* asum = reinterpret_cast<float*>(ws + align64(static_cast<size_t>(l.k_padded) * 4));
+    auto* asum = reinterpret_cast<float*>(ws + nbits_align64(static_cast<size_t>(l.k_padded) * 4));
     std::copy(a, a + l.shape.k, a_pad);
     std::fill(a_pad + l.shape.k, a_pad + l.k_padded, 0.f);
     const int64_t bs = l.shape.block_size;
@@ -263,7 +257,7 @@ void matmul_nbits_run(const NBitsLayout& l, const uint8_t* packed, const float* 
     return;
   }
   const int64_t groups = (l.tiles + NBitsLayout::kGroupTiles - 1) / NBitsLayout::kGroupTiles;
-  const size_t scratch_stride = align64(static_cast<size_t>(l.gemm_scratch_floats) * 4);
+  const size_t scratch_stride = nbits_align64(static_cast<size_t>(l.gemm_scratch_floats) * 4);
   pool.run([&](int t, int nt) {
     const int64_t g0 = groups * t / nt, g1 = groups * (t + 1) / nt;
     const int64_t t0 = g0 * NBitsLayout::kGroupTiles, t1 = std::min(l.tiles, g1 * NBitsLayout::kGroupTiles);
@@ -428,7 +422,7 @@ class MatMulNBitsKernel final : public OpKernel {
     size_t at = 0;
     auto take = [&](size_t bytes) {
       const size_t offset = at;
-      at += align64(bytes);
+      at += nbits_align64(bytes);
       return offset;
     };
     p.packed = take(prepacked() ? 0 : layout_.bytes());

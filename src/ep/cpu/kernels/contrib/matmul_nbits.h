@@ -66,8 +66,11 @@ struct NBitsLayout {
 
 NBitsLayout nbits_layout(const NBitsShape& shape, bool has_zp);
 
-// The op's source values, for the packers: value r of one block of B, and the scale and zero
-// point of column n's block blk (the default zero point when there are none).
+// Workspace parts start on cache lines.
+inline size_t nbits_align64(size_t n) { return (n + 63) & ~size_t{63}; }
+
+// The op's source values, for the packers: value r of one block of B, and the zero point of
+// column n's block blk (the default zero point when there are none).
 inline int nbits_source_value(int bits, const uint8_t* block, int64_t r) {
   switch (bits) {
     case 8: return block[r];
@@ -75,7 +78,6 @@ inline int nbits_source_value(int bits, const uint8_t* block, int64_t r) {
     default: return (block[r >> 2] >> ((r & 3) * 2)) & 0x03;
   }
 }
-float nbits_source_scale(const NBitsShape& s, const NBitsSource& src, int64_t n, int64_t blk);
 float nbits_source_zero_point(const NBitsShape& s, const NBitsSource& src, int64_t n, int64_t blk);
 
 // Writes tiles [tile_begin, tile_end) of the packed weight (dst holds layout.bytes()).

@@ -15,7 +15,17 @@ constexpr int kCols = NBitsQ8Layout::kCols;
 constexpr int kDefaultZp = 8;
 constexpr float kRoundMagic = 12582912.f;  // 1.5 * 2^23
 
-size_t align64(size_t n) { return (n + 63) & ~size_t{63}; }
+// The workspace: A's int8 values, then its per-block scales, then its per-block sums.
+struct WorkspaceParts {
+  size_t scales = 0, sums = 0, total = 0;
+};
+WorkspaceParts workspace_parts(const NBitsQ8Layout& l, int64_t m) {
+  WorkspaceParts w;
+  w.scales = nbits_align64(static_cast<size_t>(m * l.k_padded));
+  w.sums = w.scales + nbits_align64(static_cast<size_t>(m * l.blocks) * 4);
+  w.total = w.sums + nbits_align64(static_cast<size_t>(m * l.blocks) * 4);
+  return w;
+}
 
 // Integer dot products of one tile block with one quantized row block, then the float step all
 // kernels share: acc[j] = fma(float(isum[j] - zp[j] * asum), scale[j] * a_scale, acc[j]).
@@ -151,11 +161,7 @@ void quantize_a_q8(const NBitsQ8Layout& l, const float* a, int64_t r0, int64_t r
   }
 }
 
-size_t matmul_nbits_q8_workspace(const NBitsQ8Layout& l, int64_t m) {
-  return align64(static_cast<size_t>(m * l.k_padded)) + 2 * align64(static_cast<size_t>(m * l.blocks) * 4);
-}
-
-NBitsQ8Kernel nbits_q8_kernel_scalar() { return kernel_scalar; }
+size_t matmul_nbits_q8_workspace(const NBitsQ8Layout& l, int64_t m) { return workspace_parts(l, m).total; }
 
 NBitsQ8Kernel nbits_q8_kernel(Isa isa) {
   if (isa == Isa::kAvx512 && nbits_q8_kernel_avx512()) return nbits_q8_kernel_avx512();
@@ -166,10 +172,11 @@ NBitsQ8Kernel nbits_q8_kernel(Isa isa) {
 QuantizedA matmul_nbits_q8_quantize(const NBitsQ8Layout& l, const float* a, int64_t m, void* workspace, ThreadPool& pool,
                                     Isa isa) noexcept {
   auto* ws = static_cast<uint8_t*>(workspace);
+  const WorkspaceParts parts = workspace_parts(l, m);
   QuantizedA q;
   q.values = reinterpret_cast<int8_t*>(ws);
-  q.scales = reinterpret_cast<float*>(ws + align64(static_cast<size_t>(m * l.k_padded)));
-  q.sums = reinterpret_cast<int32_t*>(reinterpret_cast<uint8_t*>(q.scales) + align64(static_cast<size_t>(m * l.blocks) * 4));
+  q.scales = reinterpret_cast<float*>(ws + parts.scales);
+  q.sums = reinterpret_cast<int32_t*>(ws + parts.sums);
   NBitsQ8Quantizer quantize = quantize_a_q8;
   if (isa == Isa::kAvx512 && l.shape.block_size % 16 == 0 && nbits_q8_quantizer_avx512())
     quantize = nbits_q8_quantizer_avx512();

@@ -65,7 +65,6 @@ using NBitsQ8Kernel = void (*)(const NBitsQ8Layout& l, const uint8_t* packed, co
 QuantizedA matmul_nbits_q8_quantize(const NBitsQ8Layout& l, const float* a, int64_t m, void* workspace, ThreadPool& pool,
                                     Isa isa) noexcept;
 NBitsQ8Kernel nbits_q8_kernel(Isa isa);
-NBitsQ8Kernel nbits_q8_kernel_scalar();
 // nullptr when not compiled in (non-x86 builds).
 NBitsQ8Kernel nbits_q8_kernel_avx2();
 NBitsQ8Kernel nbits_q8_kernel_avx512();
