@@ -1,6 +1,7 @@
 #include "ep/cpu/isa/cpu_isa.h"
 
 #include <cstdlib>
+#include <optional>
 
 #include "core/error.h"
 
@@ -25,13 +26,22 @@ CpuFeatures detect() {
   return f;
 }
 
+constexpr Isa kIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512};
+
+std::optional<Isa> isa_named(std::string_view name) {
+  for (Isa isa : kIsas)
+    if (isa_name(isa) == name) return isa;
+  return std::nullopt;
+}
+
 Isa select_from_env() {
   const char* env = std::getenv("ONNXLLM_ISA");
   if (!env || !*env) return best_isa();
   const std::string_view name(env);
-  ONNXLLM_CHECK(name == "scalar" || name == "avx2" || name == "avx512", kInvalidArgument, "ONNXLLM_ISA='", name,
+  const std::optional<Isa> named = isa_named(name);
+  ONNXLLM_CHECK(named, kInvalidArgument, "ONNXLLM_ISA='", name,
                 "' is not an instruction set onnxllm knows (expected scalar, avx2 or avx512)");
-  const Isa isa = parse_isa(name);
+  const Isa isa = *named;
   ONNXLLM_CHECK(isa_available(isa), kUnsupported, "ONNXLLM_ISA=", env, ": this CPU does not support ", isa_name(isa),
                 " (best available: ", isa_name(best_isa()), ")");
   return isa;
@@ -65,10 +75,9 @@ Isa selected_isa() {
 }
 
 Isa parse_isa(std::string_view name) {
-  if (name == "scalar") return Isa::kScalar;
-  if (name == "avx2") return Isa::kAvx2;
-  if (name == "avx512") return Isa::kAvx512;
-  throw_error(ErrorCode::kInvalidArgument, "unknown ISA '", name, "' (expected scalar, avx2 or avx512)");
+  const std::optional<Isa> isa = isa_named(name);
+  ONNXLLM_CHECK(isa, kInvalidArgument, "unknown ISA '", name, "' (expected scalar, avx2 or avx512)");
+  return *isa;
 }
 
 std::string_view isa_name(Isa isa) {

@@ -7,6 +7,14 @@
 
 #include <string_view>
 
+// Function attributes for code compiled per level inside an otherwise generic translation unit:
+// the same instruction sets as ONNXLLM_AVX2_FLAGS / ONNXLLM_AVX512_FLAGS. Put them on functions
+// that wrap an always-inline body, so no out-of-line copy of shared inline code is compiled wider.
+#if defined(__x86_64__) || defined(__i386__)
+#define ONNXLLM_TARGET_AVX2 [[gnu::target("avx2,fma,f16c")]]
+#define ONNXLLM_TARGET_AVX512 [[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]]
+#endif
+
 namespace onnxllm {
 
 enum class Isa {

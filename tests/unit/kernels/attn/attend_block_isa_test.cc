@@ -5,21 +5,13 @@
 
 #include <cmath>
 #include <cstring>
-#include <random>
 #include <vector>
 
 #include "ep/cpu/kernels/contrib/attention_common.h"
+#include "tests/util/test_util.h"
 
 namespace onnxllm {
 namespace {
-
-std::vector<float> normal(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.f, 1.f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
 
 TEST(AttendBlockIsa, EveryIsaBitIdenticalToScalar) {
   std::vector<Isa> isas;
@@ -31,10 +23,10 @@ TEST(AttendBlockIsa, EveryIsaBitIdenticalToScalar) {
     for (int64_t rows : {1, 3, 7})
       for (int64_t keys : {1, 5, 33, 300})
         for (int variant = 0; variant < 3; ++variant) {
-          const auto q = normal(static_cast<size_t>(rows * head), seed++);
-          const auto k = normal(static_cast<size_t>(keys * head), seed++);
-          const auto v = normal(static_cast<size_t>(keys * head), seed++);
-          const auto bias = normal(static_cast<size_t>(rows * keys), seed++);
+          const auto q = test::gaussian(static_cast<size_t>(rows * head), 1.f, seed++);
+          const auto k = test::gaussian(static_cast<size_t>(keys * head), 1.f, seed++);
+          const auto v = test::gaussian(static_cast<size_t>(keys * head), 1.f, seed++);
+          const auto bias = test::gaussian(static_cast<size_t>(rows * keys), 1.f, seed++);
           const std::vector<float> sinks(static_cast<size_t>(rows), 0.5f);
           QueryBlock qb;
           qb.rows = rows;
@@ -55,7 +47,8 @@ TEST(AttendBlockIsa, EveryIsaBitIdenticalToScalar) {
           std::vector<float> scores(static_cast<size_t>(rows * keys)), ref(static_cast<size_t>(rows * head));
           std::vector<float> max_ref(static_cast<size_t>(rows)), max_isa(max_ref.size());
           qb.out = ref.data();
-          attend_block_with(Isa::kScalar, qb, head, kv, head, begin, keys, params, scores.data(), max_ref.data());
+          params.isa = Isa::kScalar;
+          attend_block(qb, head, kv, head, begin, keys, params, scores.data(), max_ref.data());
           if (variant == 0) {  // plain softmax(scale q.k) v in double
             for (int64_t m = 0; m < rows; ++m) {
               std::vector<double> w(static_cast<size_t>(keys));
@@ -77,7 +70,8 @@ TEST(AttendBlockIsa, EveryIsaBitIdenticalToScalar) {
           for (Isa isa : isas) {
             std::vector<float> out(ref.size(), -7.f);
             qb.out = out.data();
-            attend_block_with(isa, qb, head, kv, head, begin, keys, params, scores.data(), max_isa.data());
+            params.isa = isa;
+            attend_block(qb, head, kv, head, begin, keys, params, scores.data(), max_isa.data());
             ASSERT_EQ(0, std::memcmp(out.data(), ref.data(), out.size() * 4))
                 << isa_name(isa) << " head=" << head << " rows=" << rows << " keys=" << keys << " variant=" << variant;
             ASSERT_EQ(0, std::memcmp(max_isa.data(), max_ref.data(), max_ref.size() * 4)) << isa_name(isa);

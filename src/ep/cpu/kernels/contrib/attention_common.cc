@@ -37,10 +37,6 @@ inline float sum8(const float* x, int64_t n) {
   return tree8(acc, tail);
 }
 
-}  // namespace
-
-namespace {
-
 // The body of attend_block, inlined into one function per instruction set below: target
 // attributes (not per-file flags) so that no out-of-line copy of an inline or template function
 // is ever compiled for a wider ISA than its callers run on. The operations are the same in every
@@ -106,14 +102,14 @@ void attend_block_scalar(const QueryBlock& qb, int64_t head_size, const KvRows& 
 }
 
 #if defined(__x86_64__) || defined(__i386__)
-[[gnu::target("avx2,fma,f16c")]] void attend_block_avx2(const QueryBlock& qb, int64_t head_size, const KvRows& kv,
+ONNXLLM_TARGET_AVX2 void attend_block_avx2(const QueryBlock& qb, int64_t head_size, const KvRows& kv,
                                                          int64_t v_size, int64_t begin, int64_t end,
                                                          const SoftmaxParams& params, float* scores,
                                                          float* row_max) noexcept {
   attend_block_body(qb, head_size, kv, v_size, begin, end, params, scores, row_max);
 }
 
-[[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]] void attend_block_avx512(
+ONNXLLM_TARGET_AVX512 void attend_block_avx512(
     const QueryBlock& qb, int64_t head_size, const KvRows& kv, int64_t v_size, int64_t begin, int64_t end,
     const SoftmaxParams& params, float* scores, float* row_max) noexcept {
   attend_block_body(qb, head_size, kv, v_size, begin, end, params, scores, row_max);
@@ -133,12 +129,6 @@ AttendFn attend_fn(Isa isa) {
 void attend_block(const QueryBlock& qb, int64_t head_size, const KvRows& kv, int64_t v_size, int64_t begin, int64_t end,
                   const SoftmaxParams& params, float* scores, float* row_max) noexcept {
   attend_fn(params.isa)(qb, head_size, kv, v_size, begin, end, params, scores, row_max);
-}
-
-void attend_block_with(Isa isa, const QueryBlock& qb, int64_t head_size, const KvRows& kv, int64_t v_size,
-                       int64_t begin, int64_t end, const SoftmaxParams& params, float* scores,
-                       float* row_max) noexcept {
-  attend_fn(isa)(qb, head_size, kv, v_size, begin, end, params, scores, row_max);
 }
 
 void average_rows(const float* v, int64_t stride, int64_t count, int64_t size, float* out) noexcept {

@@ -57,10 +57,7 @@ struct QueryBlock {
 // range (out is then zero); callers use it to spot rows whose every key is masked.
 void attend_block(const QueryBlock& qb, int64_t head_size, const KvRows& kv, int64_t v_size, int64_t begin, int64_t end,
                   const SoftmaxParams& params, float* scores, float* row_max = nullptr) noexcept;
-// attend_block compiled for `isa` (which must be available); every ISA gives the same bits.
-void attend_block_with(Isa isa, const QueryBlock& qb, int64_t head_size, const KvRows& kv, int64_t v_size,
-                       int64_t begin, int64_t end, const SoftmaxParams& params, float* scores,
-                       float* row_max = nullptr) noexcept;
+
 
 // attend_block for one query row; returns its max logit.
 inline float attend_row(const float* q, int64_t head_size, const KvRows& kv, int64_t v_size, int64_t begin, int64_t end,

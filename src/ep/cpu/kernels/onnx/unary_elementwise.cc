@@ -217,13 +217,12 @@ void float_loop_scalar(const float* x, float* y, int64_t n, const Op& op) {
 
 #if defined(__x86_64__) || defined(__i386__)
 template <typename Op>
-[[gnu::target("avx2,fma,f16c")]] void float_loop_avx2(const float* x, float* y, int64_t n, const Op& op) {
+ONNXLLM_TARGET_AVX2 void float_loop_avx2(const float* x, float* y, int64_t n, const Op& op) {
   float_loop_body(x, y, n, op);
 }
 
 template <typename Op>
-[[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]] void float_loop_avx512(const float* x, float* y,
-                                                                                         int64_t n, const Op& op) {
+ONNXLLM_TARGET_AVX512 void float_loop_avx512(const float* x, float* y, int64_t n, const Op& op) {
   float_loop_body(x, y, n, op);
 }
 #endif
