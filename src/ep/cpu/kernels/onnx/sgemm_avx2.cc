@@ -33,14 +33,14 @@ void block(const SgemmArgs& g, int64_t i0, int64_t j) {
     for (int v = 0; v < kVecs; ++v) _mm256_storeu_ps(g.c + (i0 + r) * g.ldc + j + v * kV, acc[r][v]);
 }
 
-template <int kVecs>
-void rows_block(const SgemmArgs& g, int64_t j) {
+// One vector of columns at j, every row (columns left over from the panels).
+void vector_column(const SgemmArgs& g, int64_t j) {
   int64_t i = 0;
-  for (; i + 4 <= g.m; i += 4) block<4, kVecs>(g, i, j);
+  for (; i + 4 <= g.m; i += 4) block<4, 1>(g, i, j);
   switch (g.m - i) {
-    case 3: block<3, kVecs>(g, i, j); break;
-    case 2: block<2, kVecs>(g, i, j); break;
-    case 1: block<1, kVecs>(g, i, j); break;
+    case 3: block<3, 1>(g, i, j); break;
+    case 2: block<2, 1>(g, i, j); break;
+    case 1: block<1, 1>(g, i, j); break;
     default: break;
   }
 }
@@ -104,7 +104,7 @@ void panel(const SgemmArgs& g, int64_t j0, int64_t j1) {
   } else if (g.k > 0) {
     for (; j + kPanel <= j1; j += kPanel) packed_columns(g, j);
   }
-  for (; j + kV <= j1; j += kV) rows_block<1>(g, j);
+  for (; j + kV <= j1; j += kV) vector_column(g, j);
   if (j < j1) sgemm_panel_scalar()(g, j, j1);
 }
 

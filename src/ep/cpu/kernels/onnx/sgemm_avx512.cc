@@ -45,16 +45,16 @@ void block(const SgemmArgs& g, int64_t i0, int64_t j, __mmask16 last) {
   }
 }
 
-template <int kVecs>
-void rows_block(const SgemmArgs& g, int64_t j, __mmask16 last) {
+// One vector of columns at j (the last `last`-masked), every row: columns left over from the panels.
+void vector_column(const SgemmArgs& g, int64_t j, __mmask16 last) {
   int64_t i = 0;
-  for (; i + 6 <= g.m; i += 6) block<6, kVecs>(g, i, j, last);
+  for (; i + 6 <= g.m; i += 6) block<6, 1>(g, i, j, last);
   switch (g.m - i) {
-    case 5: block<5, kVecs>(g, i, j, last); break;
-    case 4: block<4, kVecs>(g, i, j, last); break;
-    case 3: block<3, kVecs>(g, i, j, last); break;
-    case 2: block<2, kVecs>(g, i, j, last); break;
-    case 1: block<1, kVecs>(g, i, j, last); break;
+    case 5: block<5, 1>(g, i, j, last); break;
+    case 4: block<4, 1>(g, i, j, last); break;
+    case 3: block<3, 1>(g, i, j, last); break;
+    case 2: block<2, 1>(g, i, j, last); break;
+    case 1: block<1, 1>(g, i, j, last); break;
     default: break;
   }
 }
@@ -121,7 +121,7 @@ void panel(const SgemmArgs& g, int64_t j0, int64_t j1) {
   } else if (g.k > 0) {
     for (; j + kPanel <= j1; j += kPanel) packed_columns(g, j);
   }
-  for (; j < j1; j += kV) rows_block<1>(g, j, tail_mask(j1 - j));
+  for (; j < j1; j += kV) vector_column(g, j, tail_mask(j1 - j));
 }
 
 }  // namespace
