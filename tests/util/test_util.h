@@ -43,6 +43,15 @@ inline std::vector<float> uniform(size_t n, float lo, float hi, uint32_t seed) {
   return v;
 }
 
+// n floats drawn from N(0, sigma^2) by mt19937(seed).
+inline std::vector<float> gaussian(size_t n, float sigma, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.f, sigma);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
 // Runs fn and expects an onnxllm::Error with `code` whose message contains `text`.
 inline void expect_error(const std::function<void()>& fn, ErrorCode code, const std::string& text) {
   try {

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <thread>
 
 #include "builder/safetensors.h"
@@ -195,6 +196,38 @@ TEST_F(CliHardening, NonFiniteSearchOptionsAndABadPadIdAreNamed) {
   EXPECT_NE(fifo.output.find("genai_config.json is a FIFO"), std::string::npos) << fifo.output;
 }
 
+// Runs the CLI with `args`, waits until `started(staging)` holds for its staging folder
+// (.OUT.tmp-PID next to `out`), sends `sig` and waits for the exit.
+struct Interrupted {
+  bool staged = false;
+  int status = 0;
+  fs::path staging;
+};
+Interrupted interrupt_cli(const std::vector<std::string>& args, const fs::path& out, int sig,
+                          const std::function<bool(const fs::path&)>& started) {
+  Interrupted r;
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ADD_FAILURE() << "fork failed";
+    return r;
+  }
+  if (pid == 0) {
+    std::vector<char*> argv = {const_cast<char*>(ONNXLLM_CLI)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(ONNXLLM_CLI, argv.data());
+    ::_exit(127);
+  }
+  r.staging = out.parent_path() / ("." + out.filename().string() + ".tmp-" + std::to_string(pid));
+  for (int i = 0; i < 3000 && !r.staged; ++i) {
+    r.staged = started(r.staging);
+    if (!r.staged) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ::kill(pid, sig);
+  if (::waitpid(pid, &r.status, 0) != pid) ADD_FAILURE() << "waitpid failed";
+  return r;
+}
+
 // SIGINT / SIGTERM / SIGHUP during a build or a quantization remove the staging folder and exit
 // with 128 + signal.
 TEST_F(CliHardening, InterruptedBuildLeavesNoStagingFolder) {
@@ -206,59 +239,35 @@ TEST_F(CliHardening, InterruptedBuildLeavesNoStagingFolder) {
   big["num_key_value_heads"] = 8;
   big["vocab_size"] = 32000;
   test::write_text(*dir_ / "big.json", big.dump());
+  // False when the command finished before the signal (the test is then skipped).
+  auto cleaned_up = [](const Interrupted& r, int sig, const fs::path& out) {
+    if (!r.staged) return false;
+    EXPECT_TRUE(WIFEXITED(r.status));
+    EXPECT_EQ(WEXITSTATUS(r.status), 128 + sig);
+    EXPECT_FALSE(fs::exists(r.staging));
+    EXPECT_FALSE(fs::exists(out));
+    return true;
+  };
+  const std::string config = (*dir_ / "big.json").string();
   for (const int sig : {SIGINT, SIGTERM, SIGHUP}) {
     const fs::path out = *dir_ / ("big-" + std::to_string(sig));
-    const pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      const std::string config = (*dir_ / "big.json").string(), o = out.string();
-      ::execl(ONNXLLM_CLI, ONNXLLM_CLI, "build", "--config", config.c_str(), "--random-weights", "-p", "fp32", "-q",
-              "-o", o.c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    const fs::path staging = *dir_ / (".big-" + std::to_string(sig) + ".tmp-" + std::to_string(pid));
-    bool staged = false;
-    for (int i = 0; i < 3000 && !staged; ++i) {
-      staged = fs::exists(staging / "model.onnx.data");  // weights are being written
-      if (!staged) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    ::kill(pid, sig);
-    int status = 0;
-    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-    if (!staged) GTEST_SKIP() << "the build finished before it could be interrupted";
-    ASSERT_TRUE(WIFEXITED(status));
-    EXPECT_EQ(WEXITSTATUS(status), 128 + sig);
-    EXPECT_FALSE(fs::exists(staging));
-    EXPECT_FALSE(fs::exists(out));
+    const auto r = interrupt_cli({"build", "--config", config, "--random-weights", "-p", "fp32", "-q", "-o", out.string()},
+                                 out, sig, [](const fs::path& staging) {
+                                   return fs::exists(staging / "model.onnx.data");  // weights are being written
+                                 });
+    if (!cleaned_up(r, sig, out)) GTEST_SKIP() << "the build finished before it could be interrupted";
   }
   // The same for quantize, which stages its .onnx and data files next to the output.
   const fs::path fp32 = *dir_ / "big-fp32";
-  ASSERT_EQ(run_cli("build --config '" + (*dir_ / "big.json").string() + "' --random-weights -p fp32 -q -o '" +
-                    fp32.string() + "'", 120).status, 0);
+  ASSERT_EQ(run_cli("build --config '" + config + "' --random-weights -p fp32 -q -o '" + fp32.string() + "'", 120).status,
+            0);
   for (const int sig : {SIGINT, SIGTERM, SIGHUP}) {
     const fs::path out = *dir_ / ("q-" + std::to_string(sig) + ".onnx");
-    const pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      const std::string in = (fp32 / "model.onnx").string(), o = out.string();
-      ::execl(ONNXLLM_CLI, ONNXLLM_CLI, "quantize", "-i", in.c_str(), "-o", o.c_str(), "--bits", "4",
-              static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    const fs::path staging = *dir_ / ("." + out.filename().string() + ".tmp-" + std::to_string(pid));
-    bool staged = false;
-    for (int i = 0; i < 3000 && !staged; ++i) {
-      staged = fs::exists(staging) && !fs::is_empty(staging);
-      if (!staged) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-    ::kill(pid, sig);
-    int status = 0;
-    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-    if (!staged) GTEST_SKIP() << "the quantization finished before it could be interrupted";
-    ASSERT_TRUE(WIFEXITED(status));
-    EXPECT_EQ(WEXITSTATUS(status), 128 + sig);
-    EXPECT_FALSE(fs::exists(staging));
-    EXPECT_FALSE(fs::exists(out));
+    const auto r = interrupt_cli({"quantize", "-i", (fp32 / "model.onnx").string(), "-o", out.string(), "--bits", "4"},
+                                 out, sig, [](const fs::path& staging) {
+                                   return fs::exists(staging) && !fs::is_empty(staging);
+                                 });
+    if (!cleaned_up(r, sig, out)) GTEST_SKIP() << "the quantization finished before it could be interrupted";
   }
 }
 

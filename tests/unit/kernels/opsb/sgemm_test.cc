@@ -6,19 +6,12 @@
 
 #include <cmath>
 #include <cstring>
-#include <random>
 #include <vector>
+
+#include "tests/util/test_util.h"
 
 namespace onnxllm {
 namespace {
-
-std::vector<float> random_floats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.f, 1.f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
 
 std::vector<Isa> isas() {
   std::vector<Isa> v = {Isa::kScalar};
@@ -59,8 +52,8 @@ TEST(Sgemm, EveryKernelBitIdenticalToScalarReference) {
     for (int64_t n : {1, 7, 16, 17, 33, 100, 256, 300})
       for (int64_t k : {1, 9, 64, 130, 600})  // 600: several depth blocks
         for (int64_t pad : {0, 3}) {
-          const auto a = random_floats(static_cast<size_t>(m * (k + pad)), seed++);
-          const auto b = random_floats(static_cast<size_t>(k * (n + pad)), seed++);
+          const auto a = test::gaussian(static_cast<size_t>(m * (k + pad)), 1.f, seed++);
+          const auto b = test::gaussian(static_cast<size_t>(k * (n + pad)), 1.f, seed++);
           const auto ref = run(a, b, m, n, k, pad, Isa::kScalar, nullptr);
           const std::string what = "m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
                                    " pad=" + std::to_string(pad);

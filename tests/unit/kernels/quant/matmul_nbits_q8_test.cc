@@ -18,17 +18,6 @@ namespace {
 
 using test::QuantWeight;
 
-NBitsSource source_of(const QuantWeight& w) {
-  NBitsSource s;
-  s.b = w.b.data();
-  s.scales = w.scales.data();
-  if (!w.zp.empty()) {
-    s.zero_points = w.zp.data();
-    s.zp_dtype = DType::kUInt8;
-  }
-  return s;
-}
-
 std::vector<Isa> isas() {
   std::vector<Isa> v = {Isa::kScalar};
   if (isa_available(Isa::kAvx2) && nbits_q8_kernel_avx2()) v.push_back(Isa::kAvx2);
@@ -45,7 +34,7 @@ Packed pack(const QuantWeight& w) {
   Packed p;
   p.layout = nbits_q8_layout(NBitsShape{w.k, w.n, w.bits, w.bs}, !w.zp.empty());
   p.bytes = AlignedBuffer(p.layout.bytes());
-  pack_nbits_q8(p.layout, source_of(w), static_cast<uint8_t*>(p.bytes.data()), 0, p.layout.tiles);
+  pack_nbits_q8(p.layout, test::nbits_source(w), static_cast<uint8_t*>(p.bytes.data()), 0, p.layout.tiles);
   return p;
 }
 

@@ -18,28 +18,13 @@ namespace {
 
 using test::QuantWeight;
 
-NBitsSource source_of(const QuantWeight& w) {
-  NBitsSource s;
-  s.b = w.b.data();
-  s.scales = w.scales.data();
-  s.scale_dtype = DType::kFloat32;
-  if (!w.zp.empty()) {
-    s.zero_points = w.zp.data();
-    s.zp_dtype = DType::kUInt8;
-  } else if (!w.zp_float.empty()) {
-    s.zero_points = w.zp_float.data();
-    s.zp_dtype = DType::kFloat32;
-  }
-  return s;
-}
-
 // Runs the packed kernels for one ISA on `pool`.
 std::vector<float> run_packed(const QuantWeight& w, const std::vector<float>& a, int64_t m,
                               const std::vector<float>* bias, NBitsIsa isa, ThreadPool& pool) {
   const NBitsShape shape{w.k, w.n, w.bits, w.bs};
   const NBitsLayout layout = nbits_layout(shape, !w.zp.empty() || !w.zp_float.empty());
   AlignedBuffer packed(layout.bytes());
-  pack_nbits(layout, source_of(w), static_cast<uint8_t*>(packed.data()), 0, layout.tiles);
+  pack_nbits(layout, test::nbits_source(w), static_cast<uint8_t*>(packed.data()), 0, layout.tiles);
   AlignedBuffer ws(matmul_nbits_workspace(layout, m, pool.num_threads()) + 64);
   std::vector<float> y(static_cast<size_t>(m * w.n), -777.f);
   matmul_nbits_run(layout, static_cast<const uint8_t*>(packed.data()), a.data(), m, bias ? bias->data() : nullptr,

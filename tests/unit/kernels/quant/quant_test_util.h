@@ -9,19 +9,12 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "ep/cpu/kernels/contrib/matmul_nbits.h"
 #include "graph/graph.h"
 #include "tests/util/graph_builder.h"
 #include "tests/util/test_util.h"
 
 namespace onnxllm::test {
-
-inline std::vector<float> gaussian(size_t n, float sigma, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.f, sigma);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
 
 inline std::vector<uint8_t> random_bytes(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -74,6 +67,22 @@ inline double ref_zp(const QuantWeight& w, int64_t n, int64_t blk) {
   if (w.bits == 8) return row[blk];
   if (w.bits == 4) return blk % 2 == 0 ? (row[blk / 2] & 0x0F) : (row[blk / 2] >> 4);
   return (row[blk / 4] >> (2 * (blk % 4))) & 0x03;
+}
+
+// The weight as MatMulNBits kernels read it: float32 scales, packed uint8 or float zero points.
+inline NBitsSource nbits_source(const QuantWeight& w) {
+  NBitsSource s;
+  s.b = w.b.data();
+  s.scales = w.scales.data();
+  s.scale_dtype = DType::kFloat32;
+  if (!w.zp.empty()) {
+    s.zero_points = w.zp.data();
+    s.zp_dtype = DType::kUInt8;
+  } else if (!w.zp_float.empty()) {
+    s.zero_points = w.zp_float.data();
+    s.zp_dtype = DType::kFloat32;
+  }
+  return s;
 }
 
 // y = a W + bias in double, with `scale_out` = sum |a| (|q| + |zp|) |s| per output: the size of the
