@@ -33,6 +33,7 @@ DecoderState::DecoderState(const Model& model, int rows, int max_length, bool sh
       input_ids_(static_cast<size_t>(rows) * max_length * dtype_size(io_.input_ids_dtype)),
       attention_mask_(static_cast<size_t>(rows) * max_length * dtype_size(io_.attention_mask_dtype)),
       position_ids_(static_cast<size_t>(rows) * max_length * dtype_size(io_.position_ids_dtype)),
+      logits_positions_(io_.logits_positions >= 0 ? static_cast<size_t>(rows) * sizeof(int64_t) : 0),
       mask_(static_cast<size_t>(rows) * max_length, 0),
       positions_(static_cast<size_t>(rows) * max_length, 0),
       next_position_(static_cast<size_t>(rows), 0),
@@ -65,6 +66,26 @@ void DecoderState::fill_inputs(const Sequences& sequences, int from, int to) {
   if (io_.attention_mask >= 0)
     binding_.bind_input(io_.attention_mask, write_ints(attention_mask_, io_.attention_mask_dtype, rows_, to,
                                                        [&](int r, int c) { return mask_[r * stride + c]; }));
+  if (io_.logits_positions >= 0) {
+    // Rows whose logits column is not in this run take any position: copy_logits skips them.
+    int64_t* p = static_cast<int64_t*>(logits_positions_.data());
+    for (int r = 0; r < rows_; ++r) p[r] = static_cast<int64_t>(r) * n + std::clamp(logits_column_[r] - from, 0, n - 1);
+    binding_.bind_input(io_.logits_positions, TensorView(logits_positions_.data(), DType::kInt64, Shape{rows_}));
+  }
+  last_run_columns_ = n;
+  full_logits_current_ = false;
+}
+
+const TensorView& DecoderState::output(const std::string& name) {
+  const TensorView& out = binding_.output(name);
+  if (io_.lm_head_hidden < 0 || last_run_columns_ <= 1 || name != model_.session().outputs()[io_.logits].name || out.empty())
+    return out;
+  if (!full_logits_current_) {
+    const std::string& hidden = model_.session().outputs()[io_.lm_head_hidden].name;
+    full_logits_ = std::move(model_.lm_head().run({{hidden, binding_.output(io_.lm_head_hidden)}}).front());
+    full_logits_current_ = true;
+  }
+  return full_logits_.view();
 }
 
 void DecoderState::run(const Sequences& sequences, std::span<float> logits) {

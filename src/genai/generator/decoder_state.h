@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "core/tensor.h"
@@ -42,6 +43,9 @@ class DecoderState {
   // Sequence positions the cache holds.
   int cached_length() const { return kv_.length(); }
   const IoBinding& binding() const { return binding_; }
+  // A decoder output of the last run by name. With the LM head split (genai/model/lm_head.h) the
+  // logits of a run over several positions are computed here for all of them, on first request.
+  const TensorView& output(const std::string& name);
   // See IoBinding::set_terminate_flag.
   void set_terminate_flag(const std::atomic<bool>* flag) { binding_.set_terminate_flag(flag); }
 
@@ -60,6 +64,10 @@ class DecoderState {
   AlignedBuffer input_ids_;       // rows x max_length of int32/int64, as the graph wants
   AlignedBuffer attention_mask_;
   AlignedBuffer position_ids_;
+  AlignedBuffer logits_positions_;  // rows of int64, when the LM head is split
+  Tensor full_logits_;              // output("logits") after a multi-position run
+  bool full_logits_current_ = false;
+  int last_run_columns_ = 0;
   std::vector<int64_t> mask_;       // rows x max_length: per sequence column
   std::vector<int64_t> positions_;  // rows x max_length
   std::vector<int64_t> next_position_;  // per row

@@ -245,7 +245,7 @@ void Generator::set_logits(std::span<const float> logits) {
 
 const TensorView& Generator::get_output(const std::string& name) const {
   check_usable();
-  const TensorView& out = state_->binding().output(name);
+  const TensorView& out = state_->output(name);
   ONNXLLM_CHECK(!out.empty(), kInvalidArgument, "get_output: '", name, "' is not available before the first run");
   return out;
 }

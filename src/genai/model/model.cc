@@ -4,9 +4,14 @@
 #include <iterator>
 #include <limits>
 #include <cctype>
+#include <cstdlib>
+#include <optional>
+#include <string_view>
 
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "genai/model/lm_head.h"
+#include "onnx/model_loader.h"
 
 namespace onnxllm::genai {
 
@@ -84,25 +89,41 @@ std::shared_ptr<const Model> Model::create(Config config, const ModelOptions& op
   ONNXLLM_CHECK(is_supported_type(config.model.type), kUnsupported, "model.type '", config.model.type,
                 "' is not supported (onnxllm runs gpt2 and decoder-only models such as llama, mistral, phi3, qwen2)");
   ONNXLLM_CHECK(!config.model.decoder.filename.empty(), kInvalidModel, "model.decoder.filename is not set");
-  const SessionOptions so = session_options(config, options);
-  auto session = Session::load(config.file(config.model.decoder.filename), so);
-  return std::shared_ptr<const Model>(new Model(std::move(config), std::move(session)));
+  auto decoder = load_onnx_model(config.file(config.model.decoder.filename));
+  return std::shared_ptr<const Model>(new Model(std::move(config), std::move(decoder), options));
 }
 
 std::shared_ptr<const Model> Model::create(Config config, std::shared_ptr<Graph> decoder, const ModelOptions& options) {
   ONNXLLM_CHECK(is_supported_type(config.model.type), kUnsupported, "model.type '", config.model.type,
                 "' is not supported (onnxllm runs gpt2 and decoder-only models such as llama, mistral, phi3, qwen2)");
-  const SessionOptions so = session_options(config, options);
-  auto session = std::make_shared<Session>(std::move(decoder), so);
-  return std::shared_ptr<const Model>(new Model(std::move(config), std::move(session)));
+  return std::shared_ptr<const Model>(new Model(std::move(config), decoder->clone(), options));
 }
 
-Model::Model(Config config, std::shared_ptr<Session> session)
-    : config_(std::move(config)), session_(std::move(session)) {
+const Session& Model::lm_head() const {
+  ONNXLLM_CHECK(lm_head_graph_ != nullptr, kInvalidArgument, "this model's LM head is not split");
+  std::call_once(lm_head_once_, [&] { lm_head_ = std::make_shared<Session>(lm_head_graph_, lm_head_options_); });
+  return *lm_head_;
+}
+
+Model::Model(Config config, std::shared_ptr<Graph> decoder, const ModelOptions& options) : config_(std::move(config)) {
+  SessionOptions so = session_options(config_, options);
+  if (!so.pool) so.pool = std::make_shared<ThreadPool>(so.num_threads);  // the LM head session shares it
+  const char* fusions_env = std::getenv("ONNXLLM_FUSIONS");
+  std::optional<LmHeadSplit> split;
+  if (options.split_lm_head && !(fusions_env && std::string_view(fusions_env) == "0"))
+    split = split_lm_head(*decoder, config_.model.decoder.outputs.logits);
+  session_ = std::make_shared<Session>(std::move(decoder), so);
+  if (split) {
+    lm_head_graph_ = split->head;
+    lm_head_options_ = so;
+    io_.logits_positions = session_->input_index(split->positions_input);
+    io_.lm_head_hidden = session_->output_index(split->hidden_output);
+  }
   const DecoderConfig& dc = config_.model.decoder;
   const auto& inputs = session_->inputs();
   const auto& outputs = session_->outputs();
   std::vector<bool> claimed(inputs.size(), false);
+  if (io_.logits_positions >= 0) claimed[io_.logits_positions] = true;
   auto claim_input = [&](const std::string& name) {
     const int i = session_->input_index(name);
     if (i >= 0) claimed[i] = true;

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,10 @@ struct DecoderIo {
   DType position_ids_dtype = DType::kInt64;
   int logits = -1;  // output index
   DType logits_dtype = DType::kFloat32;
+  // With the LM head split (genai/model/lm_head.h): the positions input and the hidden-state
+  // output; -1 when the graph computes logits for every position.
+  int logits_positions = -1;
+  int lm_head_hidden = -1;
 
   // Per layer: past/present indices. kCombined uses only the *_key fields.
   struct Layer {
@@ -51,6 +56,9 @@ struct DecoderIo {
 struct ModelOptions {
   int num_threads = 0;               // 0: the config's intra_op_num_threads, else physical cores
   std::shared_ptr<ThreadPool> pool;  // share a pool between models (overrides num_threads)
+  // Compute the LM head only for the positions generation needs (genai/model/lm_head.h); also off
+  // with ONNXLLM_FUSIONS=0.
+  bool split_lm_head = true;
 };
 
 class Model {
@@ -67,16 +75,23 @@ class Model {
   const std::string& type() const { return config_.model.type; }
   const Session& session() const { return *session_; }
   const DecoderIo& io() const { return io_; }
+  // The LM head alone (hidden states -> logits for every position), created on first use; only
+  // when io().lm_head_hidden >= 0.
+  const Session& lm_head() const;
 
   // The model types onnxllm runs (gpt2 and the decoder-only families).
   static bool is_supported_type(std::string_view type);
 
  private:
-  Model(Config config, std::shared_ptr<Session> session);
+  Model(Config config, std::shared_ptr<Graph> decoder, const ModelOptions& options);
 
   Config config_;
   std::shared_ptr<Session> session_;
   DecoderIo io_;
+  std::shared_ptr<Graph> lm_head_graph_;
+  SessionOptions lm_head_options_;
+  mutable std::once_flag lm_head_once_;
+  mutable std::shared_ptr<Session> lm_head_;
 };
 
 }  // namespace onnxllm::genai

@@ -396,8 +396,13 @@ TEST(GenaiConformance, rejects_bad_config) {
 
 // ---- Our own cases on the tiny gpt2 model ---------------------------------------------------
 
-// The model's last-position logits for `tokens`, computed without a cache (past length 0).
-std::vector<float> uncached_logits(const Model& model, const std::vector<int32_t>& tokens) {
+// The decoder graph as the file has it, in a Session of its own (without the Model's rewrites).
+std::shared_ptr<Session> file_session(const Model& model) {
+  return Session::load(model.config().file(model.config().model.decoder.filename));
+}
+
+// The graph's last-position logits for `tokens`, computed without a cache (past length 0).
+std::vector<float> uncached_logits(const Session& session, const std::vector<int32_t>& tokens) {
   const int64_t n = static_cast<int64_t>(tokens.size());
   std::vector<int32_t> positions(tokens.size()), mask(tokens.size(), 1);
   std::iota(positions.begin(), positions.end(), 0);
@@ -408,7 +413,7 @@ std::vector<float> uncached_logits(const Model& model, const std::vector<int32_t
   std::vector<std::pair<std::string, TensorView>> feeds = {
       {"input_ids", ids}, {"position_ids", pos}, {"attention_mask", att}};
   for (int l = 0; l < 5; ++l) feeds.emplace_back("past_" + std::to_string(l), past);
-  const auto out = model.session().run(feeds, {"logits"});
+  const auto out = session.run(feeds, {"logits"});
   const float* last = out[0].data<float>() + (n - 1) * 1000;
   return std::vector<float>(last, last + 1000);
 }
@@ -418,6 +423,7 @@ TEST(GenaiGpt2, BeamSearchMatchesReference) {
   // eos 114 is a token this model likes, so hypotheses end during the search too.
   for (const int eos : {98, 114}) {
     auto model = gpt2(Json{{"eos_token_id", eos}});
+    const auto session = file_session(*model);
     for (const auto& [beams, length_penalty, early] : {std::tuple{3, 1.0f, true}, std::tuple{4, 0.6f, false}}) {
       GeneratorParams p(model);
       p.set_search_options(R"({"max_length": 12})");
@@ -430,7 +436,7 @@ TEST(GenaiGpt2, BeamSearchMatchesReference) {
       g.append_tokens(prompt);
       generate_to_end(g);
       const auto expected = test::reference_beam_search(
-          prompt, [&](const std::vector<int32_t>& s) { return uncached_logits(*model, s); }, beams, 12, eos,
+          prompt, [&](const std::vector<int32_t>& s) { return uncached_logits(*session, s); }, beams, 12, eos,
           length_penalty, early, beams);
       for (int i = 0; i < beams; ++i)
         EXPECT_EQ(to_vector(g.get_sequence(i)), expected[i]) << "eos " << eos << " beams " << beams << " #" << i;
@@ -441,6 +447,7 @@ TEST(GenaiGpt2, BeamSearchMatchesReference) {
 TEST(GenaiGpt2, BatchedEqualsPerRow) {
   REQUIRE_CASES();
   auto model = gpt2();
+  const auto session = file_session(*model);
   const std::vector<std::vector<int32_t>> prompts = {{0, 0, 195, 731, 5, 17}, {52}, {7, 8, 9}};
   const int new_tokens = 6;
   GeneratorParams batched(model);
@@ -458,7 +465,7 @@ TEST(GenaiGpt2, BatchedEqualsPerRow) {
     // Reference: greedy over the uncached model.
     std::vector<int32_t> expected = prompts[r];
     for (int i = 0; i < new_tokens; ++i) {
-      const auto l = uncached_logits(*model, expected);
+      const auto l = uncached_logits(*session, expected);
       expected.push_back(static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin()));
     }
     EXPECT_EQ(alone, expected) << "row " << r;

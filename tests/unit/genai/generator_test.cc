@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "genai/generator/generator.h"
+#include "genai/model/lm_head.h"
 #include "tests/unit/genai/test_models.h"
 
 namespace onnxllm::genai {
@@ -267,13 +268,17 @@ TEST(GenaiGenerator, BeamSearchBatchOfTwo) {
 }
 
 // Greedy through GQA without a cache: the whole sequence each step, through the same graph.
-std::vector<int32_t> gqa_reference(const GqaModel& m, const Model& model, std::vector<int32_t> seq, int count) {
+// Greedy tokens from the test graph itself (a Session of its own, without the Model's rewrites).
+std::vector<int32_t> gqa_reference(const GqaModel& m, std::vector<int32_t> seq, int count) {
+  SessionOptions options;
+  options.num_threads = 1;
+  const Session session(m.graph(), options);
   for (int i = 0; i < count; ++i) {
     const int64_t n = static_cast<int64_t>(seq.size());
     std::vector<int64_t> ids(seq.begin(), seq.end()), mask(seq.size(), 1);
     Tensor ids_t = Tensor::from<int64_t>(Shape{1, n}, ids), mask_t = Tensor::from<int64_t>(Shape{1, n}, mask);
     Tensor past(DType::kFloat32, Shape{1, 1, 0, m.dim});
-    const auto out = model.session().run({{"input_ids", ids_t},
+    const auto out = session.run({{"input_ids", ids_t},
                                           {"attention_mask", mask_t},
                                           {"past_key_values.0.key", past},
                                           {"past_key_values.0.value", past}},
@@ -288,7 +293,7 @@ TEST(GenaiGenerator, SharedPastPresentBufferMatchesGrowingCache) {
   GqaModel m;
   auto model = m.model();
   const std::vector<int32_t> prompt = {4, 19, 7, 7, 2};
-  const auto expected = gqa_reference(m, *model, prompt, 9);
+  const auto expected = gqa_reference(m, prompt, 9);
   for (const bool share : {false, true}) {
     GeneratorParams params(model);
     params.set_search_options(R"({"max_length": 14})");
@@ -316,7 +321,7 @@ TEST(GenaiGenerator, GqaBatchedEqualsPerRowInBothCacheModes) {
     g.append_token_sequences(prompts);
     while (!g.is_done()) g.generate_next_token();
     for (size_t r = 0; r < prompts.size(); ++r) {
-      auto expected = gqa_reference(m, *model, prompts[r], 6);
+      auto expected = gqa_reference(m, prompts[r], 6);
       const auto eos = std::find(expected.begin() + static_cast<long>(prompts[r].size()), expected.end(), 0);
       if (eos != expected.end()) std::fill(eos + 1, expected.end(), 0);  // finished rows emit pad (0)
       expected.insert(expected.begin() + static_cast<long>(prompts[r].size()), 5 - prompts[r].size(), 0);
@@ -325,9 +330,62 @@ TEST(GenaiGenerator, GqaBatchedEqualsPerRowInBothCacheModes) {
   }
 }
 
+std::vector<float> floats_of(const TensorView& t) { return {t.data<float>(), t.data<float>() + t.numel()}; }
+
+// The split LM head computes the chosen positions only; every logit, chosen or full, keeps its bits.
+TEST(GenaiGenerator, SplitLmHeadGivesTheFullGraphsLogits) {
+  GqaModel m;
+  ModelOptions whole = test::one_thread();
+  whole.split_lm_head = false;
+  auto split = m.model("{}", 64);
+  auto full = m.model("{}", 64, whole);
+  ASSERT_GE(split->io().lm_head_hidden, 0);
+  ASSERT_GE(split->io().logits_positions, 0);
+  EXPECT_EQ(full->io().lm_head_hidden, -1);
+  const std::vector<int32_t> prompts = {4, 19, 7, 7, 2, 9, 3, 0, 0, 0};  // row 1 right-padded
+  std::vector<std::unique_ptr<Generator>> gens;
+  for (auto& model : {split, full}) {
+    GeneratorParams params(model);
+    params.set_search_options(R"({"batch_size": 2, "max_length": 12})");
+    gens.push_back(std::make_unique<Generator>(params));
+    gens.back()->append_tokens(prompts);
+  }
+  EXPECT_EQ(gens[0]->get_output("logits").shape(), (Shape{2, 5, 24}));
+  EXPECT_EQ(floats_of(gens[0]->get_output("logits")), floats_of(gens[1]->get_output("logits")));
+  EXPECT_EQ(floats_of(gens[0]->get_logits()), floats_of(gens[1]->get_logits()));
+  for (int step = 0; step < 4 && !gens[1]->is_done(); ++step) {
+    for (auto& g : gens) g->generate_next_token();
+    EXPECT_EQ(to_vector(gens[0]->get_next_tokens()), to_vector(gens[1]->get_next_tokens())) << step;
+    EXPECT_EQ(floats_of(gens[0]->get_output("logits")), floats_of(gens[1]->get_output("logits"))) << step;
+  }
+}
+
+TEST(GenaiModel, LmHeadSplitLeavesOtherGraphsAlone) {
+  TableModel table{5, test::random_values(25, 3)};
+  auto g = table.graph();  // logits from a Gather, not a matmul
+  EXPECT_FALSE(split_lm_head(*g, "logits"));
+  KvModel kv;
+  auto g4 = kv.graph();  // rank-4 logits
+  EXPECT_FALSE(split_lm_head(*g4, "logits"));
+  GqaModel gqa;
+  auto g3 = gqa.graph();
+  EXPECT_FALSE(split_lm_head(*g3, "no_such_output"));
+  // A tail with a second non-constant operand (logits * attn) is not position-free.
+  g3->nodes.back().outputs[0] = g3->get_or_add_value("raw");
+  g3->add_node("Mul", "", {"raw", "attn"}, {"logits"});
+  g3->relink();
+  EXPECT_FALSE(split_lm_head(*g3, "logits"));
+  auto g5 = gqa.graph();
+  const auto split = split_lm_head(*g5, "logits");
+  ASSERT_TRUE(split);
+  EXPECT_EQ(split->hidden_output, "attn");
+  EXPECT_EQ(split->head->inputs.size(), 1u);
+  EXPECT_EQ(split->head->nodes.size(), 1u);
+}
+
 TEST(GenaiGenerator, AFixedPastLengthSelectsTheSharedBuffer) {
   GqaModel dynamic;
-  const auto expected = gqa_reference(dynamic, *dynamic.model(), {4, 19, 7}, 9);
+  const auto expected = gqa_reference(dynamic, {4, 19, 7}, 9);
   GqaModel m;
   m.static_past = 12;
   auto model = m.model();

@@ -242,11 +242,12 @@ struct GqaModel {
     add_output(*g, "present.0.value");
     return g;
   }
-  std::shared_ptr<const Model> model(const std::string& search = "{}", int context = 64) const {
+  std::shared_ptr<const Model> model(const std::string& search = "{}", int context = 64,
+                                     ModelOptions options = one_thread()) const {
     const std::string extra =
         R"(, "num_hidden_layers": 1, "num_key_value_heads": 1, "head_size": )" + std::to_string(dim);
     return Model::create(Config::parse(config_json("qwen2", vocab, context, 0, "0", extra, search)), graph(),
-                         one_thread());
+                         options);
   }
 };
 
