@@ -4,6 +4,10 @@
 #include <cmath>
 #include <cstring>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 #include "ep/cpu/isa/cpu_isa.h"
 #include "ep/cpu/kernels/fast_math.h"
 #include "ep/kernel_registry.h"
@@ -16,17 +20,22 @@ inline float tree8(const float (&acc)[8], float tail) {
   return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
 }
 
+// <a, b> in 16 partial sums (lane l: elements l, l + 16, ... as a chain of fused multiply-adds),
+// folded to 8 (lane l plus lane l + 8), then tree8 with the leftover elements' fused chain: the
+// order of one 16-lane AVX-512 register per key, and of two 8-lane AVX2 halves.
 inline float dot(const float* a, const float* b, int64_t n) {
-  float acc[8] = {};
+  float acc[16] = {};
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int l = 0; l < 8; ++l) acc[l] += a[i + l] * b[i + l];
+  for (; i + 16 <= n; i += 16)
+    for (int l = 0; l < 16; ++l) acc[l] = std::fma(a[i + l], b[i + l], acc[l]);
   float tail = 0.0f;
-  for (; i < n; ++i) tail += a[i] * b[i];
-  return tree8(acc, tail);
+  for (; i < n; ++i) tail = std::fma(a[i], b[i], tail);
+  float folded[8];
+  for (int l = 0; l < 8; ++l) folded[l] = acc[l] + acc[l + 8];
+  return tree8(folded, tail);
 }
 
-// The sum of x[0, n) in dot()'s order.
+// The sum of x[0, n) in 8 partial sums, then tree8.
 inline float sum8(const float* x, int64_t n) {
   float acc[8] = {};
   int64_t i = 0;
@@ -37,32 +46,26 @@ inline float sum8(const float* x, int64_t n) {
   return tree8(acc, tail);
 }
 
-// The body of attend_block, inlined into one function per instruction set below: target
-// attributes (not per-file flags) so that no out-of-line copy of an inline or template function
-// is ever compiled for a wider ISA than its callers run on. The operations are the same in every
-// copy (no contraction, no reassociation), so the results are bit-identical.
-[[gnu::always_inline]] inline void attend_block_body(const QueryBlock& qb, int64_t head_size, const KvRows& kv,
-                                                      int64_t v_size, int64_t begin, int64_t end,
-                                                      const SoftmaxParams& params, float* scores,
-                                                      float* row_max) noexcept {
-  const int64_t rows = qb.rows;
-  for (int64_t m = 0; m < rows; ++m) std::fill(qb.out + m * qb.out_stride, qb.out + m * qb.out_stride + v_size, 0.0f);
-  if (begin >= end) {
-    if (row_max) std::fill(row_max, row_max + rows, kLowestFloat);
-    return;
-  }
-  // Scores: key-major so each key row is read once for the whole block.
+// attend_block's three steps. Scores: x = softcap(scale * dot(q, k_j)) + bias[j], key-major so
+// each key row is read once for the whole block.
+[[gnu::always_inline]] inline void scores_generic(const QueryBlock& qb, int64_t head_size, const KvRows& kv,
+                                                   int64_t begin, int64_t end, const SoftmaxParams& params,
+                                                   float* scores) noexcept {
   for (int64_t j = begin; j < end; ++j) {
     const float* kj = kv.k + j * kv.k_stride;
-    for (int64_t m = 0; m < rows; ++m) {
+    for (int64_t m = 0; m < qb.rows; ++m) {
       float x = params.scale * dot(qb.q + m * qb.q_stride, kj, head_size);
       if (params.softcap > 0.0f) x = params.softcap * std::tanh(x / params.softcap);
       if (qb.bias) x += qb.bias[m * qb.bias_stride + j];
       scores[m * end + j] = x;
     }
   }
-  // Softmax per row; the weights replace the scores, already divided by the denominator.
-  for (int64_t m = 0; m < rows; ++m) {
+}
+
+// Softmax per row; the weights replace the scores, already divided by the denominator.
+[[gnu::always_inline]] inline void softmax_rows(const QueryBlock& qb, int64_t begin, int64_t end,
+                                                 const SoftmaxParams& params, float* scores, float* row_max) noexcept {
+  for (int64_t m = 0; m < qb.rows; ++m) {
     float* x = scores + m * end;
     float max_x = -std::numeric_limits<float>::infinity();
     for (int64_t j = begin; j < end; ++j) max_x = std::max(max_x, x[j]);
@@ -82,16 +85,187 @@ inline float sum8(const float* x, int64_t n) {
     const float inv = 1.0f / sum;
     for (int64_t j = begin; j < end; ++j) x[j] *= inv;
   }
-  // Weighted values, again key-major.
+}
+
+// out_m[d] = fma(w_mj, v_j[d], out_m[d]) for j in order: every output element is one chain over
+// the keys.
+[[gnu::always_inline]] inline void values_generic(const QueryBlock& qb, const KvRows& kv, int64_t v_size,
+                                                   int64_t begin, int64_t end, const float* scores) noexcept {
   for (int64_t j = begin; j < end; ++j) {
     const float* vj = kv.v + j * kv.v_stride;
-    for (int64_t m = 0; m < rows; ++m) {
+    for (int64_t m = 0; m < qb.rows; ++m) {
       const float w = scores[m * end + j];
       float* out = qb.out + m * qb.out_stride;
-      for (int64_t d = 0; d < v_size; ++d) out[d] += w * vj[d];
+      for (int64_t d = 0; d < v_size; ++d) out[d] = std::fma(w, vj[d], out[d]);
     }
   }
 }
+
+// The body of attend_block, inlined into one function per instruction set below: target
+// attributes (not per-file flags) so that no out-of-line copy of an inline or template function
+// is ever compiled for a wider ISA than its callers run on. The operations are the same in every
+// copy (no contraction, no reassociation), so the results are bit-identical.
+[[gnu::always_inline]] inline void attend_block_body(const QueryBlock& qb, int64_t head_size, const KvRows& kv,
+                                                      int64_t v_size, int64_t begin, int64_t end,
+                                                      const SoftmaxParams& params, float* scores,
+                                                      float* row_max) noexcept {
+  for (int64_t m = 0; m < qb.rows; ++m) std::fill(qb.out + m * qb.out_stride, qb.out + m * qb.out_stride + v_size, 0.0f);
+  if (begin >= end) {
+    if (row_max) std::fill(row_max, row_max + qb.rows, kLowestFloat);
+    return;
+  }
+  scores_generic(qb, head_size, kv, begin, end, params, scores);
+  softmax_rows(qb, begin, end, params, scores, row_max);
+  values_generic(qb, kv, v_size, begin, end, scores);
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+// dot()'s folded partial sums of 8 keys (f[key], lane l = lane l + lane l + 8) -> the 8 dots in
+// out: tree8 on all eight at once (the 128-bit halves added, then two horizontal adds give
+// ((a0+a4)+(a1+a5)) + ((a2+a6)+(a3+a7)) per key), plus each key's tail chain.
+ONNXLLM_TARGET_AVX2 inline void tree_8_keys(const __m256 (&f)[8], const float* q, const float* k, int64_t k_stride,
+                                            int64_t i, int64_t n, float* out) {
+  __m256 b[4];
+  for (int p = 0; p < 4; ++p)
+    b[p] = _mm256_add_ps(_mm256_permute2f128_ps(f[2 * p], f[2 * p + 1], 0x20),
+                         _mm256_permute2f128_ps(f[2 * p], f[2 * p + 1], 0x31));
+  const __m256 sums = _mm256_hadd_ps(_mm256_hadd_ps(b[0], b[1]), _mm256_hadd_ps(b[2], b[3]));  // keys 0 2 4 6 1 3 5 7
+  alignas(32) float tail[8];
+  for (int key = 0; key < 8; ++key) {
+    float t = 0.0f;
+    for (int64_t r = i; r < n; ++r) t = std::fma(q[r], k[key * k_stride + r], t);
+    tail[key] = t;
+  }
+  _mm256_storeu_ps(out, _mm256_add_ps(_mm256_permutevar8x32_ps(sums, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)),
+                                      _mm256_load_ps(tail)));
+}
+
+// dot(q, k_j) for 8 keys, each key's 16 lanes in two 8-lane registers.
+ONNXLLM_TARGET_AVX2 void dot_8_keys_avx2(const float* q, const float* k, int64_t k_stride, int64_t n, float* out) {
+  __m256 lo[8], hi[8];
+  for (int key = 0; key < 8; ++key) lo[key] = hi[key] = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 q0 = _mm256_loadu_ps(q + i), q1 = _mm256_loadu_ps(q + i + 8);
+    for (int key = 0; key < 8; ++key) {
+      lo[key] = _mm256_fmadd_ps(q0, _mm256_loadu_ps(k + key * k_stride + i), lo[key]);
+      hi[key] = _mm256_fmadd_ps(q1, _mm256_loadu_ps(k + key * k_stride + i + 8), hi[key]);
+    }
+  }
+  __m256 f[8];
+  for (int key = 0; key < 8; ++key) f[key] = _mm256_add_ps(lo[key], hi[key]);
+  tree_8_keys(f, q, k, k_stride, i, n, out);
+}
+
+// dot(q, k_j) for 8 keys, one 16-lane register per key.
+ONNXLLM_TARGET_AVX512 void dot_8_keys_avx512(const float* q, const float* k, int64_t k_stride, int64_t n, float* out) {
+  __m512 acc[8];
+  for (auto& x : acc) x = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 qv = _mm512_loadu_ps(q + i);
+    for (int key = 0; key < 8; ++key) acc[key] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k + key * k_stride + i), acc[key]);
+  }
+  __m256 f[8];
+  for (int key = 0; key < 8; ++key)
+    f[key] = _mm256_add_ps(_mm512_castps512_ps256(acc[key]), _mm512_extractf32x8_ps(acc[key], 1));
+  tree_8_keys(f, q, k, k_stride, i, n, out);
+}
+
+// values_generic's results with a row's outputs held in registers over runs of 64 keys: kVectors
+// registers of kLanes outputs (V: __m256 or __m512, with its load/store/set1/fmadd below).
+template <typename V>
+struct VecOps;
+template <>
+struct VecOps<__m256> {
+  static constexpr int kLanes = 8, kVectors = 8;
+  ONNXLLM_TARGET_AVX2 static __m256 load(const float* p) { return _mm256_loadu_ps(p); }
+  ONNXLLM_TARGET_AVX2 static void store(float* p, __m256 v) { _mm256_storeu_ps(p, v); }
+  ONNXLLM_TARGET_AVX2 static __m256 set1(float x) { return _mm256_set1_ps(x); }
+  ONNXLLM_TARGET_AVX2 static __m256 fmadd(__m256 a, __m256 b, __m256 c) { return _mm256_fmadd_ps(a, b, c); }
+};
+template <>
+struct VecOps<__m512> {
+  static constexpr int kLanes = 16, kVectors = 4;
+  ONNXLLM_TARGET_AVX512 static __m512 load(const float* p) { return _mm512_loadu_ps(p); }
+  ONNXLLM_TARGET_AVX512 static void store(float* p, __m512 v) { _mm512_storeu_ps(p, v); }
+  ONNXLLM_TARGET_AVX512 static __m512 set1(float x) { return _mm512_set1_ps(x); }
+  ONNXLLM_TARGET_AVX512 static __m512 fmadd(__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); }
+};
+
+template <typename V>
+[[gnu::always_inline]] inline void values_simd(const QueryBlock& qb, const KvRows& kv, int64_t v_size, int64_t begin,
+                                                int64_t end, const float* scores) noexcept {
+  using Ops = VecOps<V>;
+  constexpr int64_t kKeys = 64, kLanes = Ops::kLanes, kVectors = Ops::kVectors;
+  for (int64_t j0 = begin; j0 < end; j0 += kKeys) {
+    const int64_t j1 = std::min(end, j0 + kKeys);
+    for (int64_t m = 0; m < qb.rows; ++m) {
+      float* out = qb.out + m * qb.out_stride;
+      const float* w = scores + m * end;
+      int64_t d0 = 0;
+      for (; d0 + kLanes * kVectors <= v_size; d0 += kLanes * kVectors) {
+        V acc[kVectors];
+        for (int c = 0; c < kVectors; ++c) acc[c] = Ops::load(out + d0 + kLanes * c);
+        for (int64_t j = j0; j < j1; ++j) {
+          const V wj = Ops::set1(w[j]);
+          const float* vj = kv.v + j * kv.v_stride + d0;
+          for (int c = 0; c < kVectors; ++c) acc[c] = Ops::fmadd(wj, Ops::load(vj + kLanes * c), acc[c]);
+        }
+        for (int c = 0; c < kVectors; ++c) Ops::store(out + d0 + kLanes * c, acc[c]);
+      }
+      for (; d0 + kLanes <= v_size; d0 += kLanes) {
+        V acc = Ops::load(out + d0);
+        for (int64_t j = j0; j < j1; ++j) acc = Ops::fmadd(Ops::set1(w[j]), Ops::load(kv.v + j * kv.v_stride + d0), acc);
+        Ops::store(out + d0, acc);
+      }
+      for (int64_t j = j0; j < j1; ++j)
+        for (int64_t d = d0; d < v_size; ++d) out[d] = std::fma(w[j], kv.v[j * kv.v_stride + d], out[d]);
+    }
+  }
+}
+
+// scores_generic's results, eight keys per Dot8 call.
+using Dot8Fn = void (*)(const float*, const float*, int64_t, int64_t, float*);
+[[gnu::always_inline]] inline void scores_8_keys(Dot8Fn dot8, const QueryBlock& qb, int64_t head_size, const KvRows& kv,
+                                                  int64_t begin, int64_t end, const SoftmaxParams& params,
+                                                  float* scores) noexcept {
+  int64_t j = begin;
+  for (; j + 8 <= end; j += 8)
+    for (int64_t m = 0; m < qb.rows; ++m) {
+      float* x = scores + m * end + j;
+      dot8(qb.q + m * qb.q_stride, kv.k + j * kv.k_stride, kv.k_stride, head_size, x);
+      for (int key = 0; key < 8; ++key) x[key] = params.scale * x[key];
+    }
+  for (; j < end; ++j)
+    for (int64_t m = 0; m < qb.rows; ++m)
+      scores[m * end + j] = params.scale * dot(qb.q + m * qb.q_stride, kv.k + j * kv.k_stride, head_size);
+  if (params.softcap <= 0.0f && !qb.bias) return;
+  for (int64_t m = 0; m < qb.rows; ++m)
+    for (int64_t jj = begin; jj < end; ++jj) {
+      float x = scores[m * end + jj];
+      if (params.softcap > 0.0f) x = params.softcap * std::tanh(x / params.softcap);
+      if (qb.bias) x += qb.bias[m * qb.bias_stride + jj];
+      scores[m * end + jj] = x;
+    }
+}
+
+// attend_block_body with the SIMD scores and weighted values (same bits).
+template <typename V>
+[[gnu::always_inline]] inline void attend_block_simd(Dot8Fn dot8, const QueryBlock& qb, int64_t head_size,
+                                                      const KvRows& kv, int64_t v_size, int64_t begin, int64_t end,
+                                                      const SoftmaxParams& params, float* scores,
+                                                      float* row_max) noexcept {
+  for (int64_t m = 0; m < qb.rows; ++m) std::fill(qb.out + m * qb.out_stride, qb.out + m * qb.out_stride + v_size, 0.0f);
+  if (begin >= end) {
+    if (row_max) std::fill(row_max, row_max + qb.rows, kLowestFloat);
+    return;
+  }
+  scores_8_keys(dot8, qb, head_size, kv, begin, end, params, scores);
+  softmax_rows(qb, begin, end, params, scores, row_max);
+  values_simd<V>(qb, kv, v_size, begin, end, scores);
+}
+#endif
 
 using AttendFn = void (*)(const QueryBlock&, int64_t, const KvRows&, int64_t, int64_t, int64_t, const SoftmaxParams&,
                           float*, float*) noexcept;
@@ -106,13 +280,13 @@ ONNXLLM_TARGET_AVX2 void attend_block_avx2(const QueryBlock& qb, int64_t head_si
                                                          int64_t v_size, int64_t begin, int64_t end,
                                                          const SoftmaxParams& params, float* scores,
                                                          float* row_max) noexcept {
-  attend_block_body(qb, head_size, kv, v_size, begin, end, params, scores, row_max);
+  attend_block_simd<__m256>(dot_8_keys_avx2, qb, head_size, kv, v_size, begin, end, params, scores, row_max);
 }
 
 ONNXLLM_TARGET_AVX512 void attend_block_avx512(
     const QueryBlock& qb, int64_t head_size, const KvRows& kv, int64_t v_size, int64_t begin, int64_t end,
     const SoftmaxParams& params, float* scores, float* row_max) noexcept {
-  attend_block_body(qb, head_size, kv, v_size, begin, end, params, scores, row_max);
+  attend_block_simd<__m512>(dot_8_keys_avx512, qb, head_size, kv, v_size, begin, end, params, scores, row_max);
 }
 #endif
 
