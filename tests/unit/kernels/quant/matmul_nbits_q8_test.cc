@@ -30,11 +30,11 @@ struct Packed {
   AlignedBuffer bytes;
 };
 
-Packed pack(const QuantWeight& w) {
+Packed pack(const QuantWeight& w, Isa isa = Isa::kScalar) {
   Packed p;
   p.layout = nbits_q8_layout(NBitsShape{w.k, w.n, w.bits, w.bs}, !w.zp.empty());
   p.bytes = AlignedBuffer(p.layout.bytes());
-  pack_nbits_q8(p.layout, test::nbits_source(w), static_cast<uint8_t*>(p.bytes.data()), 0, p.layout.tiles);
+  pack_nbits_q8(p.layout, test::nbits_source(w), static_cast<uint8_t*>(p.bytes.data()), 0, p.layout.tiles, isa);
   return p;
 }
 
@@ -119,6 +119,25 @@ TEST(MatMulNBitsQ8, VectorQuantizerBitIdenticalToScalar) {
       EXPECT_EQ(0, std::memcmp(s0.data(), s1.data(), s0.size() * 4)) << "bs=" << bs << " k=" << k;
       EXPECT_EQ(u0, u1) << "bs=" << bs << " k=" << k;
     }
+}
+
+TEST(MatMulNBitsQ8, EveryIsaPacksTheSameBytes) {
+  uint32_t seed = 3;
+  int cases = 0;
+  for (int64_t bs : {16, 32, 64, 128})
+    for (int64_t k : {16, 93, 1234})
+      for (int64_t n : {1, 17, 290})
+        for (bool zp : {false, true}) {
+          const QuantWeight w = test::random_weight(k, n, 4, bs, zp, seed++);
+          const Packed ref = pack(w);
+          for (Isa isa : isas()) {
+            const Packed p = pack(w, isa);
+            ASSERT_EQ(0, std::memcmp(ref.bytes.data(), p.bytes.data(), ref.layout.bytes()))
+                << isa_name(isa) << " bs=" << bs << " K=" << k << " N=" << n << (zp ? " zp" : "");
+          }
+          ++cases;
+        }
+  EXPECT_EQ(cases, 72);
 }
 
 TEST(MatMulNBitsQ8, ScalarMatchesReferenceAndSimdIsBitIdentical) {

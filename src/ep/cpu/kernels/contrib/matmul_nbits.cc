@@ -325,7 +325,8 @@ class MatMulNBitsKernel final : public OpKernel {
       if (q8_) {
         q8_layout_ = nbits_q8_layout(shape_, has_zp_);
         packed_ = AlignedBuffer(q8_layout_.bytes());
-        pack_nbits_q8(q8_layout_, source(*b, *scales, zp), static_cast<uint8_t*>(packed_.data()), 0, q8_layout_.tiles);
+        pack_nbits_q8(q8_layout_, source(*b, *scales, zp), static_cast<uint8_t*>(packed_.data()), 0, q8_layout_.tiles,
+                      isa_);
       } else {
         packed_ = AlignedBuffer(layout_.bytes());
         pack_nbits(layout_, source(*b, *scales, zp), static_cast<uint8_t*>(packed_.data()), 0, layout_.tiles);

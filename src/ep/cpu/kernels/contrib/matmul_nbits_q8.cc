@@ -86,10 +86,25 @@ NBitsQ8Layout nbits_q8_layout(const NBitsShape& shape, bool has_zp) {
 
 namespace {
 
+void pack_column_scalar(const uint8_t* q, int64_t blocks, int64_t block_size, int64_t block_bytes,
+                        uint8_t* d) noexcept {
+  for (int64_t blk = 0; blk < blocks; ++blk, q += block_size / 2) {
+    uint8_t* o = d + blk * block_bytes;
+    // Source byte i of a chunk holds values 2i (low nibble) and 2i + 1; ours holds i and i + 4.
+    for (int64_t c = 0; c < block_size; c += 8, o += 4 * kCols) {
+      const uint8_t* s = q + c / 2;
+      o[0] = static_cast<uint8_t>((s[0] & 0x0F) | ((s[2] & 0x0F) << 4));
+      o[1] = static_cast<uint8_t>((s[0] >> 4) | (s[2] & 0xF0));
+      o[2] = static_cast<uint8_t>((s[1] & 0x0F) | ((s[3] & 0x0F) << 4));
+      o[3] = static_cast<uint8_t>((s[1] >> 4) | (s[3] & 0xF0));
+    }
+  }
+}
+
 // Column-major walk: one source row (column n of W) at a time, its scales read in their own type.
 template <typename Scale>
 void pack_tiles(const NBitsQ8Layout& l, const NBitsSource& src, const Scale* scales, uint8_t* dst, int64_t t0,
-                int64_t t1) {
+                int64_t t1, NBitsQ8ColumnPacker pack_column) {
   const NBitsShape& s = l.shape;
   const int64_t blob = s.blob_bytes();
   for (int64_t t = t0; t < t1; ++t) {
@@ -99,22 +114,13 @@ void pack_tiles(const NBitsQ8Layout& l, const NBitsSource& src, const Scale* sca
       const int64_t n = t * kCols + j;
       if (n >= s.n) break;
       const Scale* srow = scales + n * l.blocks;
-      const uint8_t* brow = src.b + n * l.blocks * blob;
       for (int64_t blk = 0; blk < l.blocks; ++blk) {
         uint8_t* p = tile + blk * l.block_bytes;
         const float scale = static_cast<float>(srow[blk]);
         std::memcpy(p + 4 * j, &scale, 4);
         if (l.has_zp) p[kCols * 4 + j] = static_cast<uint8_t>(nbits_source_zero_point(s, src, n, blk));
-        // Source byte i of a chunk holds values 2i (low nibble) and 2i + 1; ours holds i and i + 4.
-        const uint8_t* q = brow + blk * blob;
-        uint8_t* d = p + l.header_bytes + 4 * j;
-        for (int64_t c = 0; c < s.block_size; c += 8, q += 4, d += 4 * kCols) {
-          d[0] = static_cast<uint8_t>((q[0] & 0x0F) | ((q[2] & 0x0F) << 4));
-          d[1] = static_cast<uint8_t>((q[0] >> 4) | (q[2] & 0xF0));
-          d[2] = static_cast<uint8_t>((q[1] & 0x0F) | ((q[3] & 0x0F) << 4));
-          d[3] = static_cast<uint8_t>((q[1] >> 4) | (q[3] & 0xF0));
-        }
       }
+      pack_column(src.b + n * l.blocks * blob, l.blocks, s.block_size, l.block_bytes, tile + l.header_bytes + 4 * j);
     }
   }
 }
@@ -122,15 +128,17 @@ void pack_tiles(const NBitsQ8Layout& l, const NBitsSource& src, const Scale* sca
 }  // namespace
 
 void pack_nbits_q8(const NBitsQ8Layout& l, const NBitsSource& src, uint8_t* dst, int64_t tile_begin,
-                   int64_t tile_end) noexcept {
+                   int64_t tile_end, Isa isa) noexcept {
+  NBitsQ8ColumnPacker column = pack_column_scalar;
+  if (isa != Isa::kScalar && nbits_q8_column_packer_avx2()) column = nbits_q8_column_packer_avx2();
   switch (src.scale_dtype) {
     case DType::kFloat16:
-      pack_tiles(l, src, static_cast<const Float16*>(src.scales), dst, tile_begin, tile_end);
+      pack_tiles(l, src, static_cast<const Float16*>(src.scales), dst, tile_begin, tile_end, column);
       break;
     case DType::kBFloat16:
-      pack_tiles(l, src, static_cast<const BFloat16*>(src.scales), dst, tile_begin, tile_end);
+      pack_tiles(l, src, static_cast<const BFloat16*>(src.scales), dst, tile_begin, tile_end, column);
       break;
-    default: pack_tiles(l, src, static_cast<const float*>(src.scales), dst, tile_begin, tile_end);
+    default: pack_tiles(l, src, static_cast<const float*>(src.scales), dst, tile_begin, tile_end, column);
   }
 }
 

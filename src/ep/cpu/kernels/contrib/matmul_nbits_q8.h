@@ -39,8 +39,10 @@ struct NBitsQ8Layout {
 // The shapes this path takes: 4-bit weights (block sizes are powers of two >= 16).
 bool nbits_q8_supported(const NBitsShape& shape);
 NBitsQ8Layout nbits_q8_layout(const NBitsShape& shape, bool has_zp);
+// Packs tiles [tile_begin, tile_end); every ISA writes the same bytes (the AVX2 nibble shuffle
+// is only faster: a 0.5B model's weights are packed at every load).
 void pack_nbits_q8(const NBitsQ8Layout& l, const NBitsSource& src, uint8_t* dst, int64_t tile_begin,
-                   int64_t tile_end) noexcept;
+                   int64_t tile_end, Isa isa = Isa::kScalar) noexcept;
 
 // A's rows quantized per block: values [m, k_padded] (zeros past K), scales and sums [m, blocks].
 struct QuantizedA {
@@ -71,5 +73,11 @@ NBitsQ8Kernel nbits_q8_kernel_avx512();
 // quantize_a_q8 vectorized (the same values bit for bit).
 using NBitsQ8Quantizer = void (*)(const NBitsQ8Layout& l, const float* a, int64_t r0, int64_t r1, const QuantizedA& q) noexcept;
 NBitsQ8Quantizer nbits_q8_quantizer_avx512();
+
+// The nibbles of one column of W (blocks x blob bytes from `q`) into a tile: block b's chunk c at
+// d + b * block_bytes + c * 4 * kCols, 4 bytes each (see the layout above).
+using NBitsQ8ColumnPacker = void (*)(const uint8_t* q, int64_t blocks, int64_t block_size, int64_t block_bytes,
+                                     uint8_t* d) noexcept;
+NBitsQ8ColumnPacker nbits_q8_column_packer_avx2();  // null without AVX2 in the build
 
 }  // namespace onnxllm

@@ -85,9 +85,44 @@ void kernel(const NBitsQ8Layout& l, const uint8_t* packed, const QuantizedA& a, 
   (l.has_zp ? kernel_impl<true> : kernel_impl<false>)(l, packed, a, m, bias, y, t0, t1);
 }
 
+// pack_column_scalar's bytes, 32 values (16 source bytes) per step: the nibbles split and
+// interleaved per byte, then each 4-byte group's first and second halves joined.
+void pack_column(const uint8_t* q, int64_t blocks, int64_t block_size, int64_t block_bytes, uint8_t* d) noexcept {
+  const __m128i nibble = _mm_set1_epi8(0x0F);
+  const __m128i halves = _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15);
+  for (int64_t blk = 0; blk < blocks; ++blk, q += block_size / 2) {
+    uint8_t* o = d + blk * block_bytes;
+    int64_t c = 0;
+    for (; c + 32 <= block_size; c += 32, o += 16 * kCols) {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + c / 2));
+      const __m128i lo = _mm_and_si128(v, nibble), hi = _mm_and_si128(_mm_srli_epi16(v, 4), nibble);
+      // Bytes of source group g (4g..4g+3) as [L0 H0 L1 H1 | L2 H2 L3 H3]: first and second halves.
+      const __m128i a = _mm_shuffle_epi8(_mm_unpacklo_epi8(lo, hi), halves);
+      const __m128i b = _mm_shuffle_epi8(_mm_unpackhi_epi8(lo, hi), halves);
+      const __m128i out = _mm_or_si128(_mm_unpacklo_epi64(a, b), _mm_slli_epi16(_mm_unpackhi_epi64(a, b), 4));
+      const uint32_t g0 = static_cast<uint32_t>(_mm_cvtsi128_si32(out));
+      const uint32_t g1 = static_cast<uint32_t>(_mm_extract_epi32(out, 1));
+      const uint32_t g2 = static_cast<uint32_t>(_mm_extract_epi32(out, 2));
+      const uint32_t g3 = static_cast<uint32_t>(_mm_extract_epi32(out, 3));
+      std::memcpy(o, &g0, 4);
+      std::memcpy(o + 4 * kCols, &g1, 4);
+      std::memcpy(o + 8 * kCols, &g2, 4);
+      std::memcpy(o + 12 * kCols, &g3, 4);
+    }
+    for (; c < block_size; c += 8, o += 4 * kCols) {
+      const uint8_t* s = q + c / 2;
+      o[0] = static_cast<uint8_t>((s[0] & 0x0F) | ((s[2] & 0x0F) << 4));
+      o[1] = static_cast<uint8_t>((s[0] >> 4) | (s[2] & 0xF0));
+      o[2] = static_cast<uint8_t>((s[1] & 0x0F) | ((s[3] & 0x0F) << 4));
+      o[3] = static_cast<uint8_t>((s[1] >> 4) | (s[3] & 0xF0));
+    }
+  }
+}
+
 }  // namespace
 
 NBitsQ8Kernel nbits_q8_kernel_avx2() { return kernel; }
+NBitsQ8ColumnPacker nbits_q8_column_packer_avx2() { return pack_column; }
 
 }  // namespace onnxllm
 
@@ -95,6 +130,7 @@ NBitsQ8Kernel nbits_q8_kernel_avx2() { return kernel; }
 
 namespace onnxllm {
 NBitsQ8Kernel nbits_q8_kernel_avx2() { return nullptr; }
+NBitsQ8ColumnPacker nbits_q8_column_packer_avx2() { return nullptr; }
 }  // namespace onnxllm
 
 #endif

@@ -53,7 +53,8 @@ class MatMulNBitsSiblingsKernel final : public OpKernel {
       src.b = b->data<uint8_t>();
       src.scales = scales->raw();
       src.scale_dtype = scales->dtype();
-      pack_nbits_q8(m.layout, src, static_cast<uint8_t*>(packed_.data()) + tile0 * all_.tile_bytes, 0, m.layout.tiles);
+      pack_nbits_q8(m.layout, src, static_cast<uint8_t*>(packed_.data()) + tile0 * all_.tile_bytes, 0, m.layout.tiles,
+                    isa_);
       tile0 += m.layout.tiles;
       members_.push_back(m);
     }
