@@ -120,6 +120,9 @@ inline float sum8(const float* x, int64_t n) {
 }
 
 #if defined(__x86_64__) || defined(__i386__)
+// How far ahead of the key being computed the SIMD loops prefetch its row.
+constexpr int64_t kPrefetchKeys = 32;
+
 // dot()'s folded partial sums of 8 keys (f[key], lane l = lane l + lane l + 8) -> the 8 dots in
 // out: tree8 on all eight at once (the 128-bit halves added, then two horizontal adds give
 // ((a0+a4)+(a1+a5)) + ((a2+a6)+(a3+a7)) per key), plus each key's tail chain.
@@ -208,6 +211,9 @@ template <typename V>
         V acc[kVectors];
         for (int c = 0; c < kVectors; ++c) acc[c] = Ops::load(out + d0 + kLanes * c);
         for (int64_t j = j0; j < j1; ++j) {
+          if (m == 0 && j + kPrefetchKeys < end)
+            for (int64_t b = 0; b < kLanes * kVectors * 4; b += 64)
+              __builtin_prefetch(reinterpret_cast<const char*>(kv.v + (j + kPrefetchKeys) * kv.v_stride + d0) + b);
           const V wj = Ops::set1(w[j]);
           const float* vj = kv.v + j * kv.v_stride + d0;
           for (int c = 0; c < kVectors; ++c) acc[c] = Ops::fmadd(wj, Ops::load(vj + kLanes * c), acc[c]);
@@ -230,13 +236,20 @@ using Dot8Fn = void (*)(const float*, const float*, int64_t, int64_t, float*);
 [[gnu::always_inline]] inline void scores_8_keys(Dot8Fn dot8, const QueryBlock& qb, int64_t head_size, const KvRows& kv,
                                                   int64_t begin, int64_t end, const SoftmaxParams& params,
                                                   float* scores) noexcept {
+  const int64_t k_row_bytes = head_size * static_cast<int64_t>(sizeof(float));
   int64_t j = begin;
-  for (; j + 8 <= end; j += 8)
+  for (; j + 8 <= end; j += 8) {
+    // Long contexts stream the keys from memory: ask for a later block while this one computes.
+    if (j + kPrefetchKeys + 8 <= end)
+      for (int key = 0; key < 8; ++key)
+        for (int64_t b = 0; b < k_row_bytes; b += 64)
+          __builtin_prefetch(reinterpret_cast<const char*>(kv.k + (j + kPrefetchKeys + key) * kv.k_stride) + b);
     for (int64_t m = 0; m < qb.rows; ++m) {
       float* x = scores + m * end + j;
       dot8(qb.q + m * qb.q_stride, kv.k + j * kv.k_stride, kv.k_stride, head_size, x);
       for (int key = 0; key < 8; ++key) x[key] = params.scale * x[key];
     }
+  }
   for (; j < end; ++j)
     for (int64_t m = 0; m < qb.rows; ++m)
       scores[m * end + j] = params.scale * dot(qb.q + m * qb.q_stride, kv.k + j * kv.k_stride, head_size);
