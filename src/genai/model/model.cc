@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/thread_pool.h"
+#include "genai/model/half_kv_cache.h"
 #include "genai/model/lm_head.h"
 #include "onnx/model_loader.h"
 
@@ -112,6 +113,10 @@ Model::Model(Config config, std::shared_ptr<Graph> decoder, const ModelOptions& 
   std::optional<LmHeadSplit> split;
   if (options.split_lm_head && !(fusions_env && std::string_view(fusions_env) == "0"))
     split = split_lm_head(*decoder, config_.model.decoder.outputs.logits);
+  DType kv_cache = options.kv_cache_dtype;
+  if (const char* env = std::getenv("ONNXLLM_KV_CACHE"); kv_cache == DType::kUndefined && env && *env)
+    kv_cache = parse_kv_cache_dtype(env, "ONNXLLM_KV_CACHE");
+  if (kv_cache == DType::kFloat16) use_half_kv_cache(*decoder);
   session_ = std::make_shared<Session>(std::move(decoder), so);
   if (split) {
     lm_head_graph_ = split->head;

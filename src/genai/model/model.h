@@ -59,6 +59,9 @@ struct ModelOptions {
   // Compute the LM head only for the positions generation needs (genai/model/lm_head.h); also off
   // with ONNXLLM_FUSIONS=0.
   bool split_lm_head = true;
+  // kFloat16: keep the KV cache as float16 (genai/model/half_kv_cache.h); kUndefined: as the graph
+  // declares it, unless ONNXLLM_KV_CACHE=float16 is set.
+  DType kv_cache_dtype = DType::kUndefined;
 };
 
 class Model {

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "genai/generator/generator.h"
+#include "genai/model/half_kv_cache.h"
 #include "genai/model/lm_head.h"
 #include "tests/unit/genai/test_models.h"
 
@@ -358,6 +359,36 @@ TEST(GenaiGenerator, SplitLmHeadGivesTheFullGraphsLogits) {
     EXPECT_EQ(to_vector(gens[0]->get_next_tokens()), to_vector(gens[1]->get_next_tokens())) << step;
     EXPECT_EQ(floats_of(gens[0]->get_output("logits")), floats_of(gens[1]->get_output("logits"))) << step;
   }
+}
+
+// A float16 cache: the graph's past/present become float16 and the tokens stay those of the float
+// cache (the test model's logits are far apart); a graph without GroupQueryAttention says why not.
+TEST(GenaiGenerator, HalfKvCacheKeepsTheTokens) {
+  GqaModel m;
+  ModelOptions half = test::one_thread();
+  half.kv_cache_dtype = DType::kFloat16;
+  auto h = m.model("{}", 64, half);
+  EXPECT_EQ(h->io().kv_dtype, DType::kFloat16);
+  const std::vector<int32_t> prompt = {4, 19, 7, 7, 2};
+  std::vector<std::vector<int32_t>> results;
+  for (auto& model : {m.model(), h}) {
+    GeneratorParams params(model);
+    params.set_search_options(R"({"max_length": 14})");
+    Generator g(params);
+    g.append_tokens(prompt);
+    while (!g.is_done()) g.generate_next_token();
+    results.push_back(to_vector(g.get_sequence(0)));
+    if (model == h) EXPECT_EQ(g.get_output("present.0.key").dtype(), DType::kFloat16);
+  }
+  EXPECT_EQ(results[0], results[1]);
+  KvModel kv;
+  ModelOptions bad = test::one_thread();
+  bad.kv_cache_dtype = DType::kFloat16;
+  EXPECT_NE(error_of([&] { Model::create(Config::parse(test::config_json("llama", 32, 64, 0, "31")), kv.graph(), bad); })
+                .find("GroupQueryAttention"),
+            std::string::npos);
+  EXPECT_EQ(parse_kv_cache_dtype("fp16", "x"), DType::kFloat16);
+  EXPECT_NE(error_of([&] { parse_kv_cache_dtype("int8", "--kv-cache"); }).find("--kv-cache: 'int8'"), std::string::npos);
 }
 
 TEST(GenaiModel, LmHeadSplitLeavesOtherGraphsAlone) {

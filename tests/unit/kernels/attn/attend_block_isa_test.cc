@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/float16.h"
 #include "ep/cpu/kernels/contrib/attention_common.h"
 #include "tests/util/test_util.h"
 
@@ -79,6 +80,43 @@ TEST(AttendBlockIsa, EveryIsaBitIdenticalToScalar) {
           ++cases;
         }
   EXPECT_EQ(cases, 4 * 3 * 4 * 3);
+}
+
+// A float16 cache gives exactly what float32 rows holding the same (rounded) values give, on every ISA.
+TEST(AttendBlockIsa, HalfCacheEqualsFloatCacheOfTheSameValues) {
+  std::vector<Isa> isas = {Isa::kScalar};
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512})
+    if (isa_available(isa)) isas.push_back(isa);
+  uint32_t seed = 100;
+  for (int64_t head : {8, 13, 64, 80})
+    for (int64_t rows : {1, 7})
+      for (int64_t keys : {1, 9, 300}) {
+        const auto q = test::gaussian(static_cast<size_t>(rows * head), 1.f, seed++);
+        std::vector<float> k = test::gaussian(static_cast<size_t>(keys * head), 1.f, seed++);
+        std::vector<float> v = test::gaussian(static_cast<size_t>(keys * head), 1.f, seed++);
+        std::vector<Float16> k16, v16;
+        for (float& x : k) x = static_cast<float>(k16.emplace_back(x));
+        for (float& x : v) x = static_cast<float>(v16.emplace_back(x));
+        QueryBlock qb;
+        qb.rows = rows;
+        qb.q = q.data();
+        qb.q_stride = head;
+        qb.out_stride = head;
+        SoftmaxParams params;
+        params.scale = 0.125f;
+        std::vector<float> scores(static_cast<size_t>(rows * keys)), ref(static_cast<size_t>(rows * head));
+        for (Isa isa : isas) {
+          params.isa = isa;
+          qb.out = ref.data();
+          attend_block(qb, head, KvRows{k.data(), v.data(), head, head}, head, 0, keys, params, scores.data());
+          std::vector<float> out(ref.size(), -7.f);
+          qb.out = out.data();
+          attend_block(qb, head, KvRows{k16.data(), v16.data(), head, head, DType::kFloat16}, head, 0, keys, params,
+                       scores.data());
+          ASSERT_EQ(0, std::memcmp(out.data(), ref.data(), out.size() * 4))
+              << isa_name(isa) << " head=" << head << " rows=" << rows << " keys=" << keys;
+        }
+      }
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -20,16 +21,21 @@ inline float tree8(const float (&acc)[8], float tail) {
   return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
 }
 
+// Cached keys and values are float32 or float16 (a half cache): element j of a row as float.
+inline float kv_float(float x) { return x; }
+inline float kv_float(Float16 x) { return half_to_float_fast(x.bits); }
+
 // <a, b> in 16 partial sums (lane l: elements l, l + 16, ... as a chain of fused multiply-adds),
 // folded to 8 (lane l plus lane l + 8), then tree8 with the leftover elements' fused chain: the
 // order of one 16-lane AVX-512 register per key, and of two 8-lane AVX2 halves.
-inline float dot(const float* a, const float* b, int64_t n) {
+template <typename T>
+inline float dot(const float* a, const T* b, int64_t n) {
   float acc[16] = {};
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
-    for (int l = 0; l < 16; ++l) acc[l] = std::fma(a[i + l], b[i + l], acc[l]);
+    for (int l = 0; l < 16; ++l) acc[l] = std::fma(a[i + l], kv_float(b[i + l]), acc[l]);
   float tail = 0.0f;
-  for (; i < n; ++i) tail = std::fma(a[i], b[i], tail);
+  for (; i < n; ++i) tail = std::fma(a[i], kv_float(b[i]), tail);
   float folded[8];
   for (int l = 0; l < 8; ++l) folded[l] = acc[l] + acc[l + 8];
   return tree8(folded, tail);
@@ -46,20 +52,38 @@ inline float sum8(const float* x, int64_t n) {
   return tree8(acc, tail);
 }
 
-// attend_block's three steps. Scores: x = softcap(scale * dot(q, k_j)) + bias[j], key-major so
-// each key row is read once for the whole block.
-[[gnu::always_inline]] inline void scores_generic(const QueryBlock& qb, int64_t head_size, const KvRows& kv,
-                                                   int64_t begin, int64_t end, const SoftmaxParams& params,
-                                                   float* scores) noexcept {
-  for (int64_t j = begin; j < end; ++j) {
-    const float* kj = kv.k + j * kv.k_stride;
-    for (int64_t m = 0; m < qb.rows; ++m) {
-      float x = params.scale * dot(qb.q + m * qb.q_stride, kj, head_size);
+template <typename T>
+const T* key_row(const KvRows& kv, int64_t j) {
+  return static_cast<const T*>(kv.k) + j * kv.k_stride;
+}
+template <typename T>
+const T* value_row(const KvRows& kv, int64_t j) {
+  return static_cast<const T*>(kv.v) + j * kv.v_stride;
+}
+
+// Applies softcap and bias to scores [begin, end) of each row that hold scale * q.k.
+[[gnu::always_inline]] inline void finish_scores(const QueryBlock& qb, int64_t begin, int64_t end,
+                                                  const SoftmaxParams& params, float* scores) noexcept {
+  if (params.softcap <= 0.0f && !qb.bias) return;
+  for (int64_t m = 0; m < qb.rows; ++m)
+    for (int64_t j = begin; j < end; ++j) {
+      float x = scores[m * end + j];
       if (params.softcap > 0.0f) x = params.softcap * std::tanh(x / params.softcap);
       if (qb.bias) x += qb.bias[m * qb.bias_stride + j];
       scores[m * end + j] = x;
     }
-  }
+}
+
+// attend_block's three steps. Scores: x = softcap(scale * dot(q, k_j)) + bias[j], key-major so
+// each key row is read once for the whole block.
+template <typename T>
+[[gnu::always_inline]] inline void scores_generic(const QueryBlock& qb, int64_t head_size, const KvRows& kv,
+                                                   int64_t begin, int64_t end, const SoftmaxParams& params,
+                                                   float* scores) noexcept {
+  for (int64_t j = begin; j < end; ++j)
+    for (int64_t m = 0; m < qb.rows; ++m)
+      scores[m * end + j] = params.scale * dot(qb.q + m * qb.q_stride, key_row<T>(kv, j), head_size);
+  finish_scores(qb, begin, end, params, scores);
 }
 
 // Softmax per row; the weights replace the scores, already divided by the denominator.
@@ -89,44 +113,56 @@ inline float sum8(const float* x, int64_t n) {
 
 // out_m[d] = fma(w_mj, v_j[d], out_m[d]) for j in order: every output element is one chain over
 // the keys.
+template <typename T>
 [[gnu::always_inline]] inline void values_generic(const QueryBlock& qb, const KvRows& kv, int64_t v_size,
                                                    int64_t begin, int64_t end, const float* scores) noexcept {
   for (int64_t j = begin; j < end; ++j) {
-    const float* vj = kv.v + j * kv.v_stride;
+    const T* vj = value_row<T>(kv, j);
     for (int64_t m = 0; m < qb.rows; ++m) {
       const float w = scores[m * end + j];
       float* out = qb.out + m * qb.out_stride;
-      for (int64_t d = 0; d < v_size; ++d) out[d] = std::fma(w, vj[d], out[d]);
+      for (int64_t d = 0; d < v_size; ++d) out[d] = std::fma(w, kv_float(vj[d]), out[d]);
     }
   }
 }
 
-// The body of attend_block, inlined into one function per instruction set below: target
-// attributes (not per-file flags) so that no out-of-line copy of an inline or template function
-// is ever compiled for a wider ISA than its callers run on. The operations are the same in every
-// copy (no contraction, no reassociation), so the results are bit-identical.
-[[gnu::always_inline]] inline void attend_block_body(const QueryBlock& qb, int64_t head_size, const KvRows& kv,
-                                                      int64_t v_size, int64_t begin, int64_t end,
-                                                      const SoftmaxParams& params, float* scores,
-                                                      float* row_max) noexcept {
+[[gnu::always_inline]] inline bool clear_outputs(const QueryBlock& qb, int64_t v_size, int64_t begin, int64_t end,
+                                                  float* row_max) noexcept {
   for (int64_t m = 0; m < qb.rows; ++m) std::fill(qb.out + m * qb.out_stride, qb.out + m * qb.out_stride + v_size, 0.0f);
-  if (begin >= end) {
-    if (row_max) std::fill(row_max, row_max + qb.rows, kLowestFloat);
-    return;
-  }
-  scores_generic(qb, head_size, kv, begin, end, params, scores);
+  if (begin < end) return true;
+  if (row_max) std::fill(row_max, row_max + qb.rows, kLowestFloat);
+  return false;
+}
+
+// The body of attend_block without SIMD (the scalar reference).
+template <typename T>
+void attend_block_scalar(const QueryBlock& qb, int64_t head_size, const KvRows& kv, int64_t v_size, int64_t begin,
+                         int64_t end, const SoftmaxParams& params, float* scores, float* row_max) noexcept {
+  if (!clear_outputs(qb, v_size, begin, end, row_max)) return;
+  scores_generic<T>(qb, head_size, kv, begin, end, params, scores);
   softmax_rows(qb, begin, end, params, scores, row_max);
-  values_generic(qb, kv, v_size, begin, end, scores);
+  values_generic<T>(qb, kv, v_size, begin, end, scores);
 }
 
 #if defined(__x86_64__) || defined(__i386__)
 // How far ahead of the key being computed the SIMD loops prefetch its row.
 constexpr int64_t kPrefetchKeys = 32;
 
+// 8 and 16 cached values as floats (half to float is exact).
+ONNXLLM_TARGET_AVX2 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+ONNXLLM_TARGET_AVX2 inline __m256 load8(const Float16* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+ONNXLLM_TARGET_AVX512 inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
+ONNXLLM_TARGET_AVX512 inline __m512 load16(const Float16* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+
 // dot()'s folded partial sums of 8 keys (f[key], lane l = lane l + lane l + 8) -> the 8 dots in
 // out: tree8 on all eight at once (the 128-bit halves added, then two horizontal adds give
 // ((a0+a4)+(a1+a5)) + ((a2+a6)+(a3+a7)) per key), plus each key's tail chain.
-ONNXLLM_TARGET_AVX2 inline void tree_8_keys(const __m256 (&f)[8], const float* q, const float* k, int64_t k_stride,
+template <typename T>
+ONNXLLM_TARGET_AVX2 inline void tree_8_keys(const __m256 (&f)[8], const float* q, const T* k, int64_t k_stride,
                                             int64_t i, int64_t n, float* out) {
   __m256 b[4];
   for (int p = 0; p < 4; ++p)
@@ -136,7 +172,7 @@ ONNXLLM_TARGET_AVX2 inline void tree_8_keys(const __m256 (&f)[8], const float* q
   alignas(32) float tail[8];
   for (int key = 0; key < 8; ++key) {
     float t = 0.0f;
-    for (int64_t r = i; r < n; ++r) t = std::fma(q[r], k[key * k_stride + r], t);
+    for (int64_t r = i; r < n; ++r) t = std::fma(q[r], kv_float(k[key * k_stride + r]), t);
     tail[key] = t;
   }
   _mm256_storeu_ps(out, _mm256_add_ps(_mm256_permutevar8x32_ps(sums, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)),
@@ -144,15 +180,16 @@ ONNXLLM_TARGET_AVX2 inline void tree_8_keys(const __m256 (&f)[8], const float* q
 }
 
 // dot(q, k_j) for 8 keys, each key's 16 lanes in two 8-lane registers.
-ONNXLLM_TARGET_AVX2 void dot_8_keys_avx2(const float* q, const float* k, int64_t k_stride, int64_t n, float* out) {
+template <typename T>
+ONNXLLM_TARGET_AVX2 inline void dot_8_keys_avx2(const float* q, const T* k, int64_t k_stride, int64_t n, float* out) {
   __m256 lo[8], hi[8];
   for (int key = 0; key < 8; ++key) lo[key] = hi[key] = _mm256_setzero_ps();
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
     const __m256 q0 = _mm256_loadu_ps(q + i), q1 = _mm256_loadu_ps(q + i + 8);
     for (int key = 0; key < 8; ++key) {
-      lo[key] = _mm256_fmadd_ps(q0, _mm256_loadu_ps(k + key * k_stride + i), lo[key]);
-      hi[key] = _mm256_fmadd_ps(q1, _mm256_loadu_ps(k + key * k_stride + i + 8), hi[key]);
+      lo[key] = _mm256_fmadd_ps(q0, load8(k + key * k_stride + i), lo[key]);
+      hi[key] = _mm256_fmadd_ps(q1, load8(k + key * k_stride + i + 8), hi[key]);
     }
   }
   __m256 f[8];
@@ -161,13 +198,15 @@ ONNXLLM_TARGET_AVX2 void dot_8_keys_avx2(const float* q, const float* k, int64_t
 }
 
 // dot(q, k_j) for 8 keys, one 16-lane register per key.
-ONNXLLM_TARGET_AVX512 void dot_8_keys_avx512(const float* q, const float* k, int64_t k_stride, int64_t n, float* out) {
+template <typename T>
+ONNXLLM_TARGET_AVX512 inline void dot_8_keys_avx512(const float* q, const T* k, int64_t k_stride, int64_t n,
+                                                    float* out) {
   __m512 acc[8];
   for (auto& x : acc) x = _mm512_setzero_ps();
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
     const __m512 qv = _mm512_loadu_ps(q + i);
-    for (int key = 0; key < 8; ++key) acc[key] = _mm512_fmadd_ps(qv, _mm512_loadu_ps(k + key * k_stride + i), acc[key]);
+    for (int key = 0; key < 8; ++key) acc[key] = _mm512_fmadd_ps(qv, load16(k + key * k_stride + i), acc[key]);
   }
   __m256 f[8];
   for (int key = 0; key < 8; ++key)
@@ -175,14 +214,39 @@ ONNXLLM_TARGET_AVX512 void dot_8_keys_avx512(const float* q, const float* k, int
   tree_8_keys(f, q, k, k_stride, i, n, out);
 }
 
-// values_generic's results with a row's outputs held in registers over runs of 64 keys: kVectors
-// registers of kLanes outputs (V: __m256 or __m512, with its load/store/set1/fmadd below).
+// scores_generic's results, eight keys per call of Dot8 (one of the two above).
+template <typename T, void (*Dot8)(const float*, const T*, int64_t, int64_t, float*)>
+[[gnu::always_inline]] inline void scores_8_keys(const QueryBlock& qb, int64_t head_size, const KvRows& kv,
+                                                  int64_t begin, int64_t end, const SoftmaxParams& params,
+                                                  float* scores) noexcept {
+  const int64_t row_bytes = head_size * static_cast<int64_t>(sizeof(T));
+  int64_t j = begin;
+  for (; j + 8 <= end; j += 8) {
+    // Long contexts stream the keys from memory: ask for a later block while this one computes.
+    if (j + kPrefetchKeys + 8 <= end)
+      for (int key = 0; key < 8; ++key)
+        for (int64_t b = 0; b < row_bytes; b += 64)
+          __builtin_prefetch(reinterpret_cast<const char*>(key_row<T>(kv, j + kPrefetchKeys + key)) + b);
+    for (int64_t m = 0; m < qb.rows; ++m) {
+      float* x = scores + m * end + j;
+      Dot8(qb.q + m * qb.q_stride, key_row<T>(kv, j), kv.k_stride, head_size, x);
+      for (int key = 0; key < 8; ++key) x[key] = params.scale * x[key];
+    }
+  }
+  for (; j < end; ++j)
+    for (int64_t m = 0; m < qb.rows; ++m)
+      scores[m * end + j] = params.scale * dot(qb.q + m * qb.q_stride, key_row<T>(kv, j), head_size);
+  finish_scores(qb, begin, end, params, scores);
+}
+
+// The register type's operations for values_simd.
 template <typename V>
 struct VecOps;
 template <>
 struct VecOps<__m256> {
   static constexpr int kLanes = 8, kVectors = 8;
-  ONNXLLM_TARGET_AVX2 static __m256 load(const float* p) { return _mm256_loadu_ps(p); }
+  template <typename T>
+  ONNXLLM_TARGET_AVX2 static __m256 load(const T* p) { return load8(p); }
   ONNXLLM_TARGET_AVX2 static void store(float* p, __m256 v) { _mm256_storeu_ps(p, v); }
   ONNXLLM_TARGET_AVX2 static __m256 set1(float x) { return _mm256_set1_ps(x); }
   ONNXLLM_TARGET_AVX2 static __m256 fmadd(__m256 a, __m256 b, __m256 c) { return _mm256_fmadd_ps(a, b, c); }
@@ -190,13 +254,16 @@ struct VecOps<__m256> {
 template <>
 struct VecOps<__m512> {
   static constexpr int kLanes = 16, kVectors = 4;
-  ONNXLLM_TARGET_AVX512 static __m512 load(const float* p) { return _mm512_loadu_ps(p); }
+  template <typename T>
+  ONNXLLM_TARGET_AVX512 static __m512 load(const T* p) { return load16(p); }
   ONNXLLM_TARGET_AVX512 static void store(float* p, __m512 v) { _mm512_storeu_ps(p, v); }
   ONNXLLM_TARGET_AVX512 static __m512 set1(float x) { return _mm512_set1_ps(x); }
   ONNXLLM_TARGET_AVX512 static __m512 fmadd(__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); }
 };
 
-template <typename V>
+// values_generic's results with a row's outputs held in registers (kVectors of kLanes) over runs
+// of 64 keys.
+template <typename V, typename T>
 [[gnu::always_inline]] inline void values_simd(const QueryBlock& qb, const KvRows& kv, int64_t v_size, int64_t begin,
                                                 int64_t end, const float* scores) noexcept {
   using Ops = VecOps<V>;
@@ -212,110 +279,66 @@ template <typename V>
         for (int c = 0; c < kVectors; ++c) acc[c] = Ops::load(out + d0 + kLanes * c);
         for (int64_t j = j0; j < j1; ++j) {
           if (m == 0 && j + kPrefetchKeys < end)
-            for (int64_t b = 0; b < kLanes * kVectors * 4; b += 64)
-              __builtin_prefetch(reinterpret_cast<const char*>(kv.v + (j + kPrefetchKeys) * kv.v_stride + d0) + b);
+            for (int64_t b = 0; b < kLanes * kVectors * static_cast<int64_t>(sizeof(T)); b += 64)
+              __builtin_prefetch(reinterpret_cast<const char*>(value_row<T>(kv, j + kPrefetchKeys) + d0) + b);
           const V wj = Ops::set1(w[j]);
-          const float* vj = kv.v + j * kv.v_stride + d0;
+          const T* vj = value_row<T>(kv, j) + d0;
           for (int c = 0; c < kVectors; ++c) acc[c] = Ops::fmadd(wj, Ops::load(vj + kLanes * c), acc[c]);
         }
         for (int c = 0; c < kVectors; ++c) Ops::store(out + d0 + kLanes * c, acc[c]);
       }
       for (; d0 + kLanes <= v_size; d0 += kLanes) {
         V acc = Ops::load(out + d0);
-        for (int64_t j = j0; j < j1; ++j) acc = Ops::fmadd(Ops::set1(w[j]), Ops::load(kv.v + j * kv.v_stride + d0), acc);
+        for (int64_t j = j0; j < j1; ++j) acc = Ops::fmadd(Ops::set1(w[j]), Ops::load(value_row<T>(kv, j) + d0), acc);
         Ops::store(out + d0, acc);
       }
       for (int64_t j = j0; j < j1; ++j)
-        for (int64_t d = d0; d < v_size; ++d) out[d] = std::fma(w[j], kv.v[j * kv.v_stride + d], out[d]);
+        for (int64_t d = d0; d < v_size; ++d) out[d] = std::fma(w[j], kv_float(value_row<T>(kv, j)[d]), out[d]);
     }
   }
 }
 
-// scores_generic's results, eight keys per Dot8 call.
-using Dot8Fn = void (*)(const float*, const float*, int64_t, int64_t, float*);
-[[gnu::always_inline]] inline void scores_8_keys(Dot8Fn dot8, const QueryBlock& qb, int64_t head_size, const KvRows& kv,
-                                                  int64_t begin, int64_t end, const SoftmaxParams& params,
-                                                  float* scores) noexcept {
-  const int64_t k_row_bytes = head_size * static_cast<int64_t>(sizeof(float));
-  int64_t j = begin;
-  for (; j + 8 <= end; j += 8) {
-    // Long contexts stream the keys from memory: ask for a later block while this one computes.
-    if (j + kPrefetchKeys + 8 <= end)
-      for (int key = 0; key < 8; ++key)
-        for (int64_t b = 0; b < k_row_bytes; b += 64)
-          __builtin_prefetch(reinterpret_cast<const char*>(kv.k + (j + kPrefetchKeys + key) * kv.k_stride) + b);
-    for (int64_t m = 0; m < qb.rows; ++m) {
-      float* x = scores + m * end + j;
-      dot8(qb.q + m * qb.q_stride, kv.k + j * kv.k_stride, kv.k_stride, head_size, x);
-      for (int key = 0; key < 8; ++key) x[key] = params.scale * x[key];
-    }
-  }
-  for (; j < end; ++j)
-    for (int64_t m = 0; m < qb.rows; ++m)
-      scores[m * end + j] = params.scale * dot(qb.q + m * qb.q_stride, kv.k + j * kv.k_stride, head_size);
-  if (params.softcap <= 0.0f && !qb.bias) return;
-  for (int64_t m = 0; m < qb.rows; ++m)
-    for (int64_t jj = begin; jj < end; ++jj) {
-      float x = scores[m * end + jj];
-      if (params.softcap > 0.0f) x = params.softcap * std::tanh(x / params.softcap);
-      if (qb.bias) x += qb.bias[m * qb.bias_stride + jj];
-      scores[m * end + jj] = x;
-    }
-}
-
-// attend_block_body with the SIMD scores and weighted values (same bits).
-template <typename V>
-[[gnu::always_inline]] inline void attend_block_simd(Dot8Fn dot8, const QueryBlock& qb, int64_t head_size,
-                                                      const KvRows& kv, int64_t v_size, int64_t begin, int64_t end,
-                                                      const SoftmaxParams& params, float* scores,
-                                                      float* row_max) noexcept {
-  for (int64_t m = 0; m < qb.rows; ++m) std::fill(qb.out + m * qb.out_stride, qb.out + m * qb.out_stride + v_size, 0.0f);
-  if (begin >= end) {
-    if (row_max) std::fill(row_max, row_max + qb.rows, kLowestFloat);
-    return;
-  }
-  scores_8_keys(dot8, qb, head_size, kv, begin, end, params, scores);
+// attend_block_scalar's results with the SIMD scores and weighted values: one copy per ISA,
+// compiled for it by its target attribute (the always-inline steps take it on).
+template <typename T>
+ONNXLLM_TARGET_AVX2 void attend_block_avx2(const QueryBlock& qb, int64_t head_size, const KvRows& kv, int64_t v_size,
+                                           int64_t begin, int64_t end, const SoftmaxParams& params, float* scores,
+                                           float* row_max) noexcept {
+  if (!clear_outputs(qb, v_size, begin, end, row_max)) return;
+  scores_8_keys<T, dot_8_keys_avx2<T>>(qb, head_size, kv, begin, end, params, scores);
   softmax_rows(qb, begin, end, params, scores, row_max);
-  values_simd<V>(qb, kv, v_size, begin, end, scores);
+  values_simd<__m256, T>(qb, kv, v_size, begin, end, scores);
+}
+
+template <typename T>
+ONNXLLM_TARGET_AVX512 void attend_block_avx512(const QueryBlock& qb, int64_t head_size, const KvRows& kv,
+                                               int64_t v_size, int64_t begin, int64_t end, const SoftmaxParams& params,
+                                               float* scores, float* row_max) noexcept {
+  if (!clear_outputs(qb, v_size, begin, end, row_max)) return;
+  scores_8_keys<T, dot_8_keys_avx512<T>>(qb, head_size, kv, begin, end, params, scores);
+  softmax_rows(qb, begin, end, params, scores, row_max);
+  values_simd<__m512, T>(qb, kv, v_size, begin, end, scores);
 }
 #endif
 
 using AttendFn = void (*)(const QueryBlock&, int64_t, const KvRows&, int64_t, int64_t, int64_t, const SoftmaxParams&,
                           float*, float*) noexcept;
 
-void attend_block_scalar(const QueryBlock& qb, int64_t head_size, const KvRows& kv, int64_t v_size, int64_t begin,
-                         int64_t end, const SoftmaxParams& params, float* scores, float* row_max) noexcept {
-  attend_block_body(qb, head_size, kv, v_size, begin, end, params, scores, row_max);
-}
-
-#if defined(__x86_64__) || defined(__i386__)
-ONNXLLM_TARGET_AVX2 void attend_block_avx2(const QueryBlock& qb, int64_t head_size, const KvRows& kv,
-                                                         int64_t v_size, int64_t begin, int64_t end,
-                                                         const SoftmaxParams& params, float* scores,
-                                                         float* row_max) noexcept {
-  attend_block_simd<__m256>(dot_8_keys_avx2, qb, head_size, kv, v_size, begin, end, params, scores, row_max);
-}
-
-ONNXLLM_TARGET_AVX512 void attend_block_avx512(
-    const QueryBlock& qb, int64_t head_size, const KvRows& kv, int64_t v_size, int64_t begin, int64_t end,
-    const SoftmaxParams& params, float* scores, float* row_max) noexcept {
-  attend_block_simd<__m512>(dot_8_keys_avx512, qb, head_size, kv, v_size, begin, end, params, scores, row_max);
-}
-#endif
-
+template <typename T>
 AttendFn attend_fn(Isa isa) {
 #if defined(__x86_64__) || defined(__i386__)
-  if (isa == Isa::kAvx512) return attend_block_avx512;
-  if (isa == Isa::kAvx2) return attend_block_avx2;
+  if (isa == Isa::kAvx512) return attend_block_avx512<T>;
+  if (isa == Isa::kAvx2) return attend_block_avx2<T>;
 #endif
-  return attend_block_scalar;
+  return attend_block_scalar<T>;
 }
 
 }  // namespace
 
 void attend_block(const QueryBlock& qb, int64_t head_size, const KvRows& kv, int64_t v_size, int64_t begin, int64_t end,
                   const SoftmaxParams& params, float* scores, float* row_max) noexcept {
-  attend_fn(params.isa)(qb, head_size, kv, v_size, begin, end, params, scores, row_max);
+  const AttendFn fn = kv.dtype == DType::kFloat16 ? attend_fn<Float16>(params.isa) : attend_fn<float>(params.isa);
+  fn(qb, head_size, kv, v_size, begin, end, params, scores, row_max);
 }
 
 void average_rows(const float* v, int64_t stride, int64_t count, int64_t size, float* out) noexcept {
@@ -327,23 +350,45 @@ void average_rows(const float* v, int64_t stride, int64_t count, int64_t size, f
   for (int64_t d = 0; d < size; ++d) out[d] *= inv;
 }
 
-void apply_rotary(const float* x, float* y, int64_t head_size, int64_t rotary_dim, const float* cos,
-                  const float* sin, bool interleaved) noexcept {
+namespace {
+
+inline void store_value(float* y, float v) { *y = v; }
+inline void store_value(Float16* y, float v) { *y = Float16::from_bits(float_to_half_fast(v)); }
+
+template <typename T>
+void rotate(const float* x, T* y, int64_t head_size, int64_t rotary_dim, const float* cos, const float* sin,
+            bool interleaved) noexcept {
   const int64_t half = rotary_dim / 2;
   if (interleaved) {
     for (int64_t i = 0; i < half; ++i) {
       const float a = x[2 * i], b = x[2 * i + 1];
-      y[2 * i] = a * cos[i] - b * sin[i];
-      y[2 * i + 1] = b * cos[i] + a * sin[i];
+      store_value(y + 2 * i, a * cos[i] - b * sin[i]);
+      store_value(y + 2 * i + 1, b * cos[i] + a * sin[i]);
     }
   } else {
     for (int64_t i = 0; i < half; ++i) {
       const float a = x[i], b = x[i + half];
-      y[i] = a * cos[i] - b * sin[i];
-      y[i + half] = b * cos[i] + a * sin[i];
+      store_value(y + i, a * cos[i] - b * sin[i]);
+      store_value(y + i + half, b * cos[i] + a * sin[i]);
     }
   }
-  if (y != x) std::memcpy(y + rotary_dim, x + rotary_dim, static_cast<size_t>(head_size - rotary_dim) * sizeof(float));
+  if constexpr (std::is_same_v<T, float>) {
+    if (y != x) std::memcpy(y + rotary_dim, x + rotary_dim, static_cast<size_t>(head_size - rotary_dim) * sizeof(float));
+  } else {
+    for (int64_t i = rotary_dim; i < head_size; ++i) store_value(y + i, x[i]);
+  }
+}
+
+}  // namespace
+
+void apply_rotary(const float* x, float* y, int64_t head_size, int64_t rotary_dim, const float* cos,
+                  const float* sin, bool interleaved) noexcept {
+  rotate(x, y, head_size, rotary_dim, cos, sin, interleaved);
+}
+
+void apply_rotary(const float* x, Float16* y, int64_t head_size, int64_t rotary_dim, const float* cos,
+                  const float* sin, bool interleaved) noexcept {
+  rotate(x, y, head_size, rotary_dim, cos, sin, interleaved);
 }
 
 void gemm_bias(const float* a, const float* b, const float* bias, float* c, int64_t m, int64_t k, int64_t n,

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "core/float16.h"
 #include "core/thread_pool.h"
 #include "ep/cpu/isa/cpu_isa.h"
 #include "ep/cpu/kernels/kernel_utils.h"
@@ -26,12 +27,14 @@ struct SoftmaxParams {
   float sink = 0.0f;
 };
 
-// Keys and values of one head: key j at k + j * k_stride, value j at v + j * v_stride.
+// Keys and values of one head: key j at k + j * k_stride, value j at v + j * v_stride (in
+// elements of dtype: float32, or float16 for GroupQueryAttention's half cache).
 struct KvRows {
-  const float* k = nullptr;
-  const float* v = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
   int64_t k_stride = 0;
   int64_t v_stride = 0;
+  DType dtype = DType::kFloat32;
 };
 
 // A block of query rows that share one head's keys and key range (e.g. the query heads of one
@@ -78,6 +81,9 @@ void average_rows(const float* v, int64_t stride, int64_t count, int64_t size, f
 // and sin[...]: pairs (i, i + rotary_dim/2), or (2i, 2i+1) when interleaved. Values from rotary_dim
 // to head_size are copied. y may equal x.
 void apply_rotary(const float* x, float* y, int64_t head_size, int64_t rotary_dim, const float* cos,
+                  const float* sin, bool interleaved) noexcept;
+// The same rotation with y rounded to float16 (nearest even); y may not alias x.
+void apply_rotary(const float* x, Float16* y, int64_t head_size, int64_t rotary_dim, const float* cos,
                   const float* sin, bool interleaved) noexcept;
 
 // c[m, n] = bias[n] + sum_k a[m, k] * b[k, n] (row-major; bias may be null), split over the pool.

@@ -6,16 +6,19 @@
 // and L_b - S otherwise; new token s sits at cache row P_b + s and sees keys j <= P_b + s. With
 // local_window_size W > 0 it sees only the last W of them (j > P_b + s - W): measured on ONNX
 // Runtime 1.30, which counts the current token in W as Hugging Face's sliding_window does (older
-// ORT code admitted W + 1 keys). Rotary positions are P_b + s, or position_ids[b, s] when given
+// ORT code admitted W + 1 keys). The cache (past and present) may be float16 while everything else
+// is float32: onnxllm's half KV cache option (ONNX Runtime's CPU kernel takes float32 only). Rotary positions are P_b + s, or position_ids[b, s] when given
 // (ORT 1.30's CPU kernel instead reads position_ids as a start offset). Query rows beyond L_b on a
 // padded first prompt are written as zeros.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "ep/cpu/cpu_provider.h"
 #include "ep/cpu/kernels/contrib/attention_common.h"
+#include "ep/cpu/kernels/fast_math.h"
 #include "ep/kernel_registry.h"
 
 namespace onnxllm {
@@ -34,6 +37,7 @@ struct GqaDims {
   int64_t rotary_dim = 0;   // 0 without rotary
   bool packed = false;
   bool first_prompt = false;
+  DType cache = DType::kFloat32;  // past/present: float32, or float16 (a half cache)
 };
 
 class GroupQueryAttentionKernel final : public OpKernel {
@@ -68,8 +72,8 @@ class GroupQueryAttentionKernel final : public OpKernel {
     ONNXLLM_CHECK(ctx.num_outputs() >= 3, kUnsupported, "GroupQueryAttention needs the present_key and present_value outputs");
     ONNXLLM_CHECK(!ctx.has_output(3), kUnsupported, "GroupQueryAttention output_qk is not supported");
     ctx.set_output(0, DType::kFloat32, Shape{d.batch, d.seq, heads_ * d.head_size});
-    ctx.set_output(1, DType::kFloat32, Shape{d.batch, kv_heads_, d.present_len, d.head_size});
-    ctx.set_output(2, DType::kFloat32, Shape{d.batch, kv_heads_, d.present_len, d.head_size});
+    ctx.set_output(1, d.cache, Shape{d.batch, kv_heads_, d.present_len, d.head_size});
+    ctx.set_output(2, d.cache, Shape{d.batch, kv_heads_, d.present_len, d.head_size});
     ctx.request_workspace(layout(d).bytes(ctx.num_threads()));
   }
 
@@ -77,9 +81,14 @@ class GroupQueryAttentionKernel final : public OpKernel {
     const GqaDims d = dims(ctx.num_inputs(), [&](int i) { return ctx.has_input(i) ? &ctx.input(i) : nullptr; });
     const TensorView& present_k = ctx.output(1);
     const TensorView& present_v = ctx.output(2);
-    write_cache(ctx, d, ctx.input(kPastKey), present_k, /*is_key=*/true);
-    write_cache(ctx, d, ctx.input(kPastValue), present_v, /*is_key=*/false);
-    attend(ctx, d, present_k.data<float>(), present_v.data<float>());
+    if (d.cache == DType::kFloat16) {
+      write_cache<Float16>(ctx, d, ctx.input(kPastKey), present_k, /*is_key=*/true);
+      write_cache<Float16>(ctx, d, ctx.input(kPastValue), present_v, /*is_key=*/false);
+    } else {
+      write_cache<float>(ctx, d, ctx.input(kPastKey), present_k, /*is_key=*/true);
+      write_cache<float>(ctx, d, ctx.input(kPastValue), present_v, /*is_key=*/false);
+    }
+    attend(ctx, d, present_k.raw(), present_v.raw());
   }
 
  private:
@@ -122,9 +131,12 @@ class GroupQueryAttentionKernel final : public OpKernel {
     ONNXLLM_CHECK((pk == nullptr) == (pv == nullptr), kInvalidArgument,
                   "past_key and past_value must both be given or both be absent");
     if (pk) {
+      d.cache = pk->dtype();
       for (const TensorView* t : {pk, pv}) {
         const char* what = t == pk ? "past_key" : "past_value";
-        check_dtype(*t, DType::kFloat32, what);
+        ONNXLLM_CHECK(t->dtype() == DType::kFloat32 || t->dtype() == DType::kFloat16, kInvalidArgument, what,
+                      " must be float32 or float16 (a half cache), got ", dtype_name(t->dtype()));
+        ONNXLLM_CHECK(t->dtype() == d.cache, kInvalidArgument, "past_key and past_value differ in dtype");
         const bool ok = t->rank() == 4 && t->dim(0) == d.batch && t->dim(1) == kv_heads_ && t->dim(3) == d.head_size;
         ONNXLLM_CHECK(ok, kInvalidArgument, what, " must be [", d.batch, ", ", kv_heads_, ", past, ", d.head_size,
                       "] (BNSH), got ", t->shape().to_string());
@@ -230,9 +242,10 @@ class GroupQueryAttentionKernel final : public OpKernel {
     return ctx.input(part == 1 ? kKey : kValue).data<float>() + ((b * d.seq + s) * d.kv_heads + kh) * d.head_size;
   }
 
-  // Writes the present cache of keys (rotated) or values. With a shared buffer (present is the
-  // past memory, same layout) only the new rows [P_b, P_b + S) are written; otherwise present =
-  // past rows [0, P_b), the new rows, then zeros.
+  // Writes the present cache of keys (rotated) or values, as T (float, or Float16 rounded to
+  // nearest even). With a shared buffer (present is the past memory, same layout) only the new rows
+  // [P_b, P_b + S) are written; otherwise present = past rows [0, P_b), the new rows, then zeros.
+  template <typename T>
   void write_cache(const ComputeContext& ctx, const GqaDims& d, const TensorView& past, const TensorView& present,
                    bool is_key) const {
     const bool aliased = !past.empty() && past.raw() == present.raw();
@@ -241,24 +254,27 @@ class GroupQueryAttentionKernel final : public OpKernel {
     const TensorView& pos_ids = ctx.input(kPositionIds);
     const bool rotate = is_key && do_rotary_;
     const int64_t h = d.head_size, half = d.rotary_dim / 2;
-    float* dst_all = present.data<float>();
+    T* dst_all = static_cast<T*>(present.raw());
     auto write_block = [&](int64_t t) {
       const int64_t b = t / d.kv_heads, kh = t % d.kv_heads;
       const int64_t p0 = past_rows(d, seqlens, b);
-      float* dst = dst_all + t * d.present_len * h;
+      T* dst = dst_all + t * d.present_len * h;
       if (!in_place) {
-        if (p0 > 0) std::memmove(dst, past.data<float>() + t * d.past_len * h, static_cast<size_t>(p0 * h) * sizeof(float));
-        std::fill(dst + (p0 + d.seq) * h, dst + d.present_len * h, 0.0f);
+        if (p0 > 0)
+          std::memmove(dst, static_cast<const T*>(past.raw()) + t * d.past_len * h, static_cast<size_t>(p0 * h) * sizeof(T));
+        std::fill(dst + (p0 + d.seq) * h, dst + d.present_len * h, T{});
       }
       for (int64_t s = 0; s < d.seq; ++s) {
         const float* src = new_row(ctx, d, is_key ? 1 : 2, b, s, kh);
-        float* row = dst + (p0 + s) * h;
+        T* row = dst + (p0 + s) * h;
         if (rotate) {
           const int64_t p = position(d, pos_ids, seqlens, b, s);
           apply_rotary(src, row, h, d.rotary_dim, ctx.input(kCosCache).data<float>() + p * half,
                        ctx.input(kSinCache).data<float>() + p * half, interleaved_);
-        } else {
+        } else if constexpr (std::is_same_v<T, float>) {
           std::memcpy(row, src, static_cast<size_t>(h) * sizeof(float));
+        } else {
+          for (int64_t i = 0; i < h; ++i) row[i] = Float16::from_bits(float_to_half_fast(src[i]));
         }
       }
     };
@@ -278,7 +294,7 @@ class GroupQueryAttentionKernel final : public OpKernel {
   // for the group). Tasks are (b, token, kv head, slice of the group); a decode step with fewer KV
   // heads than threads splits each group into slices. Threads take tasks dynamically, since causal
   // rows differ in length.
-  void attend(const ComputeContext& ctx, const GqaDims& d, const float* cache_k, const float* cache_v) const {
+  void attend(const ComputeContext& ctx, const GqaDims& d, const void* cache_k, const void* cache_v) const {
     const int32_t* seqlens = ctx.input(kSeqlensK).data<int32_t>();
     const TensorView& pos_ids = ctx.input(kPositionIds);
     const TensorView& bias = ctx.input(kAttentionBias);
@@ -295,6 +311,7 @@ class GroupQueryAttentionKernel final : public OpKernel {
     params.softcap = softcap_;
     params.use_sink = smooth_softmax_ || sinks != nullptr;
     const ScratchLayout scratch = layout(d);
+    const int64_t element = static_cast<int64_t>(dtype_size(d.cache));
     std::atomic<int64_t> next{0};
     ctx.pool().run([&](int thread, int) {
       float* scores = scratch.thread_slice(ctx.workspace(), thread);
@@ -327,8 +344,9 @@ class GroupQueryAttentionKernel final : public OpKernel {
                          ctx.input(kSinCache).data<float>() + pos * half, interleaved_);
           qb.q = q_rot;
         }
-        const int64_t cache_offset = (b * d.kv_heads + kvh) * d.present_len * h;
-        const KvRows kv{cache_k + cache_offset, cache_v + cache_offset, h, h};
+        const int64_t cache_offset = (b * d.kv_heads + kvh) * d.present_len * h * element;
+        const KvRows kv{static_cast<const char*>(cache_k) + cache_offset, static_cast<const char*>(cache_v) + cache_offset,
+                        h, h, d.cache};
         const int64_t begin = local_window_ > 0 ? std::max<int64_t>(0, p + 1 - local_window_) : 0;
         attend_block(qb, h, kv, h, begin, p + 1, params, scores);
       }
