@@ -12,22 +12,71 @@ namespace {
 
 using nlohmann::json;
 
+// Which layers of a family use sliding_window when config.json gives one.
+enum class Window {
+  kNone,       // never (the field is ignored)
+  kAll,        // every layer
+  kOptIn,      // every layer, when use_sliding_window is true (Qwen2)
+  kAlternate,  // even layers (Gemma 2)
+  kPattern,    // all but every sliding_window_pattern-th layer (Gemma 3)
+};
+
+// One row per architecture: everything that differs between families, so the parser and the
+// decoder builder read data instead of testing the family.
 struct ArchitectureInfo {
   const char* architecture;
   ModelFamily family;
   const char* genai_type;
+  FamilyLayout layout;
+  Window window = Window::kNone;
+  bool qkv_bias = false;           // biases on q/k/v whatever attention_bias says (Qwen2)
+  bool all_biases = false;         // every projection, the final norm and the LM head have biases (Phi)
+  bool qk_norm = false;            // per-head RMSNorm on Q and K
+  bool post_norms = false;         // norms after attention and after the MLP as well as before
+  bool gemma = false;              // RMSNorm weights as (1 + w), embeddings scaled by sqrt(hidden), tied
+  bool query_pre_attn_scalar = false;  // attention scale 1/sqrt(query_pre_attn_scalar) (Gemma 2/3)
+  bool local_rope = false;             // sliding layers use rope_local_base_freq (Gemma 3)
+  const char* activation = "silu";     // hidden_act when config.json has none (transformers' default)
+  double partial_rotary_factor = 1.0;  // when config.json has none
+  double norm_eps = 1e-6;              // when config.json has none
 };
 
-constexpr ArchitectureInfo kArchitectures[] = {
-    {"LlamaForCausalLM", ModelFamily::kLlama, "llama"},
-    {"MistralForCausalLM", ModelFamily::kMistral, "mistral"},
-    {"Qwen2ForCausalLM", ModelFamily::kQwen2, "qwen2"},
-    {"Qwen3ForCausalLM", ModelFamily::kQwen3, "qwen3"},
-    {"Phi3ForCausalLM", ModelFamily::kPhi3, "phi3"},
-    {"GemmaForCausalLM", ModelFamily::kGemma, "gemma"},
-    {"Gemma2ForCausalLM", ModelFamily::kGemma2, "gemma2"},
-    {"Gemma3ForCausalLM", ModelFamily::kGemma3, "gemma3_text"},
-};
+const std::vector<ArchitectureInfo>& architecture_table() {
+  static const std::vector<ArchitectureInfo> table = {
+      {.architecture = "LlamaForCausalLM", .family = ModelFamily::kLlama, .genai_type = "llama", .layout = {}},
+      {.architecture = "MistralForCausalLM", .family = ModelFamily::kMistral, .genai_type = "mistral", .layout = {},
+       .window = Window::kAll},
+      {.architecture = "Qwen2ForCausalLM", .family = ModelFamily::kQwen2, .genai_type = "qwen2", .layout = {},
+       .window = Window::kOptIn, .qkv_bias = true},
+      {.architecture = "Qwen3ForCausalLM", .family = ModelFamily::kQwen3, .genai_type = "qwen3", .layout = {},
+       .qk_norm = true},
+      {.architecture = "PhiForCausalLM",
+       .family = ModelFamily::kPhi,
+       .genai_type = "phi",
+       .layout = {.norm = NormKind::kLayer,
+                  .parallel_block = true,
+                  .gated_mlp = false,
+                  .o_proj = "dense",
+                  .up_proj = "fc1",
+                  .down_proj = "fc2",
+                  .final_norm = "model.final_layernorm",
+                  .norm_eps_key = "layer_norm_eps"},
+       .all_biases = true,
+       .activation = "gelu_new",
+       .partial_rotary_factor = 0.5,
+       .norm_eps = 1e-5},
+      {.architecture = "Phi3ForCausalLM", .family = ModelFamily::kPhi3, .genai_type = "phi3",
+       .layout = {.packed_qkv = true, .packed_gate_up = true}, .window = Window::kAll},
+      {.architecture = "GemmaForCausalLM", .family = ModelFamily::kGemma, .genai_type = "gemma", .layout = {},
+       .gemma = true},
+      {.architecture = "Gemma2ForCausalLM", .family = ModelFamily::kGemma2, .genai_type = "gemma2", .layout = {},
+       .window = Window::kAlternate, .post_norms = true, .gemma = true, .query_pre_attn_scalar = true},
+      {.architecture = "Gemma3ForCausalLM", .family = ModelFamily::kGemma3, .genai_type = "gemma3_text", .layout = {},
+       .window = Window::kPattern, .qk_norm = true, .post_norms = true, .gemma = true, .query_pre_attn_scalar = true,
+       .local_rope = true},
+  };
+  return table;
+}
 
 // Limits that keep a hostile config from asking for absurd allocations.
 constexpr int64_t kMaxDim = int64_t{1} << 20;
@@ -37,7 +86,7 @@ constexpr int64_t kMaxLayers = 4096;
 
 std::string supported_list() {
   std::string s;
-  for (const auto& a : kArchitectures) s += (s.empty() ? "" : ", ") + std::string(a.architecture);
+  for (const auto& a : architecture_table()) s += (s.empty() ? "" : ", ") + std::string(a.architecture);
   return s;
 }
 
@@ -190,7 +239,7 @@ void parse_search(const Fields& config, const Fields& generation, HfConfig& c) {
 }
 
 // Which layers use the sliding window (newer configs list layer_types).
-std::vector<bool> sliding_layers(const Fields& f, const HfConfig& c, bool all_layers) {
+std::vector<bool> sliding_layers(const Fields& f, const HfConfig& c, Window window) {
   std::vector<bool> sliding(static_cast<size_t>(c.num_layers), false);
   if (c.sliding_window < 0) return sliding;
   if (f.has("layer_types")) {
@@ -203,13 +252,11 @@ std::vector<bool> sliding_layers(const Fields& f, const HfConfig& c, bool all_la
     }
     return sliding;
   }
+  const int64_t pattern = window == Window::kPattern ? f.integer_or("sliding_window_pattern", 6, 1, kMaxLayers) : 1;
   for (size_t i = 0; i < sliding.size(); ++i) {
-    if (all_layers) sliding[i] = true;
-    else if (c.family == ModelFamily::kGemma2) sliding[i] = i % 2 == 0;
-    else if (c.family == ModelFamily::kGemma3) {
-      const int64_t pattern = f.integer_or("sliding_window_pattern", 6, 1, kMaxLayers);
-      sliding[i] = (static_cast<int64_t>(i) + 1) % pattern != 0;
-    }
+    if (window == Window::kAlternate) sliding[i] = i % 2 == 0;
+    else if (window == Window::kPattern) sliding[i] = (static_cast<int64_t>(i) + 1) % pattern != 0;
+    else sliding[i] = true;
   }
   return sliding;
 }
@@ -219,7 +266,7 @@ std::vector<bool> sliding_layers(const Fields& f, const HfConfig& c, bool all_la
 const std::vector<std::string>& supported_architectures() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v;
-    for (const auto& a : kArchitectures) v.push_back(a.architecture);
+    for (const auto& a : architecture_table()) v.push_back(a.architecture);
     return v;
   }();
   return names;
@@ -235,13 +282,14 @@ HfConfig parse_hf_config(const json& config, const json& generation, const std::
                 kInvalidModel, source, ": missing 'architectures' (the model class); supported: ", supported_list());
   c.architecture = config["architectures"][0].get<std::string>();
   const ArchitectureInfo* info = nullptr;
-  for (const auto& a : kArchitectures)
+  for (const auto& a : architecture_table())
     if (c.architecture == a.architecture) info = &a;
   ONNXLLM_CHECK(info != nullptr, kUnsupported, source, ": architecture '", c.architecture,
                 "' is not supported; supported: ", supported_list());
   c.family = info->family;
   c.genai_type = info->genai_type;
-  const bool gemma = c.family == ModelFamily::kGemma || c.family == ModelFamily::kGemma2 || c.family == ModelFamily::kGemma3;
+  c.layout = info->layout;
+  const bool gemma = info->gemma;
 
   c.hidden_size = f.integer("hidden_size", 1, kMaxDim);
   c.intermediate_size = f.integer("intermediate_size", 1, 4 * kMaxDim);
@@ -263,8 +311,8 @@ HfConfig parse_hf_config(const json& config, const json& generation, const std::
   c.vocab_size = f.integer("vocab_size", 1, kMaxVocab);
   c.max_position_embeddings = f.integer("max_position_embeddings", 1, kMaxPositions);
 
-  c.rms_norm_eps = f.positive_or("rms_norm_eps", 1e-6);
-  c.activation = f.string_or("hidden_activation", f.string_or("hidden_act", "silu"));
+  c.norm_eps = f.positive_or(c.layout.norm_eps_key.c_str(), info->norm_eps);
+  c.activation = f.string_or("hidden_activation", f.string_or("hidden_act", info->activation));
   static const char* kActivations[] = {"silu", "swish", "gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "relu"};
   bool known_activation = false;
   for (const char* a : kActivations) known_activation = known_activation || c.activation == a;
@@ -273,17 +321,20 @@ HfConfig parse_hf_config(const json& config, const json& generation, const std::
 
   c.tie_word_embeddings = f.boolean_or("tie_word_embeddings", gemma);
   const bool attention_bias = f.boolean_or("attention_bias", false);
-  c.qkv_bias = c.family == ModelFamily::kQwen2 || attention_bias;
-  c.o_bias = attention_bias && c.family != ModelFamily::kQwen2;
-  c.mlp_bias = f.boolean_or("mlp_bias", false);
-  c.qk_norm = c.family == ModelFamily::kQwen3 || c.family == ModelFamily::kGemma3;
+  c.qkv_bias = info->qkv_bias || info->all_biases || attention_bias;
+  c.o_bias = info->all_biases || (attention_bias && !info->qkv_bias);
+  c.mlp_bias = info->all_biases || f.boolean_or("mlp_bias", false);
+  c.lm_head_bias = info->all_biases;
+  c.qk_norm = info->qk_norm;
   c.norm_weight_offset = gemma;
-  c.post_norms = c.family == ModelFamily::kGemma2 || c.family == ModelFamily::kGemma3;
+  c.post_norms = info->post_norms;
+  // Phi's optional LayerNorm on Q and K (with biases) is not in the layout; Phi-1.5 and Phi-2 do not use it.
+  ONNXLLM_CHECK(!f.boolean_or("qk_layernorm", false), kUnsupported, source, ": 'qk_layernorm' true is not supported");
   if (gemma) c.embedding_scale = std::round(std::sqrt(static_cast<double>(c.hidden_size)) * 100.0) / 100.0;
 
   c.rope_theta = f.positive_or("rope_theta", 10000.0);
-  if (c.family == ModelFamily::kGemma3) c.rope_local_theta = f.positive_or("rope_local_base_freq", 10000.0);
-  c.partial_rotary_factor = f.number_or("partial_rotary_factor", 1.0);
+  if (info->local_rope) c.rope_local_theta = f.positive_or("rope_local_base_freq", 10000.0);
+  c.partial_rotary_factor = f.number_or("partial_rotary_factor", info->partial_rotary_factor);
   ONNXLLM_CHECK(c.partial_rotary_factor > 0 && c.partial_rotary_factor <= 1, kInvalidModel, source,
                 ": 'partial_rotary_factor' should be in (0, 1], got ", c.partial_rotary_factor);
   ONNXLLM_CHECK(c.rotary_dim() >= 2 && c.rotary_dim() % 2 == 0, kInvalidModel, source, ": rotary dimension ",
@@ -296,19 +347,18 @@ HfConfig parse_hf_config(const json& config, const json& generation, const std::
         f.integer("original_max_position_embeddings", 1, kMaxPositions);
 
   c.attention_scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
-  if (c.family == ModelFamily::kGemma2 || c.family == ModelFamily::kGemma3)
+  if (info->query_pre_attn_scalar)
     c.attention_scale = 1.0 / std::sqrt(f.positive_or("query_pre_attn_scalar", static_cast<double>(c.head_dim)));
   c.attn_softcap = f.number_or("attn_logit_softcapping", 0.0);
   c.final_softcap = f.number_or("final_logit_softcapping", 0.0);
   ONNXLLM_CHECK(c.attn_softcap >= 0 && c.final_softcap >= 0, kInvalidModel, source, ": soft-capping values should be >= 0");
 
   // Sliding-window attention, where the family uses it.
-  bool window_applies = c.family != ModelFamily::kLlama && c.family != ModelFamily::kGemma && c.family != ModelFamily::kQwen3;
-  if (c.family == ModelFamily::kQwen2) window_applies = f.boolean_or("use_sliding_window", false);
+  bool window_applies = info->window != Window::kNone;
+  if (info->window == Window::kOptIn) window_applies = f.boolean_or("use_sliding_window", false);
   if (window_applies && f.has("sliding_window"))
     c.sliding_window = f.integer("sliding_window", 1, kMaxPositions);
-  const bool all_layers = c.family == ModelFamily::kMistral || c.family == ModelFamily::kPhi3 || c.family == ModelFamily::kQwen2;
-  c.sliding_layers = sliding_layers(f, c, all_layers);
+  c.sliding_layers = sliding_layers(f, c, info->window);
 
   c.initializer_range = f.positive_or("initializer_range", 0.02);
 

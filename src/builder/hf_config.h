@@ -11,7 +11,28 @@
 
 namespace onnxllm {
 
-enum class ModelFamily { kLlama, kMistral, kQwen2, kQwen3, kPhi3, kGemma, kGemma2, kGemma3 };
+enum class ModelFamily { kLlama, kMistral, kQwen2, kQwen3, kPhi, kPhi3, kGemma, kGemma2, kGemma3 };
+
+enum class NormKind {
+  kRms,    // RMSNorm: x / rms(x) * w (SimplifiedLayerNormalization)
+  kLayer,  // LayerNorm with weight and bias (LayerNormalization)
+};
+
+// How a family's decoder layer is wired and what its checkpoint tensors are called: the data the
+// decoder builder reads instead of testing the family. One row per architecture in hf_config.cc.
+struct FamilyLayout {
+  NormKind norm = NormKind::kRms;
+  bool parallel_block = false;  // Phi: attention and MLP both read the input norm; one residual add
+  bool gated_mlp = true;        // act(gate) * up -> down; else act(up) -> down (Phi's fc1 / fc2)
+  bool packed_qkv = false;      // Phi-3: one qkv_proj tensor
+  bool packed_gate_up = false;  // Phi-3: gate and up stacked in gate_up_proj
+  // Checkpoint names, relative to model.layers.N.self_attn. / .mlp. and the model root.
+  std::string o_proj = "o_proj";
+  std::string up_proj = "up_proj";
+  std::string down_proj = "down_proj";
+  std::string final_norm = "model.norm";
+  std::string norm_eps_key = "rms_norm_eps";  // the config.json field holding the norm epsilon
+};
 
 // rope_scaling from config.json. `type` is one of default, linear, llama3, longrope, yarn.
 struct RopeScaling {
@@ -44,6 +65,7 @@ struct HfConfig {
   std::string architecture;  // e.g. "LlamaForCausalLM"
   ModelFamily family = ModelFamily::kLlama;
   std::string genai_type;    // genai_config model.type, e.g. "llama"
+  FamilyLayout layout;
 
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;
@@ -54,7 +76,7 @@ struct HfConfig {
   int64_t vocab_size = 0;
   int64_t max_position_embeddings = 0;  // the context length
 
-  double rms_norm_eps = 1e-6;
+  double norm_eps = 1e-6;  // the norm epsilon (layout.norm_eps_key: rms_norm_eps or layer_norm_eps)
   bool norm_weight_offset = false;  // Gemma stores RMSNorm weights as w with scale (1 + w)
   bool post_norms = false;          // Gemma 2/3: extra norms after attention and after the MLP
   bool qk_norm = false;             // Qwen3, Gemma 3: per-head RMSNorm on Q and K
@@ -63,6 +85,7 @@ struct HfConfig {
   bool qkv_bias = false;   // biases on q/k/v (Qwen2, Llama attention_bias)
   bool o_bias = false;     // bias on o_proj (Llama attention_bias)
   bool mlp_bias = false;   // biases on gate/up/down (Llama mlp_bias)
+  bool lm_head_bias = false;  // Phi: the LM head and the final norm have biases
   bool tie_word_embeddings = false;
 
   double rope_theta = 10000.0;

@@ -35,12 +35,13 @@ int64_t row_width(const Shape& shape) { return shape.rank() <= 1 ? 1 : shape.num
 
 }  // namespace
 
-void CheckpointWeights::check(const std::string& name, const Shape& shape) const {
+void CheckpointWeights::check(const std::string& name, const Shape& shape, const std::string& fields) const {
+  const std::string from = fields.empty() ? " from config.json" : " from config.json (" + fields + ")";
   const SafetensorsTensor* t = reader_.find(name);
   ONNXLLM_CHECK(t != nullptr, kInvalidModel, "the checkpoint has no tensor '", name, "' (expected ",
-                shape.to_string(), " from config.json)");
+                shape.to_string(), from, ")");
   ONNXLLM_CHECK(t->shape == shape, kInvalidModel, "tensor '", name, "' in ", t->file.filename().string(),
-                " has shape ", t->shape.to_string(), ", expected ", shape.to_string(), " from config.json");
+                " has shape ", t->shape.to_string(), ", expected ", shape.to_string(), from);
   ONNXLLM_CHECK(SafetensorsReader::is_float_dtype(t->dtype), kInvalidModel, "tensor '", name, "' in ",
                 t->file.filename().string(), " has dtype ", t->dtype, "; expected F32, F16 or BF16");
 }
@@ -52,13 +53,16 @@ void CheckpointWeights::read_rows(const std::string& name, const Shape& shape, i
 }
 
 bool RandomWeights::has(const std::string& name) const {
+  const FamilyLayout& l = config_.layout;
   if (name == "lm_head.weight") return !config_.tie_word_embeddings;
+  if (name == "lm_head.bias") return config_.lm_head_bias;
+  if (ends_with(name, "norm.bias")) return l.norm == NormKind::kLayer;
   if (ends_with(name, "q_proj.bias") || ends_with(name, "k_proj.bias") || ends_with(name, "v_proj.bias") ||
       ends_with(name, "qkv_proj.bias"))
     return config_.qkv_bias;
-  if (ends_with(name, "o_proj.bias")) return config_.o_bias;
-  if (ends_with(name, "gate_proj.bias") || ends_with(name, "up_proj.bias") || ends_with(name, "down_proj.bias") ||
-      ends_with(name, "gate_up_proj.bias"))
+  if (ends_with(name, "." + l.o_proj + ".bias")) return config_.o_bias;
+  if (ends_with(name, "gate_proj.bias") || ends_with(name, "." + l.up_proj + ".bias") ||
+      ends_with(name, "." + l.down_proj + ".bias") || ends_with(name, "gate_up_proj.bias"))
     return config_.mlp_bias;
   return true;
 }

@@ -34,7 +34,7 @@ TEST(HfConfig, StoriesConfig) {
   EXPECT_EQ(c.max_position_embeddings, 512);
   EXPECT_TRUE(c.tie_word_embeddings);
   EXPECT_FALSE(c.qkv_bias);
-  EXPECT_DOUBLE_EQ(c.rms_norm_eps, 1e-5);
+  EXPECT_DOUBLE_EQ(c.norm_eps, 1e-5);
   EXPECT_EQ(c.eos_token_id, json(2));
   EXPECT_EQ(c.rope_scaling.type, "default");
   EXPECT_DOUBLE_EQ(c.attention_scale, 1 / std::sqrt(8.0));
