@@ -119,6 +119,41 @@ TEST(HfConfig, FamilyDefaults) {
   EXPECT_NE(parse_error(phi).find("need 8 values"), std::string::npos);
 }
 
+// Phi (Phi-1.5 / Phi-2): the layout row and transformers' PhiConfig defaults for omitted fields.
+TEST(HfConfig, PhiLayoutAndDefaults) {
+  json p = tiny_config("PhiForCausalLM");
+  p.erase("rms_norm_eps");
+  p.erase("hidden_act");
+  HfConfig phi = parse_hf_config(p, json(), "c");
+  EXPECT_EQ(phi.genai_type, "phi");
+  EXPECT_EQ(phi.layout.norm, NormKind::kLayer);
+  EXPECT_TRUE(phi.layout.parallel_block);
+  EXPECT_FALSE(phi.layout.gated_mlp);
+  EXPECT_EQ(phi.layout.o_proj, "dense");
+  EXPECT_EQ(phi.layout.up_proj, "fc1");
+  EXPECT_EQ(phi.layout.final_norm, "model.final_layernorm");
+  EXPECT_EQ(phi.activation, "gelu_new");
+  EXPECT_DOUBLE_EQ(phi.partial_rotary_factor, 0.5);
+  EXPECT_EQ(phi.rotary_dim(), 8);  // head size 16
+  EXPECT_DOUBLE_EQ(phi.norm_eps, 1e-5);
+  EXPECT_TRUE(phi.qkv_bias && phi.o_bias && phi.mlp_bias && phi.lm_head_bias);
+  EXPECT_EQ(phi.sliding_window, -1);
+  p["layer_norm_eps"] = 1e-6;
+  p["rms_norm_eps"] = 0.5;  // not Phi's key
+  EXPECT_DOUBLE_EQ(parse_hf_config(p, json(), "c").norm_eps, 1e-6);
+  p["layer_norm_eps"] = -1;
+  EXPECT_NE(parse_error(p).find("'layer_norm_eps' should be positive"), std::string::npos);
+  p.erase("layer_norm_eps");
+  p["qk_layernorm"] = true;
+  EXPECT_NE(parse_error(p).find("'qk_layernorm'"), std::string::npos);
+
+  // The other families keep their layout.
+  const HfConfig llama = parse_hf_config(tiny_config(), json(), "c");
+  EXPECT_EQ(llama.layout.norm, NormKind::kRms);
+  EXPECT_FALSE(llama.layout.parallel_block || llama.lm_head_bias || llama.layout.packed_qkv);
+  EXPECT_TRUE(parse_hf_config(tiny_config("Phi3ForCausalLM"), json(), "c").layout.packed_qkv);
+}
+
 TEST(HfConfig, GenerationConfigOverridesAsTheGenaiBuilderDoes) {
   json config = tiny_config();
   config["temperature"] = 0.5;
