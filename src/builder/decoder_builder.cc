@@ -635,6 +635,12 @@ class Builder {
                   {all_rows(hf + l.down_proj + ".bias", Shape{d}, kHiddenField)}, inter);
   }
 
+  // Granite scales each sub-block's output before it joins the residual stream.
+  std::string residual_scaled(int64_t i, const std::string& x, int which) {
+    if (c_.residual_scale == 1.0) return x;
+    return node("Mul", str_cat(layer_prefix(i), "/residual_mul/Mul_", which), {x, const_io(c_.residual_scale)});
+  }
+
   // One decoder layer; `root` is the residual stream, `skip` the last sub-block output not yet added.
   void layer(int64_t i, std::string& root, std::string& skip) {
     const std::string hf = hf_prefix(i);
@@ -649,14 +655,15 @@ class Builder {
       const std::string post = norm(i, "post_attention", hf + "post_attention_layernorm.weight", attn, "").out0;
       n = norm(i, "pre_feedforward", hf + "pre_feedforward_layernorm.weight", root, post);
     } else {
-      n = norm(i, "post_attention", hf + "post_attention_layernorm.weight", root, attn);
+      n = norm(i, "post_attention", hf + "post_attention_layernorm.weight", root, residual_scaled(i, attn, 1));
     }
     root = n.out3;
-    skip = mlp(i, n.out0);
+    skip = residual_scaled(i, mlp(i, n.out0), 2);
     if (c_.post_norms) skip = norm(i, "post_feedforward", hf + "post_feedforward_layernorm.weight", skip, "").out0;
   }
 
-  // MatMul, then the bias Add (Phi) and the soft-capping (Gemma 2) when there are; the last one writes `logits`.
+  // MatMul, then the bias Add (Phi), the scale (Granite) and the soft-capping (Gemma 2) where the family has
+  // them; the last one writes `logits`.
   void lm_head(const std::string& hidden) {
     const bool tied = c_.tie_word_embeddings;
     const Rows weight =
@@ -664,10 +671,13 @@ class Builder {
     std::vector<Rows> bias_parts;
     if (c_.lm_head_bias) bias_parts = {all_rows("lm_head.bias", Shape{c_.vocab_size}, kVocabField)};
     const bool with_bias = nonzero_bias(bias_parts);
+    const bool scaled = c_.logits_scale != 1.0;
     const bool softcap = c_.final_softcap > 0;
     std::string out = matmul("/lm_head/MatMul", hidden, {weight}, c_.hidden_size,
-                             softcap || with_bias ? "/lm_head/MatMul/output_0" : "logits");
-    if (with_bias) out = bias("/lm_head/Add", out, bias_parts, softcap ? "" : "logits");
+                             softcap || with_bias || scaled ? "/lm_head/MatMul/output_0" : "logits");
+    if (with_bias) out = bias("/lm_head/Add", out, bias_parts, softcap || scaled ? "" : "logits");
+    if (scaled)
+      out = node("Mul", "/lm_head/Mul", {out, const_io(c_.logits_scale)}, {softcap ? "/lm_head/Mul/output_0" : "logits"});
     if (!softcap) return;
     const std::string cap = const_io(c_.final_softcap);
     const std::string div = node("Div", "/lm_head/softcap/Div", {out, cap});

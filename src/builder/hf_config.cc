@@ -36,6 +36,7 @@ struct ArchitectureInfo {
   bool gemma = false;              // RMSNorm weights as (1 + w), embeddings scaled by sqrt(hidden), tied
   bool query_pre_attn_scalar = false;  // attention scale 1/sqrt(query_pre_attn_scalar) (Gemma 2/3)
   bool local_rope = false;             // sliding layers use rope_local_base_freq (Gemma 3)
+  bool multipliers = false;  // embedding_multiplier, residual_multiplier, attention_multiplier, logits_scaling (Granite)
   const char* activation = "silu";     // hidden_act when config.json has none (transformers' default)
   double partial_rotary_factor = 1.0;  // when config.json has none
   double norm_eps = 1e-6;              // when config.json has none
@@ -67,6 +68,8 @@ const std::vector<ArchitectureInfo>& architecture_table() {
        .norm_eps = 1e-5},
       {.architecture = "Phi3ForCausalLM", .family = ModelFamily::kPhi3, .genai_type = "phi3",
        .layout = {.packed_qkv = true, .packed_gate_up = true}, .window = Window::kAll},
+      {.architecture = "GraniteForCausalLM", .family = ModelFamily::kGranite, .genai_type = "granite", .layout = {},
+       .multipliers = true},
       {.architecture = "GemmaForCausalLM", .family = ModelFamily::kGemma, .genai_type = "gemma", .layout = {},
        .gemma = true},
       {.architecture = "Gemma2ForCausalLM", .family = ModelFamily::kGemma2, .genai_type = "gemma2", .layout = {},
@@ -349,6 +352,12 @@ HfConfig parse_hf_config(const json& config, const json& generation, const std::
   c.attention_scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
   if (info->query_pre_attn_scalar)
     c.attention_scale = 1.0 / std::sqrt(f.positive_or("query_pre_attn_scalar", static_cast<double>(c.head_dim)));
+  if (info->multipliers) {  // transformers' GraniteConfig defaults: all 1
+    c.embedding_scale = f.number_or("embedding_multiplier", 1.0);
+    c.residual_scale = f.number_or("residual_multiplier", 1.0);
+    c.attention_scale = f.positive_or("attention_multiplier", 1.0);
+    c.logits_scale = 1.0 / f.positive_or("logits_scaling", 1.0);
+  }
   c.attn_softcap = f.number_or("attn_logit_softcapping", 0.0);
   c.final_softcap = f.number_or("final_logit_softcapping", 0.0);
   ONNXLLM_CHECK(c.attn_softcap >= 0 && c.final_softcap >= 0, kInvalidModel, source, ": soft-capping values should be >= 0");

@@ -11,7 +11,7 @@
 
 namespace onnxllm {
 
-enum class ModelFamily { kLlama, kMistral, kQwen2, kQwen3, kPhi, kPhi3, kGemma, kGemma2, kGemma3 };
+enum class ModelFamily { kLlama, kMistral, kQwen2, kQwen3, kPhi, kPhi3, kGemma, kGemma2, kGemma3, kGranite };
 
 enum class NormKind {
   kRms,    // RMSNorm: x / rms(x) * w (SimplifiedLayerNormalization)
@@ -96,7 +96,9 @@ struct HfConfig {
   double attention_scale = 0.0;     // multiplies Q·K; 1/sqrt(head_dim) unless the family says otherwise
   double attn_softcap = 0.0;        // Gemma 2
   double final_softcap = 0.0;       // Gemma 2 logit soft-capping
-  double embedding_scale = 1.0;     // Gemma multiplies embeddings by round(sqrt(hidden), 2)
+  double embedding_scale = 1.0;     // Gemma multiplies embeddings by round(sqrt(hidden), 2); Granite's embedding_multiplier
+  double residual_scale = 1.0;      // Granite's residual_multiplier: attention and MLP outputs scaled before the residual add
+  double logits_scale = 1.0;        // Granite: 1 / logits_scaling
   int64_t sliding_window = -1;      // keys to the left a local layer sees; -1 = none
   std::vector<bool> sliding_layers; // per layer: does it use sliding_window
 

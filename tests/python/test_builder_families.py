@@ -148,12 +148,129 @@ def phi_forward(c, t, ids):
 
 def reference_greedy(c, t, prompt, steps):
     """prompt + `steps` greedy tokens, and the logits each token was chosen from."""
+    forward = phi_forward if c["model_type"] == "phi" else decoder_forward
     ids, all_logits = list(prompt), []
     for _ in range(steps):
-        logits = phi_forward(c, t, ids)[-1]
+        logits = forward(c, t, ids)[-1]
         all_logits.append(logits)
         ids.append(int(np.argmax(logits)))
     return ids, all_logits
+
+
+# ---- Llama-derived families (transformers' modeling_granite.py, ...), in float64 ----
+
+def base_config(architecture, model_type, **overrides):
+    c = {"architectures": [architecture], "model_type": model_type, "hidden_size": 128, "intermediate_size": 256,
+         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256,
+         "max_position_embeddings": 128, "rope_theta": 10000.0, "rms_norm_eps": 1e-6, "hidden_act": "silu",
+         "attention_bias": False, "mlp_bias": False, "tie_word_embeddings": False, "initializer_range": 0.02,
+         "bos_token_id": 1, "eos_token_id": 2, "torch_dtype": "float32"}
+    c.update(overrides)
+    return c
+
+
+def head_dim(c):
+    return c.get("head_dim") or c["hidden_size"] // c["num_attention_heads"]
+
+
+def decoder_tensors(c, seed=0, std=0.1):
+    """Random weights named and shaped as the family's transformers state dict."""
+    rng = np.random.default_rng(seed)
+    kind = c["model_type"]
+    d, inter, v = c["hidden_size"], c["intermediate_size"], c["vocab_size"]
+    hd = head_dim(c)
+    q, kv = c["num_attention_heads"] * hd, c["num_key_value_heads"] * hd
+
+    def normal(*shape):
+        return (rng.standard_normal(shape) * std).astype(np.float32)
+
+    def norm(t, name):
+        t[name + ".weight"] = (1 + normal(d)).astype(np.float32)
+
+    t = {"model.embed_tokens.weight": normal(v, d)}
+    for i in range(c["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        norm(t, p + "input_layernorm")
+        for name, rows in (("q_proj", q), ("k_proj", kv), ("v_proj", kv)):
+            t[p + f"self_attn.{name}.weight"] = normal(rows, d)
+            if c.get("attention_bias"):
+                t[p + f"self_attn.{name}.bias"] = normal(rows)
+        t[p + "self_attn.o_proj.weight"] = normal(d, q)
+        if c.get("attention_bias"):
+            t[p + "self_attn.o_proj.bias"] = normal(d)
+        norm(t, p + "post_attention_layernorm")
+        for name, shape in (("gate_proj", (inter, d)), ("up_proj", (inter, d)), ("down_proj", (d, inter))):
+            t[p + f"mlp.{name}.weight"] = normal(*shape)
+            if c.get("mlp_bias"):
+                t[p + f"mlp.{name}.bias"] = normal(shape[0])
+    norm(t, "model.norm")
+    if not c["tie_word_embeddings"]:
+        t["lm_head.weight"] = normal(v, d)
+    return t
+
+
+def rms_norm(x, w, eps):
+    return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * w
+
+
+def silu(x):
+    return x / (1.0 + np.exp(-x))
+
+
+def attend(q, k, v, scale):
+    """Causal attention of q [nh, s, hd] over k, v [nkv, s, hd] (grouped heads) -> [s, nh * hd]."""
+    nh, s, hd = q.shape
+    k, v = np.repeat(k, nh // k.shape[0], axis=0), np.repeat(v, nh // v.shape[0], axis=0)
+    scores = q @ k.transpose(0, 2, 1) * scale + np.triu(np.full((s, s), -np.inf), k=1)
+    scores = np.exp(scores - scores.max(-1, keepdims=True))
+    return ((scores / scores.sum(-1, keepdims=True)) @ v).transpose(1, 0, 2).reshape(s, nh * hd)
+
+
+def rope(x, rot, theta):
+    """Rotary (rotate_half) on the first `rot` dims of each head of x [heads, s, hd]."""
+    s = x.shape[1]
+    inv_freq = 1.0 / (theta ** (np.arange(0, rot, 2, dtype=np.float64) / rot))
+    emb = np.arange(s, dtype=np.float64)[:, None] * inv_freq[None, :]
+    emb = np.concatenate([emb, emb], axis=-1)
+    x_rot, x_pass = x[..., :rot], x[..., rot:]
+    return np.concatenate([x_rot * np.cos(emb) + rotate_half(x_rot) * np.sin(emb), x_pass], axis=-1)
+
+
+def decoder_forward(c, t, ids):
+    """Logits [len(ids), vocab] over the whole sequence (no cache), per the family's modeling file."""
+    w = {k: v.astype(np.float64) for k, v in t.items()}
+    kind = c["model_type"]
+    nh, nkv, hd = c["num_attention_heads"], c["num_key_value_heads"], head_dim(c)
+    s = len(ids)
+    granite = kind == "granite"  # modeling_granite.py: four multipliers on a Llama layer
+
+    def linear(x, name):
+        y = x @ w[name + ".weight"].T
+        return y + w[name + ".bias"] if name + ".bias" in w else y
+
+    def norm(x, name):
+        return rms_norm(x, w[name + ".weight"], c["rms_norm_eps"])
+
+    h = w["model.embed_tokens.weight"][ids] * (c.get("embedding_multiplier", 1.0) if granite else 1.0)
+    residual_scale = c.get("residual_multiplier", 1.0) if granite else 1.0
+    scale = c.get("attention_multiplier", 1.0) if granite else 1.0 / math.sqrt(hd)
+    for i in range(c["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        x = norm(h, p + "input_layernorm")
+
+        def heads(name, n):
+            return linear(x, p + "self_attn." + name).reshape(s, n, hd).transpose(1, 0, 2)
+
+        q, k, v = heads("q_proj", nh), heads("k_proj", nkv), heads("v_proj", nkv)
+        q, k = rope(q, hd, c["rope_theta"]), rope(k, hd, c["rope_theta"])
+        h = h + linear(attend(q, k, v, scale), p + "self_attn.o_proj") * residual_scale
+        x = norm(h, p + "post_attention_layernorm")
+        mlp = linear(silu(linear(x, p + "mlp.gate_proj")) * linear(x, p + "mlp.up_proj"), p + "mlp.down_proj")
+        h = h + mlp * residual_scale
+    h = norm(h, "model.norm")
+    lm = w["model.embed_tokens.weight"] if c["tie_word_embeddings"] else w["lm_head.weight"]
+    logits = h @ lm.T
+    return logits / c.get("logits_scaling", 1.0) if granite else logits
 
 
 # ---- running built folders ----
@@ -201,29 +318,40 @@ def build_error(hf_dir, out):
     return r.stderr
 
 
-# ---- Phi (PhiForCausalLM: Phi-1.5, Phi-2) ----
+# ---- each family: fp32 against the reference, int4 against ONNX Runtime ----
 
-PHI_CASES = {
-    "phi2": phi_config(),  # Phi-2's head geometry: head size 80, rotary on the first 32 dims
+CASES = {
+    # Phi (PhiForCausalLM: Phi-1.5, Phi-2). Phi-2's head geometry: head size 80, rotary on 32 dims.
+    "phi2": phi_config(),
     "phi_gqa": phi_config(hidden_size=128, intermediate_size=256, num_attention_heads=4, num_key_value_heads=2,
                           partial_rotary_factor=0.5),
+    # Granite (GraniteForCausalLM): granite-3.x's multipliers, shape scaled down.
+    "granite": base_config("GraniteForCausalLM", "granite", embedding_multiplier=12.0, residual_multiplier=0.22,
+                           attention_multiplier=0.015625, logits_scaling=8.0, rms_norm_eps=1e-5),
+    "granite_tied_bias": base_config("GraniteForCausalLM", "granite", embedding_multiplier=4.0,
+                                     residual_multiplier=0.5, attention_multiplier=0.1, logits_scaling=0.5,
+                                     tie_word_embeddings=True, attention_bias=True, mlp_bias=True),
 }
 
 
-@pytest.fixture(scope="module", params=sorted(PHI_CASES))
-def phi(request, tmp_path_factory):
-    config = PHI_CASES[request.param]
-    tensors = phi_tensors(config, seed=len(request.param))
+def tensors_for(config, seed):
+    return (phi_tensors if config["model_type"] == "phi" else decoder_tensors)(config, seed=seed)
+
+
+@pytest.fixture(scope="module", params=sorted(CASES))
+def family(request, tmp_path_factory):
+    config = CASES[request.param]
+    tensors = tensors_for(config, seed=len(request.param))
     hf = tmp_path_factory.mktemp(request.param) / "hf"
     write_checkpoint(hf, config, tensors)
     return request.param, config, tensors, hf
 
 
-def test_phi_fp32_matches_the_numpy_reference(phi):
-    name, config, tensors, hf = phi
+def test_fp32_matches_the_numpy_reference(family):
+    name, config, tensors, hf = family
     out = build(hf, hf.parent / "fp32")
     genai = json.loads((out / "genai_config.json").read_text())
-    assert genai["model"]["type"] == "phi"
+    assert genai["model"]["type"] == config["model_type"]
     assert genai["model"]["decoder"]["head_size"] == config["hidden_size"] // config["num_attention_heads"]
 
     expected_ids, expected_logits = reference_greedy(config, tensors, PROMPT, STEPS)
@@ -237,8 +365,8 @@ def test_phi_fp32_matches_the_numpy_reference(phi):
     assert ort_greedy(out, PROMPT, STEPS) == expected_ids, name
 
 
-def test_phi_int4_runs_like_ort(phi):
-    name, config, tensors, hf = phi
+def test_int4_runs_like_ort(family):
+    name, config, tensors, hf = family
     out = build(hf, hf.parent / "int4", "int4")
     ids, _ = onnxllm_greedy(out, PROMPT, STEPS)
     assert len(ids) == len(PROMPT) + STEPS and all(0 <= t < config["vocab_size"] for t in ids)
@@ -279,6 +407,22 @@ def test_phi_bad_configs_name_the_field(tmp_path):
 
     write_checkpoint(tmp_path / "rotary", phi_config(partial_rotary_factor=1.5), tensors)
     assert "'partial_rotary_factor'" in build_error(tmp_path / "rotary", tmp_path / "out6")
+
+
+def test_granite_bad_configs_name_the_field(tmp_path):
+    config = CASES["granite"]
+    tensors = decoder_tensors(config)
+    for i, (field, value, message) in enumerate([
+            ("logits_scaling", 0, "'logits_scaling' should be positive"),
+            ("attention_multiplier", -0.5, "'attention_multiplier' should be positive"),
+            ("residual_multiplier", "0.22", "'residual_multiplier' should be a number"),
+            ("num_key_value_heads", 4, "num_key_value_heads x head_dim")]):  # k_proj is [64, 128]
+        write_checkpoint(tmp_path / f"c{i}", dict(config, **{field: value}), tensors)
+        msg = build_error(tmp_path / f"c{i}", tmp_path / f"out{i}")
+        assert message in msg, msg
+    missing = {k: v for k, v in config.items() if k != "num_hidden_layers"}
+    write_checkpoint(tmp_path / "missing", missing, tensors)
+    assert "missing 'num_hidden_layers'" in build_error(tmp_path / "missing", tmp_path / "out_missing")
 
 
 # ---- acceptance: a Phi-2-shaped int4 model through the tutorial ----
