@@ -389,11 +389,17 @@ class Builder {
     const std::string base = layer_prefix(layer) + "/" + location + "_layernorm";
     const std::string prefix = str_cat("model.layers.", layer, ".", location, "_layernorm.");
     const std::string weight = prefix + "weight";
-    vector_weight(weight, {all_rows(hf_weight, Shape{c_.hidden_size}, kHiddenField)}, c_.norm_weight_offset ? 1.0f : 0.0f);
-    const bool layer_norm = c_.layout.norm == NormKind::kLayer;
-    std::string beta;
-    if (layer_norm) {
-      beta = prefix + "bias";
+    const NormKind kind = c_.layout.norm;
+    const bool layer_norm = kind != NormKind::kRms;
+    const std::string beta = layer_norm ? prefix + "bias" : "";
+    if (kind == NormKind::kLayerNoAffine) {  // ones and zeros: an empty tensor name reads as zeros
+      const Rows none{"", Shape{c_.hidden_size}, 0, c_.hidden_size, ""};
+      vector_weight(weight, {none}, 1.0f);
+      vector_weight(beta, {none}, 0.0f);
+    } else {
+      vector_weight(weight, {all_rows(hf_weight, Shape{c_.hidden_size}, kHiddenField)}, c_.norm_weight_offset ? 1.0f : 0.0f);
+    }
+    if (kind == NormKind::kLayer) {
       const std::string hf_bias = hf_weight.substr(0, hf_weight.size() - std::string("weight").size()) + "bias";
       vector_weight(beta, {all_rows(hf_bias, Shape{c_.hidden_size}, kHiddenField)}, 0.0f);
     }
@@ -524,10 +530,19 @@ class Builder {
     return out;
   }
 
-  // Q/K RMSNorm over each head: [B, S, heads*H] -> [B, S*heads, H] -> norm -> back.
+  // Q/K RMSNorm over each head: [B, S, heads*H] -> [B, S*heads, H] -> norm -> back; or (OLMo 2)
+  // over the whole projection [B, S, heads*H].
   std::string qk_norm(int64_t i, const std::string& which, const std::string& input, int64_t heads) {
     const std::string base = layer_prefix(i) + "/attn/" + which + "_norm";
     const std::string weight = str_cat("model.layers.", i, ".attn.", which, "_norm.layernorm.weight");
+    if (!c_.layout.qk_norm_per_head) {
+      vector_weight(weight,
+                    {all_rows(hf_prefix(i) + "self_attn." + which + "_norm.weight", Shape{heads * c_.head_dim},
+                              which == "q" ? kQOutField : kKvOutField)},
+                    c_.norm_weight_offset ? 1.0f : 0.0f);
+      return node("SimplifiedLayerNormalization", base + "/SimplifiedLayerNormalization", {input, weight}, {},
+                  {attr_float("epsilon", c_.norm_eps), attr_int("axis", -1), attr_int("stash_type", 1)});
+    }
     vector_weight(weight, {all_rows(hf_prefix(i) + "self_attn." + which + "_norm.weight", Shape{c_.head_dim}, "head_dim")},
                   c_.norm_weight_offset ? 1.0f : 0.0f);
     const std::string r1 = node("Reshape", base + "/Reshape_1", {input, const_i64({0, -1, c_.head_dim})});
@@ -564,6 +579,15 @@ class Builder {
                  {all_rows(hf + "v_proj.bias", Shape{kv_size}, kKvOutField)}, d);
       q = qk_norm(i, "q", q, c_.num_heads);
       k = qk_norm(i, "k", k, c_.num_kv_heads);
+    }
+    if (c_.clip_qkv > 0) {  // OLMo clamps the projections (elementwise, so the packed QKV at once)
+      const std::string lo = const_io(-c_.clip_qkv), hi = const_io(c_.clip_qkv);
+      const auto clip = [&](const std::string& x, const std::string& name) {
+        return x.empty() ? x : node("Clip", base + "/" + name + "/Clip", {x, lo, hi});
+      };
+      q = clip(q, c_.qk_norm ? "q_proj" : "qkv_proj");
+      k = clip(k, "k_proj");
+      v = clip(v, "v_proj");
     }
     if (io_ != kAttentionDType) {  // fp16 graphs: attention (and the KV cache) stays float32
       const auto to_float = [&](const std::string& x, const std::string& name) {
@@ -644,6 +668,14 @@ class Builder {
   // One decoder layer; `root` is the residual stream, `skip` the last sub-block output not yet added.
   void layer(int64_t i, std::string& root, std::string& skip) {
     const std::string hf = hf_prefix(i);
+    if (c_.layout.output_norms_only) {  // OLMo 2: x + norm(attn(x)), then x2 + norm(mlp(x2))
+      const std::string x = i == 0 ? root : node("Add", layer_prefix(i) + "/residual_add/Add", {root, skip});
+      const std::string attn = norm(i, "post_attention", hf + "post_attention_layernorm.weight", attention(i, x), "").out0;
+      root = node("Add", layer_prefix(i) + "/attn/residual_add/Add", {x, attn});
+      // The MLP's residual add is left to the next layer's Add or the final SkipSimplifiedLayerNormalization.
+      skip = norm(i, "post_feedforward", hf + "post_feedforward_layernorm.weight", mlp(i, root), "").out0;
+      return;
+    }
     NormOutputs n = norm(i, "input", hf + "input_layernorm.weight", root, i == 0 ? "" : skip);
     if (i > 0) root = n.out3;
     const std::string attn = attention(i, n.out0);

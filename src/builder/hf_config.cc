@@ -36,6 +36,7 @@ struct ArchitectureInfo {
   bool gemma = false;              // RMSNorm weights as (1 + w), embeddings scaled by sqrt(hidden), tied
   bool query_pre_attn_scalar = false;  // attention scale 1/sqrt(query_pre_attn_scalar) (Gemma 2/3)
   bool local_rope = false;             // sliding layers use rope_local_base_freq (Gemma 3)
+  bool clip_qkv = false;     // reads clip_qkv (OLMo)
   bool multipliers = false;  // embedding_multiplier, residual_multiplier, attention_multiplier, logits_scaling (Granite)
   const char* activation = "silu";     // hidden_act when config.json has none (transformers' default)
   double partial_rotary_factor = 1.0;  // when config.json has none
@@ -70,6 +71,10 @@ const std::vector<ArchitectureInfo>& architecture_table() {
        .layout = {.packed_qkv = true, .packed_gate_up = true}, .window = Window::kAll},
       {.architecture = "GraniteForCausalLM", .family = ModelFamily::kGranite, .genai_type = "granite", .layout = {},
        .multipliers = true},
+      {.architecture = "OlmoForCausalLM", .family = ModelFamily::kOlmo, .genai_type = "olmo",
+       .layout = {.norm = NormKind::kLayerNoAffine, .norm_eps_key = ""}, .clip_qkv = true, .norm_eps = 1e-5},
+      {.architecture = "Olmo2ForCausalLM", .family = ModelFamily::kOlmo2, .genai_type = "olmo",
+       .layout = {.output_norms_only = true, .qk_norm_per_head = false}, .qk_norm = true},
       {.architecture = "GemmaForCausalLM", .family = ModelFamily::kGemma, .genai_type = "gemma", .layout = {},
        .gemma = true},
       {.architecture = "Gemma2ForCausalLM", .family = ModelFamily::kGemma2, .genai_type = "gemma2", .layout = {},
@@ -314,7 +319,7 @@ HfConfig parse_hf_config(const json& config, const json& generation, const std::
   c.vocab_size = f.integer("vocab_size", 1, kMaxVocab);
   c.max_position_embeddings = f.integer("max_position_embeddings", 1, kMaxPositions);
 
-  c.norm_eps = f.positive_or(c.layout.norm_eps_key.c_str(), info->norm_eps);
+  c.norm_eps = c.layout.norm_eps_key.empty() ? info->norm_eps : f.positive_or(c.layout.norm_eps_key.c_str(), info->norm_eps);
   c.activation = f.string_or("hidden_activation", f.string_or("hidden_act", info->activation));
   static const char* kActivations[] = {"silu", "swish", "gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "relu"};
   bool known_activation = false;
@@ -357,6 +362,10 @@ HfConfig parse_hf_config(const json& config, const json& generation, const std::
     c.residual_scale = f.number_or("residual_multiplier", 1.0);
     c.attention_scale = f.positive_or("attention_multiplier", 1.0);
     c.logits_scale = 1.0 / f.positive_or("logits_scaling", 1.0);
+  }
+  if (info->clip_qkv) {
+    c.clip_qkv = f.number_or("clip_qkv", 0.0);
+    ONNXLLM_CHECK(c.clip_qkv >= 0, kInvalidModel, source, ": 'clip_qkv' should be positive, got ", c.clip_qkv);
   }
   c.attn_softcap = f.number_or("attn_logit_softcapping", 0.0);
   c.final_softcap = f.number_or("final_logit_softcapping", 0.0);

@@ -11,11 +11,12 @@
 
 namespace onnxllm {
 
-enum class ModelFamily { kLlama, kMistral, kQwen2, kQwen3, kPhi, kPhi3, kGemma, kGemma2, kGemma3, kGranite };
+enum class ModelFamily { kLlama, kMistral, kQwen2, kQwen3, kPhi, kPhi3, kGemma, kGemma2, kGemma3, kGranite, kOlmo, kOlmo2 };
 
 enum class NormKind {
-  kRms,    // RMSNorm: x / rms(x) * w (SimplifiedLayerNormalization)
-  kLayer,  // LayerNorm with weight and bias (LayerNormalization)
+  kRms,            // RMSNorm: x / rms(x) * w (SimplifiedLayerNormalization)
+  kLayer,          // LayerNorm with weight and bias (LayerNormalization)
+  kLayerNoAffine,  // LayerNorm without parameters (OLMo): the graph gets ones and zeros
 };
 
 // How a family's decoder layer is wired and what its checkpoint tensors are called: the data the
@@ -23,6 +24,8 @@ enum class NormKind {
 struct FamilyLayout {
   NormKind norm = NormKind::kRms;
   bool parallel_block = false;  // Phi: attention and MLP both read the input norm; one residual add
+  bool output_norms_only = false;  // OLMo 2: no input norms; attention and MLP outputs are normed before their add
+  bool qk_norm_per_head = true;    // Q/K norms over each head (Qwen3, Gemma 3) or the whole projection (OLMo 2)
   bool gated_mlp = true;        // act(gate) * up -> down; else act(up) -> down (Phi's fc1 / fc2)
   bool packed_qkv = false;      // Phi-3: one qkv_proj tensor
   bool packed_gate_up = false;  // Phi-3: gate and up stacked in gate_up_proj
@@ -31,7 +34,7 @@ struct FamilyLayout {
   std::string up_proj = "up_proj";
   std::string down_proj = "down_proj";
   std::string final_norm = "model.norm";
-  std::string norm_eps_key = "rms_norm_eps";  // the config.json field holding the norm epsilon
+  std::string norm_eps_key = "rms_norm_eps";  // the config.json field holding the norm epsilon; "" = fixed
 };
 
 // rope_scaling from config.json. `type` is one of default, linear, llama3, longrope, yarn.
@@ -99,6 +102,7 @@ struct HfConfig {
   double embedding_scale = 1.0;     // Gemma multiplies embeddings by round(sqrt(hidden), 2); Granite's embedding_multiplier
   double residual_scale = 1.0;      // Granite's residual_multiplier: attention and MLP outputs scaled before the residual add
   double logits_scale = 1.0;        // Granite: 1 / logits_scaling
+  double clip_qkv = 0.0;            // OLMo: q, k and v clamped to [-clip_qkv, clip_qkv]; 0 = no clamp
   int64_t sliding_window = -1;      // keys to the left a local layer sees; -1 = none
   std::vector<bool> sliding_layers; // per layer: does it use sliding_window
 
