@@ -199,7 +199,8 @@ class Builder {
   DecoderGraph build() {
     add_inputs();
     mask_subgraph();
-    rotary_caches();
+    // Caches only when some layer applies rotary (SmolLM3 could, in principle, have none).
+    if (std::find(c_.rope_layers.begin(), c_.rope_layers.end(), true) != c_.rope_layers.end()) rotary_caches();
     std::string root = embedding();
     std::string skip = root;
     for (int64_t i = 0; i < c_.num_layers; ++i) layer(i, root, skip);
@@ -598,15 +599,16 @@ class Builder {
       v = to_float(v, "v_proj");
     }
     const bool sliding = c_.sliding_layers[static_cast<size_t>(i)];
+    const bool rotary = c_.rope_layers[static_cast<size_t>(i)];  // SmolLM3's NoPE layers have none
     const auto& caches = sliding ? local_caches_ : global_caches_;
     const std::string attn =
         node("GroupQueryAttention", base + "/GroupQueryAttention",
              {q, k, v, str_cat("past_key_values.", i, ".key"), str_cat("past_key_values.", i, ".value"), seqlens_k_,
-              total_seq_len_, caches.first, caches.second},
+              total_seq_len_, rotary ? caches.first : "", rotary ? caches.second : ""},
              {base + "/GroupQueryAttention/output_0", str_cat("present.", i, ".key"), str_cat("present.", i, ".value")},
              {attr_int("num_heads", c_.num_heads), attr_int("kv_num_heads", c_.num_kv_heads),
               attr_float("scale", c_.attention_scale), attr_int("local_window_size", sliding ? c_.sliding_window : -1),
-              attr_float("softcap", c_.attn_softcap), attr_int("do_rotary", 1), attr_int("rotary_interleaved", 0)},
+              attr_float("softcap", c_.attn_softcap), attr_int("do_rotary", rotary ? 1 : 0), attr_int("rotary_interleaved", 0)},
              kMs);
     const std::string attn_io = io_ == kAttentionDType ? attn
                                                        : node("Cast", base + "/GroupQueryAttention/Cast", {attn}, {},

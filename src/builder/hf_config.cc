@@ -19,6 +19,7 @@ enum class Window {
   kOptIn,      // every layer, when use_sliding_window is true (Qwen2)
   kAlternate,  // even layers (Gemma 2)
   kPattern,    // all but every sliding_window_pattern-th layer (Gemma 3)
+  kNopeOptIn,  // the layers without rotary, when use_sliding_window is true (SmolLM3)
 };
 
 // One row per architecture: everything that differs between families, so the parser and the
@@ -37,6 +38,7 @@ struct ArchitectureInfo {
   bool query_pre_attn_scalar = false;  // attention scale 1/sqrt(query_pre_attn_scalar) (Gemma 2/3)
   bool local_rope = false;             // sliding layers use rope_local_base_freq (Gemma 3)
   bool clip_qkv = false;     // reads clip_qkv (OLMo)
+  bool nope_layers = false;  // no_rope_layers / no_rope_layer_interval choose layers without rotary (SmolLM3)
   bool multipliers = false;  // embedding_multiplier, residual_multiplier, attention_multiplier, logits_scaling (Granite)
   const char* activation = "silu";     // hidden_act when config.json has none (transformers' default)
   double partial_rotary_factor = 1.0;  // when config.json has none
@@ -75,6 +77,8 @@ const std::vector<ArchitectureInfo>& architecture_table() {
        .layout = {.norm = NormKind::kLayerNoAffine, .norm_eps_key = ""}, .clip_qkv = true, .norm_eps = 1e-5},
       {.architecture = "Olmo2ForCausalLM", .family = ModelFamily::kOlmo2, .genai_type = "olmo",
        .layout = {.output_norms_only = true, .qk_norm_per_head = false}, .qk_norm = true},
+      {.architecture = "SmolLM3ForCausalLM", .family = ModelFamily::kSmolLM3, .genai_type = "smollm3", .layout = {},
+       .window = Window::kNopeOptIn, .nope_layers = true},
       {.architecture = "GemmaForCausalLM", .family = ModelFamily::kGemma, .genai_type = "gemma", .layout = {},
        .gemma = true},
       {.architecture = "Gemma2ForCausalLM", .family = ModelFamily::kGemma2, .genai_type = "gemma2", .layout = {},
@@ -264,9 +268,31 @@ std::vector<bool> sliding_layers(const Fields& f, const HfConfig& c, Window wind
   for (size_t i = 0; i < sliding.size(); ++i) {
     if (window == Window::kAlternate) sliding[i] = i % 2 == 0;
     else if (window == Window::kPattern) sliding[i] = (static_cast<int64_t>(i) + 1) % pattern != 0;
+    else if (window == Window::kNopeOptIn) sliding[i] = !c.rope_layers[i];
     else sliding[i] = true;
   }
   return sliding;
+}
+
+// Which layers apply rotary: all, or as SmolLM3's no_rope_layers says (1 = rotary, 0 = NoPE; without
+// the list, every no_rope_layer_interval-th layer is NoPE, as transformers' SmolLM3Config fills it).
+std::vector<bool> rope_layers(const Fields& f, const HfConfig& c, bool nope_layers) {
+  std::vector<bool> rope(static_cast<size_t>(c.num_layers), true);
+  if (!nope_layers) return rope;
+  if (f.has("no_rope_layers")) {
+    const json& list = f.at("no_rope_layers");
+    ONNXLLM_CHECK(list.is_array() && static_cast<int64_t>(list.size()) == c.num_layers, kInvalidModel, f.source(),
+                  ": 'no_rope_layers' should list one 0 or 1 per layer (", c.num_layers, "), got ", json_excerpt(list));
+    for (size_t i = 0; i < rope.size(); ++i) {
+      ONNXLLM_CHECK(list[i].is_number_integer() && (list[i].get<int64_t>() == 0 || list[i].get<int64_t>() == 1),
+                    kInvalidModel, f.source(), ": 'no_rope_layers' entries should be 0 or 1, found ", json_excerpt(list[i]));
+      rope[i] = list[i].get<int64_t>() == 1;
+    }
+    return rope;
+  }
+  const int64_t interval = f.integer_or("no_rope_layer_interval", 4, 1, kMaxLayers);
+  for (size_t i = 0; i < rope.size(); ++i) rope[i] = (static_cast<int64_t>(i) + 1) % interval != 0;
+  return rope;
 }
 
 }  // namespace
@@ -373,9 +399,11 @@ HfConfig parse_hf_config(const json& config, const json& generation, const std::
 
   // Sliding-window attention, where the family uses it.
   bool window_applies = info->window != Window::kNone;
-  if (info->window == Window::kOptIn) window_applies = f.boolean_or("use_sliding_window", false);
+  if (info->window == Window::kOptIn || info->window == Window::kNopeOptIn)
+    window_applies = f.boolean_or("use_sliding_window", false);
   if (window_applies && f.has("sliding_window"))
     c.sliding_window = f.integer("sliding_window", 1, kMaxPositions);
+  c.rope_layers = rope_layers(f, c, info->nope_layers);
   c.sliding_layers = sliding_layers(f, c, info->window);
 
   c.initializer_range = f.positive_or("initializer_range", 0.02);

@@ -11,7 +11,7 @@
 
 namespace onnxllm {
 
-enum class ModelFamily { kLlama, kMistral, kQwen2, kQwen3, kPhi, kPhi3, kGemma, kGemma2, kGemma3, kGranite, kOlmo, kOlmo2 };
+enum class ModelFamily { kLlama, kMistral, kQwen2, kQwen3, kPhi, kPhi3, kGemma, kGemma2, kGemma3, kGranite, kOlmo, kOlmo2, kSmolLM3 };
 
 enum class NormKind {
   kRms,            // RMSNorm: x / rms(x) * w (SimplifiedLayerNormalization)
@@ -105,6 +105,7 @@ struct HfConfig {
   double clip_qkv = 0.0;            // OLMo: q, k and v clamped to [-clip_qkv, clip_qkv]; 0 = no clamp
   int64_t sliding_window = -1;      // keys to the left a local layer sees; -1 = none
   std::vector<bool> sliding_layers; // per layer: does it use sliding_window
+  std::vector<bool> rope_layers;    // per layer: is rotary applied (SmolLM3's no_rope_layers: 0 = NoPE)
 
   double initializer_range = 0.02;  // std of random weights
 

@@ -226,11 +226,15 @@ def silu(x):
     return x / (1.0 + np.exp(-x))
 
 
-def attend(q, k, v, scale):
-    """Causal attention of q [nh, s, hd] over k, v [nkv, s, hd] (grouped heads) -> [s, nh * hd]."""
+def attend(q, k, v, scale, window=None):
+    """Causal attention of q [nh, s, hd] over k, v [nkv, s, hd] (grouped heads) -> [s, nh * hd];
+    with a window, query i sees keys i - window < j <= i."""
     nh, s, hd = q.shape
     k, v = np.repeat(k, nh // k.shape[0], axis=0), np.repeat(v, nh // v.shape[0], axis=0)
-    scores = q @ k.transpose(0, 2, 1) * scale + np.triu(np.full((s, s), -np.inf), k=1)
+    mask = np.triu(np.full((s, s), -np.inf), k=1)
+    if window:
+        mask += np.tril(np.full((s, s), -np.inf), k=-window)
+    scores = q @ k.transpose(0, 2, 1) * scale + mask
     scores = np.exp(scores - scores.max(-1, keepdims=True))
     return ((scores / scores.sum(-1, keepdims=True)) @ v).transpose(1, 0, 2).reshape(s, nh * hd)
 
@@ -265,7 +269,14 @@ def decoder_forward(c, t, ids):
     h = w["model.embed_tokens.weight"][ids] * (c.get("embedding_multiplier", 1.0) if granite else 1.0)
     residual_scale = c.get("residual_multiplier", 1.0) if granite else 1.0
     scale = c.get("attention_multiplier", 1.0) if granite else 1.0 / math.sqrt(hd)
-    for i in range(c["num_hidden_layers"]):
+    layers = c["num_hidden_layers"]
+    use_rope, window = [True] * layers, [None] * layers
+    if kind == "smollm3":  # configuration_smollm3.py: NoPE layers, sliding attention only on them
+        use_rope = c.get("no_rope_layers") or [(i + 1) % c.get("no_rope_layer_interval", 4) != 0 for i in range(layers)]
+        use_rope = [bool(r) for r in use_rope]
+        if c.get("use_sliding_window") and c.get("sliding_window"):
+            window = [None if r else c["sliding_window"] for r in use_rope]
+    for i in range(layers):
         p = f"model.layers.{i}."
         x = h if kind == "olmo2" else norm(h, p + "input_layernorm")
 
@@ -281,8 +292,9 @@ def decoder_forward(c, t, ids):
             return project(name).reshape(s, n, hd).transpose(1, 0, 2)
 
         q, k, v = heads("q_proj", nh), heads("k_proj", nkv), heads("v_proj", nkv)
-        q, k = rope(q, hd, c["rope_theta"]), rope(k, hd, c["rope_theta"])
-        attn = linear(attend(q, k, v, scale), p + "self_attn.o_proj")
+        if use_rope[i]:
+            q, k = rope(q, hd, c["rope_theta"]), rope(k, hd, c["rope_theta"])
+        attn = linear(attend(q, k, v, scale, window[i]), p + "self_attn.o_proj")
         if kind == "olmo2":  # post-norm: h + norm(attn(h)), then h + norm(mlp(h))
             h = h + norm(attn, p + "post_attention_layernorm")
             x = h
@@ -363,6 +375,12 @@ CASES = {
     "olmo_noclip": base_config("OlmoForCausalLM", "olmo", clip_qkv=None),
     # OLMo 2 (Olmo2ForCausalLM): output norms only, q/k norms over the whole projection.
     "olmo2": base_config("Olmo2ForCausalLM", "olmo2", rms_norm_eps=1e-6),
+    # SmolLM3 (SmolLM3ForCausalLM): every 4th layer without rotary (NoPE), tied embeddings ...
+    "smollm3": base_config("SmolLM3ForCausalLM", "smollm3", num_hidden_layers=4, tie_word_embeddings=True,
+                           rope_theta=5000000.0),
+    # ... or as no_rope_layers lists them, with sliding-window attention on the NoPE layers.
+    "smollm3_window": base_config("SmolLM3ForCausalLM", "smollm3", num_hidden_layers=4, no_rope_layers=[1, 0, 1, 0],
+                                  use_sliding_window=True, sliding_window=3),
 }
 
 
@@ -455,6 +473,10 @@ BAD_CONFIGS = [  # (case, config.json changes, what the message must say)
     ("olmo", {"hidden_size": 96}, "hidden_size"),
     ("olmo2", {"num_key_value_heads": 1}, "model.layers.0.self_attn.k_proj.weight"),
     ("olmo2", {"rms_norm_eps": 0}, "'rms_norm_eps' should be positive"),
+    ("smollm3", {"no_rope_layers": [1, 0, 1]}, "'no_rope_layers' should list one 0 or 1 per layer (4)"),
+    ("smollm3", {"no_rope_layers": [1, 0, 2, 1]}, "'no_rope_layers' entries should be 0 or 1"),
+    ("smollm3", {"no_rope_layer_interval": 0}, "'no_rope_layer_interval' is 0"),
+    ("smollm3_window", {"sliding_window": 0}, "'sliding_window' is 0"),
 ]
 
 
