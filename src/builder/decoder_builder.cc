@@ -624,6 +624,10 @@ class Builder {
     if (a == "silu" || a == "swish") return node("Mul", base + "/Mul", {gate, node("Sigmoid", base + "/Sigmoid", {gate})});
     if (a == "gelu") return node("Gelu", base + "/Gelu", {gate}, {}, {attr_string("approximate", "none")});
     if (a == "relu") return node("Relu", base + "/Relu", {gate});
+    if (a == "relu2") {  // Nemotron's squared ReLU
+      const std::string r = node("Relu", base + "/Relu", {gate});
+      return node("Mul", base + "/Mul", {r, r});
+    }
     return node("Gelu", base + "/FastGelu", {gate}, {}, {attr_string("approximate", "tanh")});  // tanh forms
   }
 

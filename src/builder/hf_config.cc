@@ -35,6 +35,7 @@ struct ArchitectureInfo {
   bool qk_norm = false;            // per-head RMSNorm on Q and K
   bool post_norms = false;         // norms after attention and after the MLP as well as before
   bool gemma = false;              // RMSNorm weights as (1 + w), embeddings scaled by sqrt(hidden), tied
+  bool norm_offset = false;        // norm weights as (1 + w) (Nemotron's LayerNorm1P)
   bool query_pre_attn_scalar = false;  // attention scale 1/sqrt(query_pre_attn_scalar) (Gemma 2/3)
   bool local_rope = false;             // sliding layers use rope_local_base_freq (Gemma 3)
   bool clip_qkv = false;     // reads clip_qkv (OLMo)
@@ -79,6 +80,14 @@ const std::vector<ArchitectureInfo>& architecture_table() {
        .layout = {.output_norms_only = true, .qk_norm_per_head = false}, .qk_norm = true},
       {.architecture = "SmolLM3ForCausalLM", .family = ModelFamily::kSmolLM3, .genai_type = "smollm3", .layout = {},
        .window = Window::kNopeOptIn, .nope_layers = true},
+      {.architecture = "NemotronForCausalLM",
+       .family = ModelFamily::kNemotron,
+       .genai_type = "nemotron",
+       .layout = {.norm = NormKind::kLayer, .gated_mlp = false, .norm_eps_key = "norm_eps"},
+       .norm_offset = true,
+       .activation = "relu2",
+       .partial_rotary_factor = 0.5,
+       .norm_eps = 1e-5},
       {.architecture = "GemmaForCausalLM", .family = ModelFamily::kGemma, .genai_type = "gemma", .layout = {},
        .gemma = true},
       {.architecture = "Gemma2ForCausalLM", .family = ModelFamily::kGemma2, .genai_type = "gemma2", .layout = {},
@@ -347,11 +356,12 @@ HfConfig parse_hf_config(const json& config, const json& generation, const std::
 
   c.norm_eps = c.layout.norm_eps_key.empty() ? info->norm_eps : f.positive_or(c.layout.norm_eps_key.c_str(), info->norm_eps);
   c.activation = f.string_or("hidden_activation", f.string_or("hidden_act", info->activation));
-  static const char* kActivations[] = {"silu", "swish", "gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "relu"};
+  static const char* kActivations[] = {"silu", "swish", "gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "relu",
+                                       "relu2"};
   bool known_activation = false;
   for (const char* a : kActivations) known_activation = known_activation || c.activation == a;
   ONNXLLM_CHECK(known_activation, kUnsupported, source, ": activation '", c.activation,
-                "' is not supported; supported: silu, swish, gelu, gelu_new, gelu_fast, gelu_pytorch_tanh, relu");
+                "' is not supported; supported: silu, swish, gelu, gelu_new, gelu_fast, gelu_pytorch_tanh, relu, relu2");
 
   c.tie_word_embeddings = f.boolean_or("tie_word_embeddings", gemma);
   const bool attention_bias = f.boolean_or("attention_bias", false);
@@ -360,7 +370,7 @@ HfConfig parse_hf_config(const json& config, const json& generation, const std::
   c.mlp_bias = info->all_biases || f.boolean_or("mlp_bias", false);
   c.lm_head_bias = info->all_biases;
   c.qk_norm = info->qk_norm;
-  c.norm_weight_offset = gemma;
+  c.norm_weight_offset = gemma || info->norm_offset;
   c.post_norms = info->post_norms;
   // Phi's optional LayerNorm on Q and K (with biases) is not in the layout; Phi-1.5 and Phi-2 do not use it.
   ONNXLLM_CHECK(!f.boolean_or("qk_layernorm", false), kUnsupported, source, ": 'qk_layernorm' true is not supported");

@@ -11,7 +11,7 @@
 
 namespace onnxllm {
 
-enum class ModelFamily { kLlama, kMistral, kQwen2, kQwen3, kPhi, kPhi3, kGemma, kGemma2, kGemma3, kGranite, kOlmo, kOlmo2, kSmolLM3 };
+enum class ModelFamily { kLlama, kMistral, kQwen2, kQwen3, kPhi, kPhi3, kGemma, kGemma2, kGemma3, kGranite, kOlmo, kOlmo2, kSmolLM3, kNemotron };
 
 enum class NormKind {
   kRms,            // RMSNorm: x / rms(x) * w (SimplifiedLayerNormalization)
@@ -80,7 +80,7 @@ struct HfConfig {
   int64_t max_position_embeddings = 0;  // the context length
 
   double norm_eps = 1e-6;  // the norm epsilon (layout.norm_eps_key: rms_norm_eps or layer_norm_eps)
-  bool norm_weight_offset = false;  // Gemma stores RMSNorm weights as w with scale (1 + w)
+  bool norm_weight_offset = false;  // Gemma (RMSNorm) and Nemotron (LayerNorm1P) store norm weights as w with scale (1 + w)
   bool post_norms = false;          // Gemma 2/3: extra norms after attention and after the MLP
   bool qk_norm = false;             // Qwen3, Gemma 3: per-head RMSNorm on Q and K
 

@@ -188,7 +188,10 @@ def decoder_tensors(c, seed=0, std=0.1):
         return (rng.standard_normal(shape) * std).astype(np.float32)
 
     def norm(t, name, size=d):
-        if kind != "olmo":  # OlmoLayerNorm has no parameters
+        if kind == "nemotron":  # LayerNorm1P: weight stored as w (scale 1 + w), with a bias
+            t[name + ".weight"] = normal(size)
+            t[name + ".bias"] = normal(size)
+        elif kind != "olmo":  # OlmoLayerNorm has no parameters
             t[name + ".weight"] = (1 + normal(size)).astype(np.float32)
 
     t = {"model.embed_tokens.weight": normal(v, d)}
@@ -208,7 +211,10 @@ def decoder_tensors(c, seed=0, std=0.1):
             norm(t, p + "self_attn.k_norm", kv)
             norm(t, p + "post_feedforward_layernorm")
         norm(t, p + "post_attention_layernorm")
-        for name, shape in (("gate_proj", (inter, d)), ("up_proj", (inter, d)), ("down_proj", (d, inter))):
+        mlp = (("up_proj", (inter, d)), ("down_proj", (d, inter)))
+        if kind != "nemotron":  # Nemotron's MLP has no gate
+            mlp = (("gate_proj", (inter, d)),) + mlp
+        for name, shape in mlp:
             t[p + f"mlp.{name}.weight"] = normal(*shape)
             if c.get("mlp_bias"):
                 t[p + f"mlp.{name}.bias"] = normal(shape[0])
@@ -264,12 +270,15 @@ def decoder_forward(c, t, ids):
     def norm(x, name):
         if kind == "olmo":  # modeling_olmo.py OlmoLayerNorm: F.layer_norm without weight or bias, eps 1e-5
             return layer_norm(x, 1.0, 0.0, 1e-5)
+        if kind == "nemotron":  # modeling_nemotron.py NemotronLayerNorm1P: F.layer_norm(x, w + 1, b, norm_eps)
+            return layer_norm(x, w[name + ".weight"] + 1, w[name + ".bias"], c["norm_eps"])
         return rms_norm(x, w[name + ".weight"], c["rms_norm_eps"])
 
     h = w["model.embed_tokens.weight"][ids] * (c.get("embedding_multiplier", 1.0) if granite else 1.0)
     residual_scale = c.get("residual_multiplier", 1.0) if granite else 1.0
     scale = c.get("attention_multiplier", 1.0) if granite else 1.0 / math.sqrt(hd)
     layers = c["num_hidden_layers"]
+    rot = int(hd * c.get("partial_rotary_factor", 1.0))  # Nemotron: rotary on the first `rot` dims
     use_rope, window = [True] * layers, [None] * layers
     if kind == "smollm3":  # configuration_smollm3.py: NoPE layers, sliding attention only on them
         use_rope = c.get("no_rope_layers") or [(i + 1) % c.get("no_rope_layer_interval", 4) != 0 for i in range(layers)]
@@ -293,7 +302,7 @@ def decoder_forward(c, t, ids):
 
         q, k, v = heads("q_proj", nh), heads("k_proj", nkv), heads("v_proj", nkv)
         if use_rope[i]:
-            q, k = rope(q, hd, c["rope_theta"]), rope(k, hd, c["rope_theta"])
+            q, k = rope(q, rot, c["rope_theta"]), rope(k, rot, c["rope_theta"])
         attn = linear(attend(q, k, v, scale, window[i]), p + "self_attn.o_proj")
         if kind == "olmo2":  # post-norm: h + norm(attn(h)), then h + norm(mlp(h))
             h = h + norm(attn, p + "post_attention_layernorm")
@@ -301,7 +310,10 @@ def decoder_forward(c, t, ids):
         else:
             h = h + attn * residual_scale
             x = norm(h, p + "post_attention_layernorm")
-        mlp = linear(silu(linear(x, p + "mlp.gate_proj")) * linear(x, p + "mlp.up_proj"), p + "mlp.down_proj")
+        if kind == "nemotron":  # NemotronMLP: down(relu(up(x)) ** 2)
+            mlp = linear(np.maximum(linear(x, p + "mlp.up_proj"), 0.0) ** 2, p + "mlp.down_proj")
+        else:
+            mlp = linear(silu(linear(x, p + "mlp.gate_proj")) * linear(x, p + "mlp.up_proj"), p + "mlp.down_proj")
         if kind == "olmo2":
             mlp = norm(mlp, p + "post_feedforward_layernorm")
         h = h + mlp * residual_scale
@@ -381,6 +393,12 @@ CASES = {
     # ... or as no_rope_layers lists them, with sliding-window attention on the NoPE layers.
     "smollm3_window": base_config("SmolLM3ForCausalLM", "smollm3", num_hidden_layers=4, no_rope_layers=[1, 0, 1, 0],
                                   use_sliding_window=True, sliding_window=3),
+    # Nemotron (NemotronForCausalLM, Minitron-4B's layout): LayerNorm1P, relu^2 MLP, rotary on half of each head.
+    "nemotron": base_config("NemotronForCausalLM", "nemotron", hidden_act="relu2", partial_rotary_factor=0.5,
+                            norm_eps=1e-5, head_dim=64, num_attention_heads=4, num_key_value_heads=2),
+    "nemotron_bias": base_config("NemotronForCausalLM", "nemotron", hidden_act="relu2", partial_rotary_factor=0.25,
+                                 norm_eps=1e-5, num_attention_heads=2, num_key_value_heads=1, attention_bias=True,
+                                 mlp_bias=True),
 }
 
 
@@ -402,7 +420,7 @@ def test_fp32_matches_the_numpy_reference(family):
     out = build(hf, hf.parent / "fp32")
     genai = json.loads((out / "genai_config.json").read_text())
     assert genai["model"]["type"] == {"olmo2": "olmo"}.get(config["model_type"], config["model_type"])
-    assert genai["model"]["decoder"]["head_size"] == config["hidden_size"] // config["num_attention_heads"]
+    assert genai["model"]["decoder"]["head_size"] == head_dim(config)
 
     expected_ids, expected_logits = reference_greedy(config, tensors, PROMPT, STEPS)
     assert len(expected_ids) >= len(PROMPT) + 8, f"{name}: EOS after {len(expected_ids) - len(PROMPT)} tokens"
@@ -477,6 +495,10 @@ BAD_CONFIGS = [  # (case, config.json changes, what the message must say)
     ("smollm3", {"no_rope_layers": [1, 0, 2, 1]}, "'no_rope_layers' entries should be 0 or 1"),
     ("smollm3", {"no_rope_layer_interval": 0}, "'no_rope_layer_interval' is 0"),
     ("smollm3_window", {"sliding_window": 0}, "'sliding_window' is 0"),
+    ("nemotron", {"hidden_act": "relu3"}, "activation 'relu3' is not supported"),
+    ("nemotron", {"norm_eps": "1e-5"}, "'norm_eps' should be a number"),
+    ("nemotron", {"head_dim": 32}, "num_attention_heads x head_dim"),
+    ("nemotron", {"partial_rotary_factor": 0.0}, "'partial_rotary_factor' should be in (0, 1]"),
 ]
 
 
