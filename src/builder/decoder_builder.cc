@@ -218,7 +218,10 @@ class Builder {
   };
 
   std::string layer_prefix(int64_t i) const { return "/model/layers." + std::to_string(i); }
-  std::string hf_prefix(int64_t i) const { return "model.layers." + std::to_string(i) + "."; }
+  // Checkpoint tensor prefixes of layer i: the layer, its attention and its MLP.
+  std::string hf_prefix(int64_t i) const { return c_.layout.layers + std::to_string(i) + "."; }
+  std::string hf_attn(int64_t i) const { return hf_prefix(i) + c_.layout.attn + "."; }
+  std::string hf_mlp(int64_t i) const { return hf_prefix(i) + c_.layout.mlp + "."; }
 
   // ---- graph helpers ----
 
@@ -516,7 +519,7 @@ class Builder {
       table = node("Transpose", base + "/Transpose", {"lm_head.MatMul.weight"}, {}, {attr_ints("perm", {1, 0})});
     } else {
       table = "model.embed_tokens.weight";
-      const Rows part = all_rows("model.embed_tokens.weight", shape, kVocabFields);
+      const Rows part = all_rows(c_.layout.embed_tokens + ".weight", shape, kVocabFields);
       use(part);
       const WeightSource* src = &source_;
       ThreadPool* pool = &pool_;
@@ -538,13 +541,13 @@ class Builder {
     const std::string weight = str_cat("model.layers.", i, ".attn.", which, "_norm.layernorm.weight");
     if (!c_.layout.qk_norm_per_head) {
       vector_weight(weight,
-                    {all_rows(hf_prefix(i) + "self_attn." + which + "_norm.weight", Shape{heads * c_.head_dim},
+                    {all_rows(hf_attn(i) + which + "_norm.weight", Shape{heads * c_.head_dim},
                               which == "q" ? kQOutField : kKvOutField)},
                     c_.norm_weight_offset ? 1.0f : 0.0f);
       return node("SimplifiedLayerNormalization", base + "/SimplifiedLayerNormalization", {input, weight}, {},
                   {attr_float("epsilon", c_.norm_eps), attr_int("axis", -1), attr_int("stash_type", 1)});
     }
-    vector_weight(weight, {all_rows(hf_prefix(i) + "self_attn." + which + "_norm.weight", Shape{c_.head_dim}, "head_dim")},
+    vector_weight(weight, {all_rows(hf_attn(i) + which + "_norm.weight", Shape{c_.head_dim}, "head_dim")},
                   c_.norm_weight_offset ? 1.0f : 0.0f);
     const std::string r1 = node("Reshape", base + "/Reshape_1", {input, const_i64({0, -1, c_.head_dim})});
     const std::string ln = node("SimplifiedLayerNormalization", base + "/SimplifiedLayerNormalization", {r1, weight}, {},
@@ -554,14 +557,26 @@ class Builder {
 
   std::string attention(int64_t i, const std::string& input) {
     const std::string base = layer_prefix(i) + "/attn";
-    const std::string hf = hf_prefix(i) + "self_attn.";
+    const std::string hf = hf_attn(i);
     const int64_t d = c_.hidden_size, q_size = c_.num_heads * c_.head_dim, kv_size = c_.num_kv_heads * c_.head_dim;
     std::string q, k, v;
     if (!c_.qk_norm) {  // one packed QKV projection
       std::vector<Rows> w, b;
-      if (c_.layout.packed_qkv) {
-        w = {all_rows(hf + "qkv_proj.weight", Shape{q_size + 2 * kv_size, d}, kQkvFields)};
-        b = {all_rows(hf + "qkv_proj.bias", Shape{q_size + 2 * kv_size}, kQkvFields)};
+      if (c_.layout.qkv == QkvPacking::kStacked) {
+        w = {all_rows(hf + c_.layout.qkv_proj + ".weight", Shape{q_size + 2 * kv_size, d}, kQkvFields)};
+        b = {all_rows(hf + c_.layout.qkv_proj + ".bias", Shape{q_size + 2 * kv_size}, kQkvFields)};
+      } else if (c_.layout.qkv == QkvPacking::kGrouped) {
+        // Per KV head h: its query heads, its key, its value; gathered into Q, K, V order.
+        const int64_t group = c_.num_heads / c_.num_kv_heads, stride = (group + 2) * c_.head_dim;
+        const Shape ws{q_size + 2 * kv_size, d}, bs{q_size + 2 * kv_size};
+        const std::string name = hf + c_.layout.qkv_proj;
+        for (int part = 0; part < 3; ++part)
+          for (int64_t h = 0; h < c_.num_kv_heads; ++h) {
+            const int64_t begin = h * stride + (part == 0 ? 0 : (group + part - 1) * c_.head_dim);
+            const int64_t end = begin + (part == 0 ? group : 1) * c_.head_dim;
+            w.push_back({name + ".weight", ws, begin, end, kQkvFields});
+            b.push_back({name + ".bias", bs, begin, end, kQkvFields});
+          }
       } else {
         w = {all_rows(hf + "q_proj.weight", Shape{q_size, d}, kQFields),
              all_rows(hf + "k_proj.weight", Shape{kv_size, d}, kKvFields),
@@ -608,7 +623,8 @@ class Builder {
              {base + "/GroupQueryAttention/output_0", str_cat("present.", i, ".key"), str_cat("present.", i, ".value")},
              {attr_int("num_heads", c_.num_heads), attr_int("kv_num_heads", c_.num_kv_heads),
               attr_float("scale", c_.attention_scale), attr_int("local_window_size", sliding ? c_.sliding_window : -1),
-              attr_float("softcap", c_.attn_softcap), attr_int("do_rotary", rotary ? 1 : 0), attr_int("rotary_interleaved", 0)},
+              attr_float("softcap", c_.attn_softcap), attr_int("do_rotary", rotary ? 1 : 0),
+              attr_int("rotary_interleaved", c_.layout.rotary_interleaved ? 1 : 0)},
              kMs);
     const std::string attn_io = io_ == kAttentionDType ? attn
                                                        : node("Cast", base + "/GroupQueryAttention/Cast", {attn}, {},
@@ -634,21 +650,22 @@ class Builder {
   // Gated (act(gate) * up -> down) or plain (act(up) -> down, Phi's fc1 / fc2) MLP.
   std::string mlp(int64_t i, const std::string& input) {
     const std::string base = layer_prefix(i) + "/mlp";
-    const std::string hf = hf_prefix(i) + "mlp.";
+    const std::string hf = hf_mlp(i);
     const FamilyLayout& l = c_.layout;
     const int64_t d = c_.hidden_size, inter = c_.intermediate_size;
     std::vector<Rows> gate_w, up_w, gate_b, up_b;
     if (l.packed_gate_up) {  // gate and up stacked in one tensor
       const Shape w{2 * inter, d}, b{2 * inter};
       const char* fields = "2 x intermediate_size, hidden_size";
-      gate_w = {{hf + "gate_up_proj.weight", w, 0, inter, fields}};
-      up_w = {{hf + "gate_up_proj.weight", w, inter, 2 * inter, fields}};
-      gate_b = {{hf + "gate_up_proj.bias", b, 0, inter, "2 x intermediate_size"}};
-      up_b = {{hf + "gate_up_proj.bias", b, inter, 2 * inter, "2 x intermediate_size"}};
+      const std::string packed = hf + l.gate_up_proj;
+      gate_w = {{packed + ".weight", w, 0, inter, fields}};
+      up_w = {{packed + ".weight", w, inter, 2 * inter, fields}};
+      gate_b = {{packed + ".bias", b, 0, inter, "2 x intermediate_size"}};
+      up_b = {{packed + ".bias", b, inter, 2 * inter, "2 x intermediate_size"}};
     } else {
       if (l.gated_mlp) {
-        gate_w = {all_rows(hf + "gate_proj.weight", Shape{inter, d}, kUpFields)};
-        gate_b = {all_rows(hf + "gate_proj.bias", Shape{inter}, kUpOutField)};
+        gate_w = {all_rows(hf + l.gate_proj + ".weight", Shape{inter, d}, kUpFields)};
+        gate_b = {all_rows(hf + l.gate_proj + ".bias", Shape{inter}, kUpOutField)};
       }
       up_w = {all_rows(hf + l.up_proj + ".weight", Shape{inter, d}, kUpFields)};
       up_b = {all_rows(hf + l.up_proj + ".bias", Shape{inter}, kUpOutField)};
@@ -676,13 +693,13 @@ class Builder {
     const std::string hf = hf_prefix(i);
     if (c_.layout.output_norms_only) {  // OLMo 2: x + norm(attn(x)), then x2 + norm(mlp(x2))
       const std::string x = i == 0 ? root : node("Add", layer_prefix(i) + "/residual_add/Add", {root, skip});
-      const std::string attn = norm(i, "post_attention", hf + "post_attention_layernorm.weight", attention(i, x), "").out0;
+      const std::string attn = norm(i, "post_attention", hf + c_.layout.post_attention_norm + ".weight", attention(i, x), "").out0;
       root = node("Add", layer_prefix(i) + "/attn/residual_add/Add", {x, attn});
       // The MLP's residual add is left to the next layer's Add or the final SkipSimplifiedLayerNormalization.
       skip = norm(i, "post_feedforward", hf + "post_feedforward_layernorm.weight", mlp(i, root), "").out0;
       return;
     }
-    NormOutputs n = norm(i, "input", hf + "input_layernorm.weight", root, i == 0 ? "" : skip);
+    NormOutputs n = norm(i, "input", hf + c_.layout.input_norm + ".weight", root, i == 0 ? "" : skip);
     if (i > 0) root = n.out3;
     const std::string attn = attention(i, n.out0);
     if (c_.layout.parallel_block) {  // Phi: the MLP reads the same norm; both outputs join the residual together
@@ -690,10 +707,10 @@ class Builder {
       return;
     }
     if (c_.post_norms) {  // Gemma 2/3: norm the attention output, then a pre-MLP norm adds the residual
-      const std::string post = norm(i, "post_attention", hf + "post_attention_layernorm.weight", attn, "").out0;
+      const std::string post = norm(i, "post_attention", hf + c_.layout.post_attention_norm + ".weight", attn, "").out0;
       n = norm(i, "pre_feedforward", hf + "pre_feedforward_layernorm.weight", root, post);
     } else {
-      n = norm(i, "post_attention", hf + "post_attention_layernorm.weight", root, residual_scaled(i, attn, 1));
+      n = norm(i, "post_attention", hf + c_.layout.post_attention_norm + ".weight", root, residual_scaled(i, attn, 1));
     }
     root = n.out3;
     skip = residual_scaled(i, mlp(i, n.out0), 2);
@@ -705,9 +722,10 @@ class Builder {
   void lm_head(const std::string& hidden) {
     const bool tied = c_.tie_word_embeddings;
     const Rows weight =
-        all_rows(tied ? "model.embed_tokens.weight" : "lm_head.weight", Shape{c_.vocab_size, c_.hidden_size}, kVocabFields);
+        all_rows((tied ? c_.layout.embed_tokens : c_.layout.lm_head) + ".weight", Shape{c_.vocab_size, c_.hidden_size},
+                 kVocabFields);
     std::vector<Rows> bias_parts;
-    if (c_.lm_head_bias) bias_parts = {all_rows("lm_head.bias", Shape{c_.vocab_size}, kVocabField)};
+    if (c_.lm_head_bias) bias_parts = {all_rows(c_.layout.lm_head + ".bias", Shape{c_.vocab_size}, kVocabField)};
     const bool with_bias = nonzero_bias(bias_parts);
     const bool scaled = c_.logits_scale != 1.0;
     const bool softcap = c_.final_softcap > 0;

@@ -30,6 +30,10 @@ struct ArchitectureInfo {
   const char* genai_type;
   FamilyLayout layout;
   Window window = Window::kNone;
+  const char* bias_key = "attention_bias";  // the config.json switch for attention biases ...
+  bool bias_default = false;                // ... its transformers default ...
+  bool bias_covers_mlp = false;             // ... and whether it also switches the MLP's (ERNIE 4.5's use_bias)
+  bool tied_default = false;                // tie_word_embeddings when config.json has none
   bool qkv_bias = false;           // biases on q/k/v whatever attention_bias says (Qwen2)
   bool all_biases = false;         // every projection, the final norm and the LM head have biases (Phi)
   bool qk_norm = false;            // per-head RMSNorm on Q and K
@@ -71,7 +75,7 @@ const std::vector<ArchitectureInfo>& architecture_table() {
        .partial_rotary_factor = 0.5,
        .norm_eps = 1e-5},
       {.architecture = "Phi3ForCausalLM", .family = ModelFamily::kPhi3, .genai_type = "phi3",
-       .layout = {.packed_qkv = true, .packed_gate_up = true}, .window = Window::kAll},
+       .layout = {.qkv = QkvPacking::kStacked, .packed_gate_up = true}, .window = Window::kAll},
       {.architecture = "GraniteForCausalLM", .family = ModelFamily::kGranite, .genai_type = "granite", .layout = {},
        .multipliers = true},
       {.architecture = "OlmoForCausalLM", .family = ModelFamily::kOlmo, .genai_type = "olmo",
@@ -79,7 +83,26 @@ const std::vector<ArchitectureInfo>& architecture_table() {
       {.architecture = "Olmo2ForCausalLM", .family = ModelFamily::kOlmo2, .genai_type = "olmo",
        .layout = {.output_norms_only = true, .qk_norm_per_head = false}, .qk_norm = true},
       {.architecture = "SmolLM3ForCausalLM", .family = ModelFamily::kSmolLM3, .genai_type = "smollm3", .layout = {},
-       .window = Window::kNopeOptIn, .nope_layers = true},
+       .window = Window::kNopeOptIn, .tied_default = true, .nope_layers = true},
+      {.architecture = "InternLM2ForCausalLM",
+       .family = ModelFamily::kInternLM2,
+       .genai_type = "internlm2",
+       .layout = {.qkv = QkvPacking::kGrouped,
+                  .embed_tokens = "model.tok_embeddings",
+                  .attn = "attention",
+                  .mlp = "feed_forward",
+                  .input_norm = "attention_norm",
+                  .post_attention_norm = "ffn_norm",
+                  .qkv_proj = "wqkv",
+                  .o_proj = "wo",
+                  .gate_proj = "w1",
+                  .up_proj = "w3",
+                  .down_proj = "w2",
+                  .lm_head = "output"},
+       .bias_key = "bias",
+       .bias_default = true},
+      {.architecture = "Ernie4_5ForCausalLM", .family = ModelFamily::kErnie4_5, .genai_type = "ernie4_5",
+       .layout = {.rotary_interleaved = true}, .bias_key = "use_bias", .bias_covers_mlp = true, .tied_default = true},
       {.architecture = "NemotronForCausalLM",
        .family = ModelFamily::kNemotron,
        .genai_type = "nemotron",
@@ -363,11 +386,11 @@ HfConfig parse_hf_config(const json& config, const json& generation, const std::
   ONNXLLM_CHECK(known_activation, kUnsupported, source, ": activation '", c.activation,
                 "' is not supported; supported: silu, swish, gelu, gelu_new, gelu_fast, gelu_pytorch_tanh, relu, relu2");
 
-  c.tie_word_embeddings = f.boolean_or("tie_word_embeddings", gemma);
-  const bool attention_bias = f.boolean_or("attention_bias", false);
+  c.tie_word_embeddings = f.boolean_or("tie_word_embeddings", gemma || info->tied_default);
+  const bool attention_bias = f.boolean_or(info->bias_key, info->bias_default);
   c.qkv_bias = info->qkv_bias || info->all_biases || attention_bias;
   c.o_bias = info->all_biases || (attention_bias && !info->qkv_bias);
-  c.mlp_bias = info->all_biases || f.boolean_or("mlp_bias", false);
+  c.mlp_bias = info->all_biases || f.boolean_or("mlp_bias", false) || (attention_bias && info->bias_covers_mlp);
   c.lm_head_bias = info->all_biases;
   c.qk_norm = info->qk_norm;
   c.norm_weight_offset = gemma || info->norm_offset;

@@ -11,12 +11,18 @@
 
 namespace onnxllm {
 
-enum class ModelFamily { kLlama, kMistral, kQwen2, kQwen3, kPhi, kPhi3, kGemma, kGemma2, kGemma3, kGranite, kOlmo, kOlmo2, kSmolLM3, kNemotron };
+enum class ModelFamily { kLlama, kMistral, kQwen2, kQwen3, kPhi, kPhi3, kGemma, kGemma2, kGemma3, kGranite, kOlmo, kOlmo2, kSmolLM3, kNemotron, kInternLM2, kErnie4_5 };
 
 enum class NormKind {
   kRms,            // RMSNorm: x / rms(x) * w (SimplifiedLayerNormalization)
   kLayer,          // LayerNorm with weight and bias (LayerNormalization)
   kLayerNoAffine,  // LayerNorm without parameters (OLMo): the graph gets ones and zeros
+};
+
+enum class QkvPacking {
+  kSeparate,  // q_proj, k_proj, v_proj
+  kStacked,   // one tensor: all Q rows, then K, then V (Phi-3's qkv_proj)
+  kGrouped,   // one tensor: per KV head, its query heads, its key, its value (InternLM2's wqkv)
 };
 
 // How a family's decoder layer is wired and what its checkpoint tensors are called: the data the
@@ -27,13 +33,24 @@ struct FamilyLayout {
   bool output_norms_only = false;  // OLMo 2: no input norms; attention and MLP outputs are normed before their add
   bool qk_norm_per_head = true;    // Q/K norms over each head (Qwen3, Gemma 3) or the whole projection (OLMo 2)
   bool gated_mlp = true;        // act(gate) * up -> down; else act(up) -> down (Phi's fc1 / fc2)
-  bool packed_qkv = false;      // Phi-3: one qkv_proj tensor
-  bool packed_gate_up = false;  // Phi-3: gate and up stacked in gate_up_proj
-  // Checkpoint names, relative to model.layers.N.self_attn. / .mlp. and the model root.
+  QkvPacking qkv = QkvPacking::kSeparate;
+  bool packed_gate_up = false;  // gate and up stacked in one tensor (Phi-3's gate_up_proj)
+  bool rotary_interleaved = false;  // rotary on (even, odd) pairs instead of the two halves (ERNIE 4.5)
+  // Checkpoint names: layers are `layers`N.`attn`.NAME / `layers`N.`mlp`.NAME / `layers`N.NORM.
+  std::string embed_tokens = "model.embed_tokens";
+  std::string layers = "model.layers.";
+  std::string attn = "self_attn";
+  std::string mlp = "mlp";
+  std::string input_norm = "input_layernorm";
+  std::string post_attention_norm = "post_attention_layernorm";
+  std::string qkv_proj = "qkv_proj";  // the packed tensor (kStacked, kGrouped)
   std::string o_proj = "o_proj";
+  std::string gate_proj = "gate_proj";
   std::string up_proj = "up_proj";
+  std::string gate_up_proj = "gate_up_proj";
   std::string down_proj = "down_proj";
   std::string final_norm = "model.norm";
+  std::string lm_head = "lm_head";
   std::string norm_eps_key = "rms_norm_eps";  // the config.json field holding the norm epsilon; "" = fixed
 };
 

@@ -54,16 +54,13 @@ void CheckpointWeights::read_rows(const std::string& name, const Shape& shape, i
 
 bool RandomWeights::has(const std::string& name) const {
   const FamilyLayout& l = config_.layout;
-  if (name == "lm_head.weight") return !config_.tie_word_embeddings;
-  if (name == "lm_head.bias") return config_.lm_head_bias;
+  const auto is = [&](const std::string& projection) { return ends_with(name, "." + projection + ".bias"); };
+  if (name == l.lm_head + ".weight") return !config_.tie_word_embeddings;
+  if (name == l.lm_head + ".bias") return config_.lm_head_bias;
   if (ends_with(name, "norm.bias")) return l.norm == NormKind::kLayer;
-  if (ends_with(name, "q_proj.bias") || ends_with(name, "k_proj.bias") || ends_with(name, "v_proj.bias") ||
-      ends_with(name, "qkv_proj.bias"))
-    return config_.qkv_bias;
-  if (ends_with(name, "." + l.o_proj + ".bias")) return config_.o_bias;
-  if (ends_with(name, "gate_proj.bias") || ends_with(name, "." + l.up_proj + ".bias") ||
-      ends_with(name, "." + l.down_proj + ".bias") || ends_with(name, "gate_up_proj.bias"))
-    return config_.mlp_bias;
+  if (is("q_proj") || is("k_proj") || is("v_proj") || is(l.qkv_proj)) return config_.qkv_bias;
+  if (is(l.o_proj)) return config_.o_bias;
+  if (is(l.gate_proj) || is(l.up_proj) || is(l.down_proj) || is(l.gate_up_proj)) return config_.mlp_bias;
   return true;
 }
 

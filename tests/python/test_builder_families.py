@@ -149,7 +149,7 @@ def phi_forward(c, t, ids):
 def reference_greedy(c, t, prompt, steps):
     """prompt + up to `steps` greedy tokens (ending after EOS, as generation does), and the logits
     each token was chosen from."""
-    forward = phi_forward if c["model_type"] == "phi" else decoder_forward
+    forward = {"phi": phi_forward, "internlm2": internlm2_forward}.get(c["model_type"], decoder_forward)
     ids, all_logits = list(prompt), []
     for _ in range(steps):
         logits = forward(c, t, ids)[-1]
@@ -245,14 +245,20 @@ def attend(q, k, v, scale, window=None):
     return ((scores / scores.sum(-1, keepdims=True)) @ v).transpose(1, 0, 2).reshape(s, nh * hd)
 
 
-def rope(x, rot, theta):
-    """Rotary (rotate_half) on the first `rot` dims of each head of x [heads, s, hd]."""
+def rope(x, rot, theta, interleaved=False):
+    """Rotary on the first `rot` dims of each head of x [heads, s, hd]: rotate_half over the two
+    halves, or (interleaved, modeling_ernie4_5.py) over (even, odd) pairs."""
     s = x.shape[1]
     inv_freq = 1.0 / (theta ** (np.arange(0, rot, 2, dtype=np.float64) / rot))
-    emb = np.arange(s, dtype=np.float64)[:, None] * inv_freq[None, :]
-    emb = np.concatenate([emb, emb], axis=-1)
+    freqs = np.arange(s, dtype=np.float64)[:, None] * inv_freq[None, :]
     x_rot, x_pass = x[..., :rot], x[..., rot:]
-    return np.concatenate([x_rot * np.cos(emb) + rotate_half(x_rot) * np.sin(emb), x_pass], axis=-1)
+    if interleaved:
+        emb = np.repeat(freqs, 2, axis=-1)
+        rotated = np.stack([-x_rot[..., 1::2], x_rot[..., 0::2]], axis=-1).reshape(x_rot.shape)
+    else:
+        emb = np.concatenate([freqs, freqs], axis=-1)
+        rotated = rotate_half(x_rot)
+    return np.concatenate([x_rot * np.cos(emb) + rotated * np.sin(emb), x_pass], axis=-1)
 
 
 def decoder_forward(c, t, ids):
@@ -302,7 +308,8 @@ def decoder_forward(c, t, ids):
 
         q, k, v = heads("q_proj", nh), heads("k_proj", nkv), heads("v_proj", nkv)
         if use_rope[i]:
-            q, k = rope(q, rot, c["rope_theta"]), rope(k, rot, c["rope_theta"])
+            interleaved = kind == "ernie4_5"
+            q, k = rope(q, rot, c["rope_theta"], interleaved), rope(k, rot, c["rope_theta"], interleaved)
         attn = linear(attend(q, k, v, scale, window[i]), p + "self_attn.o_proj")
         if kind == "olmo2":  # post-norm: h + norm(attn(h)), then h + norm(mlp(h))
             h = h + norm(attn, p + "post_attention_layernorm")
@@ -321,6 +328,55 @@ def decoder_forward(c, t, ids):
     lm = w["model.embed_tokens.weight"] if c["tie_word_embeddings"] else w["lm_head.weight"]
     logits = h @ lm.T
     return logits / c.get("logits_scaling", 1.0) if granite else logits
+
+
+# InternLM2 (remote code modeling_internlm2.py) names its tensors differently and packs q/k/v per
+# KV head: wqkv rows are, for each KV head, its query heads, then its key, then its value.
+INTERNLM2_NAMES = {"model.embed_tokens": "model.tok_embeddings", "self_attn.o_proj": "attention.wo",
+                   "input_layernorm": "attention_norm", "post_attention_layernorm": "ffn_norm",
+                   "mlp.gate_proj": "feed_forward.w1", "mlp.up_proj": "feed_forward.w3",
+                   "mlp.down_proj": "feed_forward.w2", "lm_head": "output"}
+
+
+def internlm2_tensors(c, seed=0):
+    t = decoder_tensors(dict(c, attention_bias=c.get("bias", True)), seed)
+    nkv, hd = c["num_key_value_heads"], head_dim(c)
+    group = c["num_attention_heads"] // nkv
+    out = {}
+    for name, value in t.items():
+        for llama, intern in INTERNLM2_NAMES.items():
+            name = name.replace(llama, intern)
+        if ".self_attn.q_proj." in name:
+            kind = name.rsplit(".", 1)[1]
+            base = name.split(".self_attn.")[0]
+            q = value.reshape(nkv, group, hd, -1)
+            k = t[name.replace("q_proj", "k_proj")].reshape(nkv, 1, hd, -1)
+            v = t[name.replace("q_proj", "v_proj")].reshape(nkv, 1, hd, -1)
+            packed = np.concatenate([q, k, v], axis=1).reshape(nkv * (group + 2) * hd, -1)
+            out[f"{base}.attention.wqkv.{kind}"] = packed.reshape(-1) if kind == "bias" else packed
+        elif ".self_attn.k_proj." not in name and ".self_attn.v_proj." not in name:
+            out[name] = value
+    return out
+
+
+def internlm2_forward(c, t, ids):
+    """modeling_internlm2.py: qkv = wqkv(x) viewed as (kv head, group + 2, head dim); the query
+    heads are [:group], the key [-2], the value [-1]. Otherwise a Llama layer."""
+    nkv, hd = c["num_key_value_heads"], head_dim(c)
+    group = c["num_attention_heads"] // nkv
+    llama = {}
+    for name, value in t.items():
+        if ".attention.wqkv." in name:
+            base, kind = name.split(".attention.wqkv.")
+            qkv = value.reshape(nkv, group + 2, hd, -1)
+            for proj, rows in (("q_proj", qkv[:, :group]), ("k_proj", qkv[:, -2]), ("v_proj", qkv[:, -1])):
+                rows = rows.reshape(-1, qkv.shape[-1])
+                llama[f"{base}.self_attn.{proj}.{kind}"] = rows.reshape(-1) if kind == "bias" else rows
+            continue
+        for hf, intern in INTERNLM2_NAMES.items():
+            name = name.replace(intern, hf)
+        llama[name] = value
+    return decoder_forward(dict(c, model_type="llama"), llama, ids)
 
 
 # ---- running built folders ----
@@ -399,11 +455,21 @@ CASES = {
     "nemotron_bias": base_config("NemotronForCausalLM", "nemotron", hidden_act="relu2", partial_rotary_factor=0.25,
                                  norm_eps=1e-5, num_attention_heads=2, num_key_value_heads=1, attention_bias=True,
                                  mlp_bias=True),
+    # InternLM2 (InternLM2ForCausalLM): wqkv packed per KV head, `bias` on wqkv and wo.
+    "internlm2": base_config("InternLM2ForCausalLM", "internlm2", bias=False, rope_theta=1000000.0),
+    "internlm2_bias": base_config("InternLM2ForCausalLM", "internlm2", bias=True, num_attention_heads=8,
+                                  num_key_value_heads=2),
+    # ERNIE 4.5 (Ernie4_5ForCausalLM, the 0.3B's layout): interleaved rotary, tied embeddings, use_bias.
+    "ernie4_5": base_config("Ernie4_5ForCausalLM", "ernie4_5", use_bias=False, tie_word_embeddings=True,
+                            rope_theta=500000.0, head_dim=64, rms_norm_eps=1e-5),
+    "ernie4_5_bias": base_config("Ernie4_5ForCausalLM", "ernie4_5", use_bias=True),
 }
 
 
 def tensors_for(config, seed):
-    return (phi_tensors if config["model_type"] == "phi" else decoder_tensors)(config, seed=seed)
+    if config["model_type"] == "ernie4_5":  # use_bias switches every projection's bias
+        return decoder_tensors(dict(config, attention_bias=config["use_bias"], mlp_bias=config["use_bias"]), seed)
+    return {"phi": phi_tensors, "internlm2": internlm2_tensors}.get(config["model_type"], decoder_tensors)(config, seed)
 
 
 @pytest.fixture(scope="module", params=sorted(CASES))
@@ -499,6 +565,10 @@ BAD_CONFIGS = [  # (case, config.json changes, what the message must say)
     ("nemotron", {"norm_eps": "1e-5"}, "'norm_eps' should be a number"),
     ("nemotron", {"head_dim": 32}, "num_attention_heads x head_dim"),
     ("nemotron", {"partial_rotary_factor": 0.0}, "'partial_rotary_factor' should be in (0, 1]"),
+    ("internlm2", {"bias": "no"}, "'bias' should be true or false"),
+    ("internlm2", {"num_key_value_heads": 4}, "(num_attention_heads + 2 x num_key_value_heads) x head_dim"),
+    ("ernie4_5", {"use_bias": 1}, "'use_bias' should be true or false"),
+    ("ernie4_5", {"head_dim": 32}, "model.layers.0.self_attn.q_proj.weight"),
 ]
 
 

@@ -150,8 +150,9 @@ TEST(HfConfig, PhiLayoutAndDefaults) {
   // The other families keep their layout.
   const HfConfig llama = parse_hf_config(tiny_config(), json(), "c");
   EXPECT_EQ(llama.layout.norm, NormKind::kRms);
-  EXPECT_FALSE(llama.layout.parallel_block || llama.lm_head_bias || llama.layout.packed_qkv);
-  EXPECT_TRUE(parse_hf_config(tiny_config("Phi3ForCausalLM"), json(), "c").layout.packed_qkv);
+  EXPECT_FALSE(llama.layout.parallel_block || llama.lm_head_bias);
+  EXPECT_EQ(llama.layout.qkv, QkvPacking::kSeparate);
+  EXPECT_EQ(parse_hf_config(tiny_config("Phi3ForCausalLM"), json(), "c").layout.qkv, QkvPacking::kStacked);
 }
 
 TEST(HfConfig, GenerationConfigOverridesAsTheGenaiBuilderDoes) {
