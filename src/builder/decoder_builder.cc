@@ -286,10 +286,21 @@ class Builder {
 
   // ---- weights ----
 
+  // `fields` with the family's own config.json key names (ChatGLM's ffn_hidden_size, kv_channels, ...).
+  std::string config_fields(std::string fields) const {
+    const ConfigKeys standard, &k = c_.keys;
+    for (const auto& [from, to] : {std::pair{standard.intermediate_size, k.intermediate_size},
+                                   std::pair{standard.num_kv_heads, k.num_kv_heads},
+                                   std::pair{standard.head_dim, k.head_dim}, std::pair{standard.vocab_size, k.vocab_size}})
+      for (size_t at = fields.find(from); from != to && at != std::string::npos; at = fields.find(from, at + to.size()))
+        fields.replace(at, from.size(), to);
+    return fields;
+  }
+
   // Checks a source tensor once and counts its parameters.
   void use(const Rows& part) {
     if (part.tensor.empty() || !used_.insert(part.tensor).second) return;
-    source_.check(part.tensor, part.shape, part.fields);
+    source_.check(part.tensor, part.shape, config_fields(part.fields));
     parameters_ += part.shape.numel();
   }
 

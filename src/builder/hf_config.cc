@@ -32,7 +32,9 @@ struct ArchitectureInfo {
   Window window = Window::kNone;
   const char* bias_key = "attention_bias";  // the config.json switch for attention biases ...
   bool bias_default = false;                // ... its transformers default ...
-  bool bias_covers_mlp = false;             // ... and whether it also switches the MLP's (ERNIE 4.5's use_bias)
+  bool bias_covers_o = true;                // ... whether it also switches o_proj's ...
+  bool bias_covers_mlp = false;             // ... and the MLP's (ERNIE 4.5's use_bias)
+  const char* linear_bias_key = nullptr;    // switches o_proj and MLP biases (ChatGLM's add_bias_linear)
   bool tied_default = false;                // tie_word_embeddings when config.json has none
   bool qkv_bias = false;           // biases on q/k/v whatever attention_bias says (Qwen2)
   bool all_biases = false;         // every projection, the final norm and the LM head have biases (Phi)
@@ -44,6 +46,7 @@ struct ArchitectureInfo {
   bool local_rope = false;             // sliding layers use rope_local_base_freq (Gemma 3)
   bool clip_qkv = false;     // reads clip_qkv (OLMo)
   bool nope_layers = false;  // no_rope_layers / no_rope_layer_interval choose layers without rotary (SmolLM3)
+  bool glm = false;          // ChatGLM's config: multi_query_attention, rope_ratio, switches we only build one way
   bool multipliers = false;  // embedding_multiplier, residual_multiplier, attention_multiplier, logits_scaling (Granite)
   const char* activation = "silu";     // hidden_act when config.json has none (transformers' default)
   double partial_rotary_factor = 1.0;  // when config.json has none
@@ -56,7 +59,7 @@ const std::vector<ArchitectureInfo>& architecture_table() {
       {.architecture = "MistralForCausalLM", .family = ModelFamily::kMistral, .genai_type = "mistral", .layout = {},
        .window = Window::kAll},
       {.architecture = "Qwen2ForCausalLM", .family = ModelFamily::kQwen2, .genai_type = "qwen2", .layout = {},
-       .window = Window::kOptIn, .qkv_bias = true},
+       .window = Window::kOptIn, .bias_covers_o = false, .qkv_bias = true},
       {.architecture = "Qwen3ForCausalLM", .family = ModelFamily::kQwen3, .genai_type = "qwen3", .layout = {},
        .qk_norm = true},
       {.architecture = "PhiForCausalLM",
@@ -109,6 +112,28 @@ const std::vector<ArchitectureInfo>& architecture_table() {
        .layout = {.norm = NormKind::kLayer, .gated_mlp = false, .norm_eps_key = "norm_eps"},
        .norm_offset = true,
        .activation = "relu2",
+       .partial_rotary_factor = 0.5,
+       .norm_eps = 1e-5},
+      {.architecture = "ChatGLMForConditionalGeneration",
+       .family = ModelFamily::kChatGLM,
+       .genai_type = "chatglm",
+       .layout = {.qkv = QkvPacking::kStacked,
+                  .packed_gate_up = true,
+                  .rotary_interleaved = true,
+                  .embed_tokens = "transformer.embedding.word_embeddings",
+                  .layers = "transformer.encoder.layers.",
+                  .attn = "self_attention",
+                  .qkv_proj = "query_key_value",
+                  .o_proj = "dense",
+                  .gate_up_proj = "dense_h_to_4h",
+                  .down_proj = "dense_4h_to_h",
+                  .final_norm = "transformer.encoder.final_layernorm",
+                  .lm_head = "transformer.output_layer",
+                  .norm_eps_key = "layernorm_epsilon"},
+       .bias_key = "add_qkv_bias",
+       .bias_covers_o = false,
+       .linear_bias_key = "add_bias_linear",
+       .glm = true,
        .partial_rotary_factor = 0.5,
        .norm_eps = 1e-5},
       {.architecture = "GemmaForCausalLM", .family = ModelFamily::kGemma, .genai_type = "gemma", .layout = {},
@@ -356,26 +381,41 @@ HfConfig parse_hf_config(const json& config, const json& generation, const std::
   c.genai_type = info->genai_type;
   c.layout = info->layout;
   const bool gemma = info->gemma;
+  if (info->glm) c.keys = ConfigKeys{.intermediate_size = "ffn_hidden_size", .num_layers = "num_layers",
+                                     .num_kv_heads = "multi_query_group_num", .head_dim = "kv_channels",
+                                     .vocab_size = "padded_vocab_size", .max_positions = "seq_length"};
+  const ConfigKeys& k = c.keys;
 
-  c.hidden_size = f.integer("hidden_size", 1, kMaxDim);
-  c.intermediate_size = f.integer("intermediate_size", 1, 4 * kMaxDim);
-  c.num_layers = f.integer("num_hidden_layers", 1, kMaxLayers);
-  c.num_heads = f.integer("num_attention_heads", 1, kMaxDim);
-  c.num_kv_heads = f.integer_or("num_key_value_heads", c.num_heads, 1, kMaxDim);
-  ONNXLLM_CHECK(c.num_heads % c.num_kv_heads == 0, kInvalidModel, source, ": num_attention_heads (", c.num_heads,
-                ") should be a multiple of num_key_value_heads (", c.num_kv_heads, ")");
-  if (f.has("head_dim")) {
-    c.head_dim = f.integer("head_dim", 2, 65536);
+  c.hidden_size = f.integer(k.hidden_size.c_str(), 1, kMaxDim);
+  c.intermediate_size = f.integer(k.intermediate_size.c_str(), 1, 4 * kMaxDim);
+  c.num_layers = f.integer(k.num_layers.c_str(), 1, kMaxLayers);
+  c.num_heads = f.integer(k.num_heads.c_str(), 1, kMaxDim);
+  // ChatGLM has grouped KV heads only when multi_query_attention says so.
+  const bool kv_groups = !info->glm || f.boolean_or("multi_query_attention", false);
+  c.num_kv_heads = kv_groups ? f.integer_or(k.num_kv_heads.c_str(), c.num_heads, 1, kMaxDim) : c.num_heads;
+  ONNXLLM_CHECK(c.num_heads % c.num_kv_heads == 0, kInvalidModel, source, ": ", k.num_heads, " (", c.num_heads,
+                ") should be a multiple of ", k.num_kv_heads, " (", c.num_kv_heads, ")");
+  if (f.has(k.head_dim.c_str())) {
+    c.head_dim = f.integer(k.head_dim.c_str(), 2, 65536);
   } else {
-    ONNXLLM_CHECK(c.hidden_size % c.num_heads == 0, kInvalidModel, source, ": hidden_size (", c.hidden_size,
-                  ") should be a multiple of num_attention_heads (", c.num_heads, ") when head_dim is not given");
+    ONNXLLM_CHECK(c.hidden_size % c.num_heads == 0, kInvalidModel, source, ": ", k.hidden_size, " (", c.hidden_size,
+                  ") should be a multiple of ", k.num_heads, " (", c.num_heads, ") when ", k.head_dim, " is not given");
     c.head_dim = c.hidden_size / c.num_heads;
   }
   ONNXLLM_CHECK(c.head_dim % 2 == 0, kInvalidModel, source, ": head size ", c.head_dim, " should be even (rotary)");
   ONNXLLM_CHECK(c.num_heads * c.head_dim <= 4 * kMaxDim, kInvalidModel, source, ": num_attention_heads x head_dim (",
                 c.num_heads * c.head_dim, ") is too large");
-  c.vocab_size = f.integer("vocab_size", 1, kMaxVocab);
-  c.max_position_embeddings = f.integer("max_position_embeddings", 1, kMaxPositions);
+  c.vocab_size = f.integer(k.vocab_size.c_str(), 1, kMaxVocab);
+  c.max_position_embeddings = f.integer(k.max_positions.c_str(), 1, kMaxPositions);
+  if (info->glm) {
+    // The GLM block as ChatGLM 2/3 and GLM-4 configure it; the other settings are not built.
+    ONNXLLM_CHECK(f.boolean_or("rmsnorm", true), kUnsupported, source, ": 'rmsnorm' false (LayerNorm) is not supported");
+    ONNXLLM_CHECK(!f.boolean_or("apply_residual_connection_post_layernorm", false), kUnsupported, source,
+                  ": 'apply_residual_connection_post_layernorm' true is not supported");
+    ONNXLLM_CHECK(f.boolean_or("post_layer_norm", true), kUnsupported, source,
+                  ": 'post_layer_norm' false is not supported");
+    ONNXLLM_CHECK(f.boolean_or("original_rope", true), kUnsupported, source, ": 'original_rope' false is not supported");
+  }
 
   c.norm_eps = c.layout.norm_eps_key.empty() ? info->norm_eps : f.positive_or(c.layout.norm_eps_key.c_str(), info->norm_eps);
   c.activation = f.string_or("hidden_activation", f.string_or("hidden_act", info->activation));
@@ -388,9 +428,11 @@ HfConfig parse_hf_config(const json& config, const json& generation, const std::
 
   c.tie_word_embeddings = f.boolean_or("tie_word_embeddings", gemma || info->tied_default);
   const bool attention_bias = f.boolean_or(info->bias_key, info->bias_default);
+  const bool linear_bias = info->linear_bias_key != nullptr && f.boolean_or(info->linear_bias_key, false);
   c.qkv_bias = info->qkv_bias || info->all_biases || attention_bias;
-  c.o_bias = info->all_biases || (attention_bias && !info->qkv_bias);
-  c.mlp_bias = info->all_biases || f.boolean_or("mlp_bias", false) || (attention_bias && info->bias_covers_mlp);
+  c.o_bias = info->all_biases || (attention_bias && info->bias_covers_o) || linear_bias;
+  c.mlp_bias = info->all_biases || f.boolean_or("mlp_bias", false) || (attention_bias && info->bias_covers_mlp) ||
+               linear_bias;
   c.lm_head_bias = info->all_biases;
   c.qk_norm = info->qk_norm;
   c.norm_weight_offset = gemma || info->norm_offset;
@@ -400,6 +442,7 @@ HfConfig parse_hf_config(const json& config, const json& generation, const std::
   if (gemma) c.embedding_scale = std::round(std::sqrt(static_cast<double>(c.hidden_size)) * 100.0) / 100.0;
 
   c.rope_theta = f.positive_or("rope_theta", 10000.0);
+  if (info->glm) c.rope_theta = 10000.0 * f.positive_or("rope_ratio", 1.0);  // ChatGLM scales the base
   if (info->local_rope) c.rope_local_theta = f.positive_or("rope_local_base_freq", 10000.0);
   c.partial_rotary_factor = f.number_or("partial_rotary_factor", info->partial_rotary_factor);
   ONNXLLM_CHECK(c.partial_rotary_factor > 0 && c.partial_rotary_factor <= 1, kInvalidModel, source,

@@ -11,7 +11,7 @@
 
 namespace onnxllm {
 
-enum class ModelFamily { kLlama, kMistral, kQwen2, kQwen3, kPhi, kPhi3, kGemma, kGemma2, kGemma3, kGranite, kOlmo, kOlmo2, kSmolLM3, kNemotron, kInternLM2, kErnie4_5 };
+enum class ModelFamily { kLlama, kMistral, kQwen2, kQwen3, kPhi, kPhi3, kGemma, kGemma2, kGemma3, kGranite, kOlmo, kOlmo2, kSmolLM3, kNemotron, kInternLM2, kErnie4_5, kChatGLM };
 
 enum class NormKind {
   kRms,            // RMSNorm: x / rms(x) * w (SimplifiedLayerNormalization)
@@ -54,6 +54,18 @@ struct FamilyLayout {
   std::string norm_eps_key = "rms_norm_eps";  // the config.json field holding the norm epsilon; "" = fixed
 };
 
+// The config.json keys of the sizes, where a family names them its own way (ChatGLM).
+struct ConfigKeys {
+  std::string hidden_size = "hidden_size";
+  std::string intermediate_size = "intermediate_size";
+  std::string num_layers = "num_hidden_layers";
+  std::string num_heads = "num_attention_heads";
+  std::string num_kv_heads = "num_key_value_heads";
+  std::string head_dim = "head_dim";
+  std::string vocab_size = "vocab_size";
+  std::string max_positions = "max_position_embeddings";
+};
+
 // rope_scaling from config.json. `type` is one of default, linear, llama3, longrope, yarn.
 struct RopeScaling {
   std::string type = "default";
@@ -86,6 +98,7 @@ struct HfConfig {
   ModelFamily family = ModelFamily::kLlama;
   std::string genai_type;    // genai_config model.type, e.g. "llama"
   FamilyLayout layout;
+  ConfigKeys keys;
 
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;

@@ -149,7 +149,8 @@ def phi_forward(c, t, ids):
 def reference_greedy(c, t, prompt, steps):
     """prompt + up to `steps` greedy tokens (ending after EOS, as generation does), and the logits
     each token was chosen from."""
-    forward = {"phi": phi_forward, "internlm2": internlm2_forward}.get(c["model_type"], decoder_forward)
+    forward = {"phi": phi_forward, "internlm2": internlm2_forward, "chatglm": chatglm_forward}.get(
+        c["model_type"], decoder_forward)
     ids, all_logits = list(prompt), []
     for _ in range(steps):
         logits = forward(c, t, ids)[-1]
@@ -379,6 +380,83 @@ def internlm2_forward(c, t, ids):
     return decoder_forward(dict(c, model_type="llama"), llama, ids)
 
 
+# ChatGLM 2/3, GLM-4 (remote code modeling_chatglm.py): its own config keys and tensor names.
+
+def chatglm_config(**overrides):
+    c = {"architectures": ["ChatGLMForConditionalGeneration"], "model_type": "chatglm", "hidden_size": 128,
+         "ffn_hidden_size": 256, "num_layers": 2, "num_attention_heads": 4, "multi_query_attention": True,
+         "multi_query_group_num": 2, "kv_channels": 32, "padded_vocab_size": 256, "seq_length": 128,
+         "layernorm_epsilon": 1e-5, "rmsnorm": True, "apply_residual_connection_post_layernorm": False,
+         "post_layer_norm": True, "add_bias_linear": False, "add_qkv_bias": True, "original_rope": True,
+         "rope_ratio": 1, "eos_token_id": 2, "pad_token_id": 0, "torch_dtype": "float32"}
+    c.update(overrides)
+    return c
+
+
+def chatglm_heads(c):
+    return c["num_attention_heads"], (c["multi_query_group_num"] if c["multi_query_attention"]
+                                      else c["num_attention_heads"]), c["kv_channels"]
+
+
+def chatglm_tensors(c, seed=0, std=0.1):
+    rng = np.random.default_rng(seed)
+    d, ffn, v = c["hidden_size"], c["ffn_hidden_size"], c["padded_vocab_size"]
+    nh, groups, hd = chatglm_heads(c)
+    qkv = (nh + 2 * groups) * hd
+
+    def normal(*shape):
+        return (rng.standard_normal(shape) * std).astype(np.float32)
+
+    t = {"transformer.embedding.word_embeddings.weight": normal(v, d)}
+    for i in range(c["num_layers"]):
+        p = f"transformer.encoder.layers.{i}."
+        t[p + "input_layernorm.weight"] = (1 + normal(d)).astype(np.float32)
+        t[p + "self_attention.query_key_value.weight"] = normal(qkv, d)
+        if c["add_qkv_bias"]:
+            t[p + "self_attention.query_key_value.bias"] = normal(qkv)
+        t[p + "self_attention.dense.weight"] = normal(d, nh * hd)
+        t[p + "post_attention_layernorm.weight"] = (1 + normal(d)).astype(np.float32)
+        t[p + "mlp.dense_h_to_4h.weight"] = normal(2 * ffn, d)
+        t[p + "mlp.dense_4h_to_h.weight"] = normal(d, ffn)
+        if c["add_bias_linear"]:
+            t[p + "self_attention.dense.bias"] = normal(d)
+            t[p + "mlp.dense_h_to_4h.bias"] = normal(2 * ffn)
+            t[p + "mlp.dense_4h_to_h.bias"] = normal(d)
+    t["transformer.encoder.final_layernorm.weight"] = (1 + normal(d)).astype(np.float32)
+    t["transformer.output_layer.weight"] = normal(v, d)
+    t["transformer.rotary_pos_emb.inv_freq"] = np.zeros(hd // 4, dtype=np.float32)  # a buffer checkpoints carry
+    return t
+
+
+def chatglm_forward(c, t, ids):
+    """modeling_chatglm.py: a pre-norm RMSNorm block; query_key_value splits into Q (heads x kv_channels)
+    then K and V (multi_query_group_num x kv_channels); rotary on the first half of each head in
+    (even, odd) pairs with base 10000 * rope_ratio; dense_h_to_4h chunks into gate and up (swiglu)."""
+    w = {k: v.astype(np.float64) for k, v in t.items()}
+    nh, groups, hd = chatglm_heads(c)
+    s, eps = len(ids), c["layernorm_epsilon"]
+    theta = 10000.0 * c.get("rope_ratio", 1)
+
+    def linear(x, name):
+        y = x @ w[name + ".weight"].T
+        return y + w[name + ".bias"] if name + ".bias" in w else y
+
+    h = w["transformer.embedding.word_embeddings.weight"][ids]
+    for i in range(c["num_layers"]):
+        p = f"transformer.encoder.layers.{i}."
+        x = rms_norm(h, w[p + "input_layernorm.weight"], eps)
+        qkv = linear(x, p + "self_attention.query_key_value")
+        q, k, v = np.split(qkv, [nh * hd, (nh + groups) * hd], axis=-1)
+        q, k, v = (y.reshape(s, -1, hd).transpose(1, 0, 2) for y in (q, k, v))
+        q, k = rope(q, hd // 2, theta, interleaved=True), rope(k, hd // 2, theta, interleaved=True)
+        h = h + linear(attend(q, k, v, 1.0 / math.sqrt(hd)), p + "self_attention.dense")
+        x = rms_norm(h, w[p + "post_attention_layernorm.weight"], eps)
+        gate, up = np.split(linear(x, p + "mlp.dense_h_to_4h"), 2, axis=-1)
+        h = h + linear(silu(gate) * up, p + "mlp.dense_4h_to_h")
+    h = rms_norm(h, w["transformer.encoder.final_layernorm.weight"], eps)
+    return h @ w["transformer.output_layer.weight"].T
+
+
 # ---- running built folders ----
 
 def build(hf_dir, out, precision="fp32", *extra):
@@ -463,13 +541,19 @@ CASES = {
     "ernie4_5": base_config("Ernie4_5ForCausalLM", "ernie4_5", use_bias=False, tie_word_embeddings=True,
                             rope_theta=500000.0, head_dim=64, rms_norm_eps=1e-5),
     "ernie4_5_bias": base_config("Ernie4_5ForCausalLM", "ernie4_5", use_bias=True),
+    # ChatGLM 3 / GLM-4 (ChatGLMForConditionalGeneration): multi-query groups, qkv bias, rope_ratio as GLM-4 ...
+    "chatglm": chatglm_config(rope_ratio=500),
+    # ... and every head its own KV (multi_query_attention false), add_bias_linear, head size 64.
+    "chatglm_mha": chatglm_config(multi_query_attention=False, add_bias_linear=True, add_qkv_bias=False,
+                                  num_attention_heads=2, kv_channels=64),
 }
 
 
 def tensors_for(config, seed):
     if config["model_type"] == "ernie4_5":  # use_bias switches every projection's bias
         return decoder_tensors(dict(config, attention_bias=config["use_bias"], mlp_bias=config["use_bias"]), seed)
-    return {"phi": phi_tensors, "internlm2": internlm2_tensors}.get(config["model_type"], decoder_tensors)(config, seed)
+    return {"phi": phi_tensors, "internlm2": internlm2_tensors, "chatglm": chatglm_tensors}.get(
+        config["model_type"], decoder_tensors)(config, seed)
 
 
 @pytest.fixture(scope="module", params=sorted(CASES))
@@ -486,7 +570,7 @@ def test_fp32_matches_the_numpy_reference(family):
     out = build(hf, hf.parent / "fp32")
     genai = json.loads((out / "genai_config.json").read_text())
     assert genai["model"]["type"] == {"olmo2": "olmo"}.get(config["model_type"], config["model_type"])
-    assert genai["model"]["decoder"]["head_size"] == head_dim(config)
+    assert genai["model"]["decoder"]["head_size"] == (config.get("kv_channels") or head_dim(config))
 
     expected_ids, expected_logits = reference_greedy(config, tensors, PROMPT, STEPS)
     assert len(expected_ids) >= len(PROMPT) + 8, f"{name}: EOS after {len(expected_ids) - len(PROMPT)} tokens"
@@ -505,7 +589,8 @@ def test_int4_runs_like_ort(family):
     name, config, tensors, hf = family
     out = build(hf, hf.parent / "int4", "int4")
     ids, _ = onnxllm_greedy(out, PROMPT, STEPS)
-    assert len(ids) > len(PROMPT) and all(0 <= t < config["vocab_size"] for t in ids)
+    vocab = config.get("vocab_size") or config["padded_vocab_size"]
+    assert len(ids) > len(PROMPT) and all(0 <= t < vocab for t in ids)
     assert len(ids) == len(PROMPT) + STEPS or ids[-1] == config["eos_token_id"]
     expected_ids, _ = reference_greedy(config, tensors, PROMPT, STEPS)
     print(f"[{name} int4] {sum(a == b for a, b in zip(ids, expected_ids)) - len(PROMPT)} of {STEPS} tokens equal fp32's")
@@ -569,6 +654,13 @@ BAD_CONFIGS = [  # (case, config.json changes, what the message must say)
     ("internlm2", {"num_key_value_heads": 4}, "(num_attention_heads + 2 x num_key_value_heads) x head_dim"),
     ("ernie4_5", {"use_bias": 1}, "'use_bias' should be true or false"),
     ("ernie4_5", {"head_dim": 32}, "model.layers.0.self_attn.q_proj.weight"),
+    ("chatglm", {"ffn_hidden_size": None}, "missing 'ffn_hidden_size'"),
+    ("chatglm", {"ffn_hidden_size": 128}, "(2 x ffn_hidden_size, hidden_size)"),
+    ("chatglm", {"multi_query_group_num": 1}, "multi_query_group_num) x kv_channels"),
+    ("chatglm", {"padded_vocab_size": 300}, "(padded_vocab_size, hidden_size)"),
+    ("chatglm", {"rmsnorm": False}, "'rmsnorm' false (LayerNorm) is not supported"),
+    ("chatglm", {"apply_residual_connection_post_layernorm": True}, "'apply_residual_connection_post_layernorm'"),
+    ("chatglm", {"rope_ratio": 0}, "'rope_ratio' should be positive"),
 ]
 
 
