@@ -632,6 +632,17 @@ def test_phi_bad_configs_name_the_field(tmp_path):
     assert "'partial_rotary_factor'" in build_error(tmp_path / "rotary", tmp_path / "out6")
 
 
+def test_fp16_runs_like_fp32(family):
+    # fp16 weights and activations (attention in float32): the first greedy tokens stay the
+    # reference's, in onnxllm and in ONNX Runtime.
+    name, config, tensors, hf = family
+    out = build(hf, hf.parent / "fp16", "fp16")
+    expected_ids, _ = reference_greedy(config, tensors, PROMPT, 8)
+    ids, _ = onnxllm_greedy(out, PROMPT, 8)
+    assert ids == expected_ids, name
+    assert ort_greedy(out, PROMPT, 8)[:len(ids)] == ids, name
+
+
 BAD_CONFIGS = [  # (case, config.json changes, what the message must say)
     ("granite", {"logits_scaling": 0}, "'logits_scaling' should be positive"),
     ("granite", {"attention_multiplier": -0.5}, "'attention_multiplier' should be positive"),
