@@ -204,8 +204,8 @@ class Builder {
     std::string root = embedding();
     std::string skip = root;
     for (int64_t i = 0; i < c_.num_layers; ++i) layer(i, root, skip);
-    const std::string hidden = norm(c_.num_layers, "final_norm", c_.layout.final_norm + ".weight", root, skip, /*last=*/true,
-                                    o_.exclude_lm_head ? "hidden_states" : "")
+    const std::string hidden = norm(c_.num_layers, "final_norm", c_.layout.final_norm + ".weight", root, skip,
+                                    /*last=*/true, o_.exclude_lm_head ? "hidden_states" : "")
                                    .out0;
     if (!o_.exclude_lm_head) lm_head(hidden);
     add_outputs();
@@ -289,9 +289,9 @@ class Builder {
   // `fields` with the family's own config.json key names (ChatGLM's ffn_hidden_size, kv_channels, ...).
   std::string config_fields(std::string fields) const {
     const ConfigKeys standard, &k = c_.keys;
-    for (const auto& [from, to] : {std::pair{standard.intermediate_size, k.intermediate_size},
-                                   std::pair{standard.num_kv_heads, k.num_kv_heads},
-                                   std::pair{standard.head_dim, k.head_dim}, std::pair{standard.vocab_size, k.vocab_size}})
+    for (const auto& [from, to] :
+         {std::pair{standard.intermediate_size, k.intermediate_size}, std::pair{standard.num_kv_heads, k.num_kv_heads},
+          std::pair{standard.head_dim, k.head_dim}, std::pair{standard.vocab_size, k.vocab_size}})
       for (size_t at = fields.find(from); from != to && at != std::string::npos; at = fields.find(from, at + to.size()))
         fields.replace(at, from.size(), to);
     return fields;
@@ -366,8 +366,6 @@ class Builder {
     return out;
   }
 
-  // The packed bias Add after a projection, when the source has a non-zero bias (genai drops zero
-  // biases). Missing parts of a packed bias count as zeros.
   // Whether the parts hold a bias that is not all zeros; parts the source lacks are cleared (zeros).
   bool nonzero_bias(std::vector<Rows>& parts) {
     bool any = false;
@@ -381,6 +379,8 @@ class Builder {
     return !std::all_of(values.span<float>().begin(), values.span<float>().end(), [](float x) { return x == 0.0f; });
   }
 
+  // The packed bias Add after a projection, when the source has a non-zero bias (genai drops zero
+  // biases). Missing parts of a packed bias count as zeros.
   std::string bias(const std::string& basename, const std::string& input, std::vector<Rows> parts,
                    const std::string& output = "") {
     if (!nonzero_bias(parts)) return input;
@@ -412,7 +412,8 @@ class Builder {
       vector_weight(weight, {none}, 1.0f);
       vector_weight(beta, {none}, 0.0f);
     } else {
-      vector_weight(weight, {all_rows(hf_weight, Shape{c_.hidden_size}, kHiddenField)}, c_.norm_weight_offset ? 1.0f : 0.0f);
+      vector_weight(weight, {all_rows(hf_weight, Shape{c_.hidden_size}, kHiddenField)},
+                    c_.norm_weight_offset ? 1.0f : 0.0f);
     }
     if (kind == NormKind::kLayer) {
       const std::string hf_bias = hf_weight.substr(0, hf_weight.size() - std::string("weight").size()) + "bias";
@@ -689,7 +690,8 @@ class Builder {
     } else {
       hidden = activation(i, linear(base + "/" + l.up_proj, input, up_w, up_b, d));
     }
-    return linear(base + "/" + l.down_proj, hidden, {all_rows(hf + l.down_proj + ".weight", Shape{d, inter}, kDownFields)},
+    return linear(base + "/" + l.down_proj, hidden,
+                  {all_rows(hf + l.down_proj + ".weight", Shape{d, inter}, kDownFields)},
                   {all_rows(hf + l.down_proj + ".bias", Shape{d}, kHiddenField)}, inter);
   }
 
@@ -704,7 +706,8 @@ class Builder {
     const std::string hf = hf_prefix(i);
     if (c_.layout.output_norms_only) {  // OLMo 2: x + norm(attn(x)), then x2 + norm(mlp(x2))
       const std::string x = i == 0 ? root : node("Add", layer_prefix(i) + "/residual_add/Add", {root, skip});
-      const std::string attn = norm(i, "post_attention", hf + c_.layout.post_attention_norm + ".weight", attention(i, x), "").out0;
+      const std::string attn =
+          norm(i, "post_attention", hf + c_.layout.post_attention_norm + ".weight", attention(i, x), "").out0;
       root = node("Add", layer_prefix(i) + "/attn/residual_add/Add", {x, attn});
       // The MLP's residual add is left to the next layer's Add or the final SkipSimplifiedLayerNormalization.
       skip = norm(i, "post_feedforward", hf + "post_feedforward_layernorm.weight", mlp(i, root), "").out0;
@@ -744,7 +747,8 @@ class Builder {
                              softcap || with_bias || scaled ? "/lm_head/MatMul/output_0" : "logits");
     if (with_bias) out = bias("/lm_head/Add", out, bias_parts, softcap || scaled ? "" : "logits");
     if (scaled)
-      out = node("Mul", "/lm_head/Mul", {out, const_io(c_.logits_scale)}, {softcap ? "/lm_head/Mul/output_0" : "logits"});
+      out = node("Mul", "/lm_head/Mul", {out, const_io(c_.logits_scale)},
+                 {softcap ? "/lm_head/Mul/output_0" : "logits"});
     if (!softcap) return;
     const std::string cap = const_io(c_.final_softcap);
     const std::string div = node("Div", "/lm_head/softcap/Div", {out, cap});

@@ -47,7 +47,7 @@ struct ArchitectureInfo {
   bool clip_qkv = false;     // reads clip_qkv (OLMo)
   bool nope_layers = false;  // no_rope_layers / no_rope_layer_interval choose layers without rotary (SmolLM3)
   bool glm = false;          // ChatGLM's config: multi_query_attention, rope_ratio, switches we only build one way
-  bool multipliers = false;  // embedding_multiplier, residual_multiplier, attention_multiplier, logits_scaling (Granite)
+  bool multipliers = false;  // Granite: embedding_, residual_, attention_multiplier and logits_scaling
   const char* activation = "silu";     // hidden_act when config.json has none (transformers' default)
   double partial_rotary_factor = 1.0;  // when config.json has none
   double norm_eps = 1e-6;              // when config.json has none
@@ -342,7 +342,8 @@ std::vector<bool> rope_layers(const Fields& f, const HfConfig& c, bool nope_laye
                   ": 'no_rope_layers' should list one 0 or 1 per layer (", c.num_layers, "), got ", json_excerpt(list));
     for (size_t i = 0; i < rope.size(); ++i) {
       ONNXLLM_CHECK(list[i].is_number_integer() && (list[i].get<int64_t>() == 0 || list[i].get<int64_t>() == 1),
-                    kInvalidModel, f.source(), ": 'no_rope_layers' entries should be 0 or 1, found ", json_excerpt(list[i]));
+                    kInvalidModel, f.source(), ": 'no_rope_layers' entries should be 0 or 1, found ",
+                    json_excerpt(list[i]));
       rope[i] = list[i].get<int64_t>() == 1;
     }
     return rope;
@@ -417,7 +418,8 @@ HfConfig parse_hf_config(const json& config, const json& generation, const std::
     ONNXLLM_CHECK(f.boolean_or("original_rope", true), kUnsupported, source, ": 'original_rope' false is not supported");
   }
 
-  c.norm_eps = c.layout.norm_eps_key.empty() ? info->norm_eps : f.positive_or(c.layout.norm_eps_key.c_str(), info->norm_eps);
+  c.norm_eps = c.layout.norm_eps_key.empty() ? info->norm_eps
+                                              : f.positive_or(c.layout.norm_eps_key.c_str(), info->norm_eps);
   c.activation = f.string_or("hidden_activation", f.string_or("hidden_act", info->activation));
   static const char* kActivations[] = {"silu", "swish", "gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "relu",
                                        "relu2"};

@@ -11,7 +11,10 @@
 
 namespace onnxllm {
 
-enum class ModelFamily { kLlama, kMistral, kQwen2, kQwen3, kPhi, kPhi3, kGemma, kGemma2, kGemma3, kGranite, kOlmo, kOlmo2, kSmolLM3, kNemotron, kInternLM2, kErnie4_5, kChatGLM };
+enum class ModelFamily {
+  kLlama, kMistral, kQwen2, kQwen3, kPhi, kPhi3, kGemma, kGemma2, kGemma3,
+  kGranite, kOlmo, kOlmo2, kSmolLM3, kNemotron, kInternLM2, kErnie4_5, kChatGLM,
+};
 
 enum class NormKind {
   kRms,            // RMSNorm: x / rms(x) * w (SimplifiedLayerNormalization)
@@ -110,7 +113,7 @@ struct HfConfig {
   int64_t max_position_embeddings = 0;  // the context length
 
   double norm_eps = 1e-6;  // the norm epsilon (layout.norm_eps_key: rms_norm_eps or layer_norm_eps)
-  bool norm_weight_offset = false;  // Gemma (RMSNorm) and Nemotron (LayerNorm1P) store norm weights as w with scale (1 + w)
+  bool norm_weight_offset = false;  // norm weights stored as w, scale (1 + w): Gemma's RMSNorm, Nemotron's LayerNorm1P
   bool post_norms = false;          // Gemma 2/3: extra norms after attention and after the MLP
   bool qk_norm = false;             // Qwen3, Gemma 3: per-head RMSNorm on Q and K
 
@@ -129,8 +132,8 @@ struct HfConfig {
   double attention_scale = 0.0;     // multiplies Q·K; 1/sqrt(head_dim) unless the family says otherwise
   double attn_softcap = 0.0;        // Gemma 2
   double final_softcap = 0.0;       // Gemma 2 logit soft-capping
-  double embedding_scale = 1.0;     // Gemma multiplies embeddings by round(sqrt(hidden), 2); Granite's embedding_multiplier
-  double residual_scale = 1.0;      // Granite's residual_multiplier: attention and MLP outputs scaled before the residual add
+  double embedding_scale = 1.0;     // Gemma: round(sqrt(hidden), 2); Granite: embedding_multiplier
+  double residual_scale = 1.0;      // Granite's residual_multiplier on attention and MLP outputs before their add
   double logits_scale = 1.0;        // Granite: 1 / logits_scaling
   double clip_qkv = 0.0;            // OLMo: q, k and v clamped to [-clip_qkv, clip_qkv]; 0 = no clamp
   int64_t sliding_window = -1;      // keys to the left a local layer sees; -1 = none
