@@ -245,6 +245,13 @@ RopeScaling parse_rope_scaling(const json& j, const std::string& source, int64_t
   const Fields f(j, source + " rope_scaling");
   r.type = f.string_or("rope_type", f.string_or("type", "default"));
   if (r.type == "su") r.type = "longrope";  // Phi-3's older name for the same scheme
+  // Dynamic NTK changes the frequencies only for sequences longer than max_position_embeddings,
+  // which is the built model's context length, so within it the rotary is exactly the default
+  // (InternLM2.5 ships this setting).
+  if (r.type == "dynamic") {
+    f.positive_or("factor", 1.0);
+    r.type = "default";
+  }
   r.original_max_position_embeddings = f.integer_or("original_max_position_embeddings", 0, 0, kMaxPositions);
   if (r.type == "default") return r;
   if (r.type == "linear") {
@@ -274,7 +281,7 @@ RopeScaling parse_rope_scaling(const json& j, const std::string& source, int64_t
     r.truncate = f.boolean_or("truncate", true);
   } else {
     throw_error(ErrorCode::kUnsupported, source, ": rope_scaling type '", r.type,
-                "' is not supported; supported: default, linear, llama3, longrope (su), yarn");
+                "' is not supported; supported: default, dynamic, linear, llama3, longrope (su), yarn");
   }
   if (r.original_max_position_embeddings == 0) r.original_max_position_embeddings = max_positions;
   return r;

@@ -69,7 +69,8 @@ struct ConfigKeys {
   std::string max_positions = "max_position_embeddings";
 };
 
-// rope_scaling from config.json. `type` is one of default, linear, llama3, longrope, yarn.
+// rope_scaling from config.json. `type` is one of default, linear, llama3, longrope, yarn
+// ("dynamic" reads as default: it differs only beyond the context length).
 struct RopeScaling {
   std::string type = "default";
   double factor = 1.0;

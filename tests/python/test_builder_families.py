@@ -534,7 +534,8 @@ CASES = {
                                  norm_eps=1e-5, num_attention_heads=2, num_key_value_heads=1, attention_bias=True,
                                  mlp_bias=True),
     # InternLM2 (InternLM2ForCausalLM): wqkv packed per KV head, `bias` on wqkv and wo.
-    "internlm2": base_config("InternLM2ForCausalLM", "internlm2", bias=False, rope_theta=1000000.0),
+    "internlm2": base_config("InternLM2ForCausalLM", "internlm2", bias=False, rope_theta=1000000.0,
+                             rope_scaling={"type": "dynamic", "factor": 2.0}),  # InternLM2.5 ships dynamic NTK
     "internlm2_bias": base_config("InternLM2ForCausalLM", "internlm2", bias=True, num_attention_heads=8,
                                   num_key_value_heads=2),
     # ERNIE 4.5 (Ernie4_5ForCausalLM, the 0.3B's layout): interleaved rotary, tied embeddings, use_bias.

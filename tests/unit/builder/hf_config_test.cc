@@ -64,10 +64,14 @@ TEST(HfConfig, BadValuesNameTheField) {
   c.erase("vocab_size");
   EXPECT_NE(parse_error(c).find("missing 'vocab_size'"), std::string::npos);
   c = tiny_config();
-  c["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 2.0}};
+  c["rope_scaling"] = {{"rope_type", "mrope"}, {"factor", 2.0}};
   const std::string msg = parse_error(c);
-  EXPECT_NE(msg.find("'dynamic' is not supported"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'mrope' is not supported"), std::string::npos) << msg;
   EXPECT_NE(msg.find("llama3"), std::string::npos) << msg;
+  c["rope_scaling"] = {{"type", "dynamic"}, {"factor", 2.0}};  // InternLM2.5: default within the context
+  EXPECT_EQ(parse_hf_config(c, json(), "c").rope_scaling.type, "default");
+  c["rope_scaling"] = {{"type", "dynamic"}, {"factor", -2.0}};
+  EXPECT_NE(parse_error(c).find("'factor' should be positive"), std::string::npos);
   c = tiny_config();
   c["hidden_act"] = "mish";
   EXPECT_NE(parse_error(c).find("activation 'mish'"), std::string::npos);
