@@ -80,15 +80,33 @@ std::string format_number(double v) {
   return s;
 }
 
-// Rows [begin, end) of one source tensor; an empty tensor name stands for zeros.
+// Rows [begin, end) of one source tensor; an empty tensor name stands for zeros. `fields` names
+// the config.json fields its shape comes from, for the message when a checkpoint disagrees.
 struct Rows {
   std::string tensor;
   Shape shape;
   int64_t begin = 0;
   int64_t end = 0;
+  std::string fields;
 };
 
-Rows all_rows(const std::string& tensor, const Shape& shape) { return {tensor, shape, 0, shape.rank() ? shape[0] : 1}; }
+Rows all_rows(const std::string& tensor, const Shape& shape, const std::string& fields) {
+  return {tensor, shape, 0, shape.rank() ? shape[0] : 1, fields};
+}
+
+// The config.json fields behind the tensor shapes.
+constexpr const char* kHiddenField = "hidden_size";
+constexpr const char* kQFields = "num_attention_heads x head_dim, hidden_size";
+constexpr const char* kQOutField = "num_attention_heads x head_dim";
+constexpr const char* kKvFields = "num_key_value_heads x head_dim, hidden_size";
+constexpr const char* kKvOutField = "num_key_value_heads x head_dim";
+constexpr const char* kQkvFields = "(num_attention_heads + 2 x num_key_value_heads) x head_dim, hidden_size";
+constexpr const char* kOFields = "hidden_size, num_attention_heads x head_dim";
+constexpr const char* kUpFields = "intermediate_size, hidden_size";
+constexpr const char* kUpOutField = "intermediate_size";
+constexpr const char* kDownFields = "hidden_size, intermediate_size";
+constexpr const char* kVocabFields = "vocab_size, hidden_size";
+constexpr const char* kVocabField = "vocab_size";
 
 int64_t count_rows(const std::vector<Rows>& parts) {
   int64_t n = 0;
@@ -181,12 +199,13 @@ class Builder {
   DecoderGraph build() {
     add_inputs();
     mask_subgraph();
-    rotary_caches();
+    // Caches only when some layer applies rotary (SmolLM3 could, in principle, have none).
+    if (std::find(c_.rope_layers.begin(), c_.rope_layers.end(), true) != c_.rope_layers.end()) rotary_caches();
     std::string root = embedding();
     std::string skip = root;
     for (int64_t i = 0; i < c_.num_layers; ++i) layer(i, root, skip);
-    const std::string hidden = norm(c_.num_layers, "final_norm", "model.norm.weight", root, skip, /*last=*/true,
-                                    o_.exclude_lm_head ? "hidden_states" : "")
+    const std::string hidden = norm(c_.num_layers, "final_norm", c_.layout.final_norm + ".weight", root, skip,
+                                    /*last=*/true, o_.exclude_lm_head ? "hidden_states" : "")
                                    .out0;
     if (!o_.exclude_lm_head) lm_head(hidden);
     add_outputs();
@@ -199,7 +218,10 @@ class Builder {
   };
 
   std::string layer_prefix(int64_t i) const { return "/model/layers." + std::to_string(i); }
-  std::string hf_prefix(int64_t i) const { return "model.layers." + std::to_string(i) + "."; }
+  // Checkpoint tensor prefixes of layer i: the layer, its attention and its MLP.
+  std::string hf_prefix(int64_t i) const { return c_.layout.layers + std::to_string(i) + "."; }
+  std::string hf_attn(int64_t i) const { return hf_prefix(i) + c_.layout.attn + "."; }
+  std::string hf_mlp(int64_t i) const { return hf_prefix(i) + c_.layout.mlp + "."; }
 
   // ---- graph helpers ----
 
@@ -264,10 +286,21 @@ class Builder {
 
   // ---- weights ----
 
+  // `fields` with the family's own config.json key names (ChatGLM's ffn_hidden_size, kv_channels, ...).
+  std::string config_fields(std::string fields) const {
+    const ConfigKeys standard, &k = c_.keys;
+    for (const auto& [from, to] :
+         {std::pair{standard.intermediate_size, k.intermediate_size}, std::pair{standard.num_kv_heads, k.num_kv_heads},
+          std::pair{standard.head_dim, k.head_dim}, std::pair{standard.vocab_size, k.vocab_size}})
+      for (size_t at = fields.find(from); from != to && at != std::string::npos; at = fields.find(from, at + to.size()))
+        fields.replace(at, from.size(), to);
+    return fields;
+  }
+
   // Checks a source tensor once and counts its parameters.
   void use(const Rows& part) {
     if (part.tensor.empty() || !used_.insert(part.tensor).second) return;
-    source_.check(part.tensor, part.shape);
+    source_.check(part.tensor, part.shape, config_fields(part.fields));
     parameters_ += part.shape.numel();
   }
 
@@ -333,20 +366,24 @@ class Builder {
     return out;
   }
 
-  // The packed bias Add after a projection, when the source has a non-zero bias (genai drops zero
-  // biases). Missing parts of a packed bias count as zeros.
-  std::string bias(const std::string& basename, const std::string& input, std::vector<Rows> parts,
-                   const std::string& output = "") {
+  // Whether the parts hold a bias that is not all zeros; parts the source lacks are cleared (zeros).
+  bool nonzero_bias(std::vector<Rows>& parts) {
     bool any = false;
     for (auto& p : parts) {
       if (source_.has(p.tensor)) any = true;
       else p.tensor.clear();
     }
-    if (!any) return input;
+    if (!any) return false;
     for (const auto& p : parts) use(p);
     Tensor values = read_stacked(source_, parts, 1, pool_);
-    if (std::all_of(values.span<float>().begin(), values.span<float>().end(), [](float x) { return x == 0.0f; }))
-      return input;
+    return !std::all_of(values.span<float>().begin(), values.span<float>().end(), [](float x) { return x == 0.0f; });
+  }
+
+  // The packed bias Add after a projection, when the source has a non-zero bias (genai drops zero
+  // biases). Missing parts of a packed bias count as zeros.
+  std::string bias(const std::string& basename, const std::string& input, std::vector<Rows> parts,
+                   const std::string& output = "") {
+    if (!nonzero_bias(parts)) return input;
     const std::string name = dotted(basename) + ".bias";
     vector_weight(name, parts, 0.0f);
     return node("Add", basename, {input, name}, {output.empty() ? basename + "/output_0" : output});
@@ -359,17 +396,37 @@ class Builder {
     return bias(base + "/Add", out, std::move(bias_parts));
   }
 
-  // RMSNorm `location` of layer `layer`: SimplifiedLayerNormalization when `skip` is empty, else
-  // SkipSimplifiedLayerNormalization(root, skip) whose output 3 carries the residual sum on.
+  // The norm `location` of layer `layer`: [Simplified]LayerNormalization when `skip` is empty, else
+  // Skip[Simplified]LayerNormalization(root, skip) whose output 3 carries the residual sum on.
+  // RMSNorm families have a weight only, LayerNorm families (Phi) a weight and a bias.
   NormOutputs norm(int64_t layer, const std::string& location, const std::string& hf_weight, const std::string& root,
                    const std::string& skip, bool last = false, const std::string& out0_name = "") {
     const std::string base = layer_prefix(layer) + "/" + location + "_layernorm";
-    const std::string weight = str_cat("model.layers.", layer, ".", location, "_layernorm.weight");
-    vector_weight(weight, {all_rows(hf_weight, Shape{c_.hidden_size})}, c_.norm_weight_offset ? 1.0f : 0.0f);
+    const std::string prefix = str_cat("model.layers.", layer, ".", location, "_layernorm.");
+    const std::string weight = prefix + "weight";
+    const NormKind kind = c_.layout.norm;
+    const bool layer_norm = kind != NormKind::kRms;
+    const std::string beta = layer_norm ? prefix + "bias" : "";
+    if (kind == NormKind::kLayerNoAffine) {  // ones and zeros: an empty tensor name reads as zeros
+      const Rows none{"", Shape{c_.hidden_size}, 0, c_.hidden_size, ""};
+      vector_weight(weight, {none}, 1.0f);
+      vector_weight(beta, {none}, 0.0f);
+    } else {
+      vector_weight(weight, {all_rows(hf_weight, Shape{c_.hidden_size}, kHiddenField)},
+                    c_.norm_weight_offset ? 1.0f : 0.0f);
+    }
+    if (kind == NormKind::kLayer) {
+      const std::string hf_bias = hf_weight.substr(0, hf_weight.size() - std::string("weight").size()) + "bias";
+      vector_weight(beta, {all_rows(hf_bias, Shape{c_.hidden_size}, kHiddenField)}, 0.0f);
+    }
     NormOutputs r{out0_name.empty() ? base + "/output_0" : out0_name, ""};
     if (skip.empty()) {
-      node("SimplifiedLayerNormalization", base + "/LayerNorm", {root, weight}, {r.out0},
-           {attr_float("epsilon", c_.rms_norm_eps), attr_int("axis", -1), attr_int("stash_type", 1)});
+      if (layer_norm)
+        node("LayerNormalization", base + "/LayerNorm", {root, weight, beta}, {r.out0},
+             {attr_float("epsilon", c_.norm_eps), attr_int("axis", -1), attr_int("stash_type", 1)});
+      else
+        node("SimplifiedLayerNormalization", base + "/LayerNorm", {root, weight}, {r.out0},
+             {attr_float("epsilon", c_.norm_eps), attr_int("axis", -1), attr_int("stash_type", 1)});
       return r;
     }
     std::vector<std::string> outputs = {r.out0};
@@ -377,8 +434,12 @@ class Builder {
       r.out3 = base + "/output_3";
       outputs = {r.out0, "", "", r.out3};
     }
-    node("SkipSimplifiedLayerNormalization", base + "/SkipLayerNorm", {root, skip, weight}, outputs,
-         {attr_float("epsilon", c_.rms_norm_eps)}, kMs);
+    if (layer_norm)
+      node("SkipLayerNormalization", base + "/SkipLayerNorm", {root, skip, weight, beta}, outputs,
+           {attr_float("epsilon", c_.norm_eps)}, kMs);
+    else
+      node("SkipSimplifiedLayerNormalization", base + "/SkipLayerNorm", {root, skip, weight}, outputs,
+           {attr_float("epsilon", c_.norm_eps)}, kMs);
     return r;
   }
 
@@ -470,7 +531,7 @@ class Builder {
       table = node("Transpose", base + "/Transpose", {"lm_head.MatMul.weight"}, {}, {attr_ints("perm", {1, 0})});
     } else {
       table = "model.embed_tokens.weight";
-      const Rows part = all_rows("model.embed_tokens.weight", shape);
+      const Rows part = all_rows(c_.layout.embed_tokens + ".weight", shape, kVocabFields);
       use(part);
       const WeightSource* src = &source_;
       ThreadPool* pool = &pool_;
@@ -485,45 +546,76 @@ class Builder {
     return out;
   }
 
-  // Q/K RMSNorm over each head: [B, S, heads*H] -> [B, S*heads, H] -> norm -> back.
+  // Q/K RMSNorm over each head: [B, S, heads*H] -> [B, S*heads, H] -> norm -> back; or (OLMo 2)
+  // over the whole projection [B, S, heads*H].
   std::string qk_norm(int64_t i, const std::string& which, const std::string& input, int64_t heads) {
     const std::string base = layer_prefix(i) + "/attn/" + which + "_norm";
     const std::string weight = str_cat("model.layers.", i, ".attn.", which, "_norm.layernorm.weight");
-    vector_weight(weight, {all_rows(hf_prefix(i) + "self_attn." + which + "_norm.weight", Shape{c_.head_dim})},
+    if (!c_.layout.qk_norm_per_head) {
+      vector_weight(weight,
+                    {all_rows(hf_attn(i) + which + "_norm.weight", Shape{heads * c_.head_dim},
+                              which == "q" ? kQOutField : kKvOutField)},
+                    c_.norm_weight_offset ? 1.0f : 0.0f);
+      return node("SimplifiedLayerNormalization", base + "/SimplifiedLayerNormalization", {input, weight}, {},
+                  {attr_float("epsilon", c_.norm_eps), attr_int("axis", -1), attr_int("stash_type", 1)});
+    }
+    vector_weight(weight, {all_rows(hf_attn(i) + which + "_norm.weight", Shape{c_.head_dim}, "head_dim")},
                   c_.norm_weight_offset ? 1.0f : 0.0f);
     const std::string r1 = node("Reshape", base + "/Reshape_1", {input, const_i64({0, -1, c_.head_dim})});
     const std::string ln = node("SimplifiedLayerNormalization", base + "/SimplifiedLayerNormalization", {r1, weight}, {},
-                                {attr_float("epsilon", c_.rms_norm_eps), attr_int("axis", -1), attr_int("stash_type", 1)});
+                                {attr_float("epsilon", c_.norm_eps), attr_int("axis", -1), attr_int("stash_type", 1)});
     return node("Reshape", base + "/Reshape_2", {ln, const_i64({0, -1, heads * c_.head_dim})});
   }
 
   std::string attention(int64_t i, const std::string& input) {
     const std::string base = layer_prefix(i) + "/attn";
-    const std::string hf = hf_prefix(i) + "self_attn.";
+    const std::string hf = hf_attn(i);
     const int64_t d = c_.hidden_size, q_size = c_.num_heads * c_.head_dim, kv_size = c_.num_kv_heads * c_.head_dim;
-    const bool phi3 = c_.family == ModelFamily::kPhi3;
     std::string q, k, v;
     if (!c_.qk_norm) {  // one packed QKV projection
       std::vector<Rows> w, b;
-      if (phi3) {
-        w = {all_rows(hf + "qkv_proj.weight", Shape{q_size + 2 * kv_size, d})};
-        b = {all_rows(hf + "qkv_proj.bias", Shape{q_size + 2 * kv_size})};
+      if (c_.layout.qkv == QkvPacking::kStacked) {
+        w = {all_rows(hf + c_.layout.qkv_proj + ".weight", Shape{q_size + 2 * kv_size, d}, kQkvFields)};
+        b = {all_rows(hf + c_.layout.qkv_proj + ".bias", Shape{q_size + 2 * kv_size}, kQkvFields)};
+      } else if (c_.layout.qkv == QkvPacking::kGrouped) {
+        // Per KV head h: its query heads, its key, its value; gathered into Q, K, V order.
+        const int64_t group = c_.num_heads / c_.num_kv_heads, stride = (group + 2) * c_.head_dim;
+        const Shape ws{q_size + 2 * kv_size, d}, bs{q_size + 2 * kv_size};
+        const std::string name = hf + c_.layout.qkv_proj;
+        for (int part = 0; part < 3; ++part)
+          for (int64_t h = 0; h < c_.num_kv_heads; ++h) {
+            const int64_t begin = h * stride + (part == 0 ? 0 : (group + part - 1) * c_.head_dim);
+            const int64_t end = begin + (part == 0 ? group : 1) * c_.head_dim;
+            w.push_back({name + ".weight", ws, begin, end, kQkvFields});
+            b.push_back({name + ".bias", bs, begin, end, kQkvFields});
+          }
       } else {
-        w = {all_rows(hf + "q_proj.weight", Shape{q_size, d}), all_rows(hf + "k_proj.weight", Shape{kv_size, d}),
-             all_rows(hf + "v_proj.weight", Shape{kv_size, d})};
-        b = {all_rows(hf + "q_proj.bias", Shape{q_size}), all_rows(hf + "k_proj.bias", Shape{kv_size}),
-             all_rows(hf + "v_proj.bias", Shape{kv_size})};
+        w = {all_rows(hf + "q_proj.weight", Shape{q_size, d}, kQFields),
+             all_rows(hf + "k_proj.weight", Shape{kv_size, d}, kKvFields),
+             all_rows(hf + "v_proj.weight", Shape{kv_size, d}, kKvFields)};
+        b = {all_rows(hf + "q_proj.bias", Shape{q_size}, kQOutField),
+             all_rows(hf + "k_proj.bias", Shape{kv_size}, kKvOutField),
+             all_rows(hf + "v_proj.bias", Shape{kv_size}, kKvOutField)};
       }
       q = linear(base + "/qkv_proj", input, w, b, d);
     } else {  // separate projections, then per-head norms on Q and K
-      q = linear(base + "/q_proj", input, {all_rows(hf + "q_proj.weight", Shape{q_size, d})},
-                 {all_rows(hf + "q_proj.bias", Shape{q_size})}, d);
-      k = linear(base + "/k_proj", input, {all_rows(hf + "k_proj.weight", Shape{kv_size, d})},
-                 {all_rows(hf + "k_proj.bias", Shape{kv_size})}, d);
-      v = linear(base + "/v_proj", input, {all_rows(hf + "v_proj.weight", Shape{kv_size, d})},
-                 {all_rows(hf + "v_proj.bias", Shape{kv_size})}, d);
+      q = linear(base + "/q_proj", input, {all_rows(hf + "q_proj.weight", Shape{q_size, d}, kQFields)},
+                 {all_rows(hf + "q_proj.bias", Shape{q_size}, kQOutField)}, d);
+      k = linear(base + "/k_proj", input, {all_rows(hf + "k_proj.weight", Shape{kv_size, d}, kKvFields)},
+                 {all_rows(hf + "k_proj.bias", Shape{kv_size}, kKvOutField)}, d);
+      v = linear(base + "/v_proj", input, {all_rows(hf + "v_proj.weight", Shape{kv_size, d}, kKvFields)},
+                 {all_rows(hf + "v_proj.bias", Shape{kv_size}, kKvOutField)}, d);
       q = qk_norm(i, "q", q, c_.num_heads);
       k = qk_norm(i, "k", k, c_.num_kv_heads);
+    }
+    if (c_.clip_qkv > 0) {  // OLMo clamps the projections (elementwise, so the packed QKV at once)
+      const std::string lo = const_io(-c_.clip_qkv), hi = const_io(c_.clip_qkv);
+      const auto clip = [&](const std::string& x, const std::string& name) {
+        return x.empty() ? x : node("Clip", base + "/" + name + "/Clip", {x, lo, hi});
+      };
+      q = clip(q, c_.qk_norm ? "q_proj" : "qkv_proj");
+      k = clip(k, "k_proj");
+      v = clip(v, "v_proj");
     }
     if (io_ != kAttentionDType) {  // fp16 graphs: attention (and the KV cache) stays float32
       const auto to_float = [&](const std::string& x, const std::string& name) {
@@ -534,21 +626,24 @@ class Builder {
       v = to_float(v, "v_proj");
     }
     const bool sliding = c_.sliding_layers[static_cast<size_t>(i)];
+    const bool rotary = c_.rope_layers[static_cast<size_t>(i)];  // SmolLM3's NoPE layers have none
     const auto& caches = sliding ? local_caches_ : global_caches_;
     const std::string attn =
         node("GroupQueryAttention", base + "/GroupQueryAttention",
              {q, k, v, str_cat("past_key_values.", i, ".key"), str_cat("past_key_values.", i, ".value"), seqlens_k_,
-              total_seq_len_, caches.first, caches.second},
+              total_seq_len_, rotary ? caches.first : "", rotary ? caches.second : ""},
              {base + "/GroupQueryAttention/output_0", str_cat("present.", i, ".key"), str_cat("present.", i, ".value")},
              {attr_int("num_heads", c_.num_heads), attr_int("kv_num_heads", c_.num_kv_heads),
               attr_float("scale", c_.attention_scale), attr_int("local_window_size", sliding ? c_.sliding_window : -1),
-              attr_float("softcap", c_.attn_softcap), attr_int("do_rotary", 1), attr_int("rotary_interleaved", 0)},
+              attr_float("softcap", c_.attn_softcap), attr_int("do_rotary", rotary ? 1 : 0),
+              attr_int("rotary_interleaved", c_.layout.rotary_interleaved ? 1 : 0)},
              kMs);
     const std::string attn_io = io_ == kAttentionDType ? attn
                                                        : node("Cast", base + "/GroupQueryAttention/Cast", {attn}, {},
                                                               {attr_int("to", static_cast<int64_t>(io_))});
-    return linear(base + "/o_proj", attn_io, {all_rows(hf + "o_proj.weight", Shape{d, q_size})},
-                  {all_rows(hf + "o_proj.bias", Shape{d})}, q_size);
+    const std::string& o = c_.layout.o_proj;
+    return linear(base + "/o_proj", attn_io, {all_rows(hf + o + ".weight", Shape{d, q_size}, kOFields)},
+                  {all_rows(hf + o + ".bias", Shape{d}, kHiddenField)}, q_size);
   }
 
   std::string activation(int64_t i, const std::string& gate) {
@@ -557,56 +652,103 @@ class Builder {
     if (a == "silu" || a == "swish") return node("Mul", base + "/Mul", {gate, node("Sigmoid", base + "/Sigmoid", {gate})});
     if (a == "gelu") return node("Gelu", base + "/Gelu", {gate}, {}, {attr_string("approximate", "none")});
     if (a == "relu") return node("Relu", base + "/Relu", {gate});
+    if (a == "relu2") {  // Nemotron's squared ReLU
+      const std::string r = node("Relu", base + "/Relu", {gate});
+      return node("Mul", base + "/Mul", {r, r});
+    }
     return node("Gelu", base + "/FastGelu", {gate}, {}, {attr_string("approximate", "tanh")});  // tanh forms
   }
 
+  // Gated (act(gate) * up -> down) or plain (act(up) -> down, Phi's fc1 / fc2) MLP.
   std::string mlp(int64_t i, const std::string& input) {
     const std::string base = layer_prefix(i) + "/mlp";
-    const std::string hf = hf_prefix(i) + "mlp.";
+    const std::string hf = hf_mlp(i);
+    const FamilyLayout& l = c_.layout;
     const int64_t d = c_.hidden_size, inter = c_.intermediate_size;
     std::vector<Rows> gate_w, up_w, gate_b, up_b;
-    if (c_.family == ModelFamily::kPhi3) {  // gate and up stacked in one tensor
+    if (l.packed_gate_up) {  // gate and up stacked in one tensor
       const Shape w{2 * inter, d}, b{2 * inter};
-      gate_w = {{hf + "gate_up_proj.weight", w, 0, inter}};
-      up_w = {{hf + "gate_up_proj.weight", w, inter, 2 * inter}};
-      gate_b = {{hf + "gate_up_proj.bias", b, 0, inter}};
-      up_b = {{hf + "gate_up_proj.bias", b, inter, 2 * inter}};
+      const char* fields = "2 x intermediate_size, hidden_size";
+      const std::string packed = hf + l.gate_up_proj;
+      gate_w = {{packed + ".weight", w, 0, inter, fields}};
+      up_w = {{packed + ".weight", w, inter, 2 * inter, fields}};
+      gate_b = {{packed + ".bias", b, 0, inter, "2 x intermediate_size"}};
+      up_b = {{packed + ".bias", b, inter, 2 * inter, "2 x intermediate_size"}};
     } else {
-      gate_w = {all_rows(hf + "gate_proj.weight", Shape{inter, d})};
-      up_w = {all_rows(hf + "up_proj.weight", Shape{inter, d})};
-      gate_b = {all_rows(hf + "gate_proj.bias", Shape{inter})};
-      up_b = {all_rows(hf + "up_proj.bias", Shape{inter})};
+      if (l.gated_mlp) {
+        gate_w = {all_rows(hf + l.gate_proj + ".weight", Shape{inter, d}, kUpFields)};
+        gate_b = {all_rows(hf + l.gate_proj + ".bias", Shape{inter}, kUpOutField)};
+      }
+      up_w = {all_rows(hf + l.up_proj + ".weight", Shape{inter, d}, kUpFields)};
+      up_b = {all_rows(hf + l.up_proj + ".bias", Shape{inter}, kUpOutField)};
     }
-    const std::string gate = linear(base + "/gate_proj", input, gate_w, gate_b, d);
-    const std::string up = linear(base + "/up_proj", input, up_w, up_b, d);
-    const std::string mul = node("Mul", base + "/Mul", {activation(i, gate), up});
-    return linear(base + "/down_proj", mul, {all_rows(hf + "down_proj.weight", Shape{d, inter})},
-                  {all_rows(hf + "down_proj.bias", Shape{d})}, inter);
+    std::string hidden;
+    if (l.gated_mlp) {
+      const std::string gate = linear(base + "/gate_proj", input, gate_w, gate_b, d);
+      const std::string up = linear(base + "/up_proj", input, up_w, up_b, d);
+      hidden = node("Mul", base + "/Mul", {activation(i, gate), up});
+    } else {
+      hidden = activation(i, linear(base + "/" + l.up_proj, input, up_w, up_b, d));
+    }
+    return linear(base + "/" + l.down_proj, hidden,
+                  {all_rows(hf + l.down_proj + ".weight", Shape{d, inter}, kDownFields)},
+                  {all_rows(hf + l.down_proj + ".bias", Shape{d}, kHiddenField)}, inter);
+  }
+
+  // Granite scales each sub-block's output before it joins the residual stream.
+  std::string residual_scaled(int64_t i, const std::string& x, int which) {
+    if (c_.residual_scale == 1.0) return x;
+    return node("Mul", str_cat(layer_prefix(i), "/residual_mul/Mul_", which), {x, const_io(c_.residual_scale)});
   }
 
   // One decoder layer; `root` is the residual stream, `skip` the last sub-block output not yet added.
   void layer(int64_t i, std::string& root, std::string& skip) {
     const std::string hf = hf_prefix(i);
-    NormOutputs n = norm(i, "input", hf + "input_layernorm.weight", root, i == 0 ? "" : skip);
+    if (c_.layout.output_norms_only) {  // OLMo 2: x + norm(attn(x)), then x2 + norm(mlp(x2))
+      const std::string x = i == 0 ? root : node("Add", layer_prefix(i) + "/residual_add/Add", {root, skip});
+      const std::string attn =
+          norm(i, "post_attention", hf + c_.layout.post_attention_norm + ".weight", attention(i, x), "").out0;
+      root = node("Add", layer_prefix(i) + "/attn/residual_add/Add", {x, attn});
+      // The MLP's residual add is left to the next layer's Add or the final SkipSimplifiedLayerNormalization.
+      skip = norm(i, "post_feedforward", hf + "post_feedforward_layernorm.weight", mlp(i, root), "").out0;
+      return;
+    }
+    NormOutputs n = norm(i, "input", hf + c_.layout.input_norm + ".weight", root, i == 0 ? "" : skip);
     if (i > 0) root = n.out3;
     const std::string attn = attention(i, n.out0);
+    if (c_.layout.parallel_block) {  // Phi: the MLP reads the same norm; both outputs join the residual together
+      skip = node("Add", layer_prefix(i) + "/residual_add/Add", {attn, mlp(i, n.out0)});
+      return;
+    }
     if (c_.post_norms) {  // Gemma 2/3: norm the attention output, then a pre-MLP norm adds the residual
-      const std::string post = norm(i, "post_attention", hf + "post_attention_layernorm.weight", attn, "").out0;
+      const std::string post = norm(i, "post_attention", hf + c_.layout.post_attention_norm + ".weight", attn, "").out0;
       n = norm(i, "pre_feedforward", hf + "pre_feedforward_layernorm.weight", root, post);
     } else {
-      n = norm(i, "post_attention", hf + "post_attention_layernorm.weight", root, attn);
+      n = norm(i, "post_attention", hf + c_.layout.post_attention_norm + ".weight", root, residual_scaled(i, attn, 1));
     }
     root = n.out3;
-    skip = mlp(i, n.out0);
+    skip = residual_scaled(i, mlp(i, n.out0), 2);
     if (c_.post_norms) skip = norm(i, "post_feedforward", hf + "post_feedforward_layernorm.weight", skip, "").out0;
   }
 
+  // MatMul, then the bias Add (Phi), the scale (Granite) and the soft-capping (Gemma 2) where the family has
+  // them; the last one writes `logits`.
   void lm_head(const std::string& hidden) {
     const bool tied = c_.tie_word_embeddings;
-    const Rows weight = all_rows(tied ? "model.embed_tokens.weight" : "lm_head.weight", Shape{c_.vocab_size, c_.hidden_size});
+    const Rows weight =
+        all_rows((tied ? c_.layout.embed_tokens : c_.layout.lm_head) + ".weight", Shape{c_.vocab_size, c_.hidden_size},
+                 kVocabFields);
+    std::vector<Rows> bias_parts;
+    if (c_.lm_head_bias) bias_parts = {all_rows(c_.layout.lm_head + ".bias", Shape{c_.vocab_size}, kVocabField)};
+    const bool with_bias = nonzero_bias(bias_parts);
+    const bool scaled = c_.logits_scale != 1.0;
     const bool softcap = c_.final_softcap > 0;
-    const std::string out = matmul("/lm_head/MatMul", hidden, {weight}, c_.hidden_size,
-                                   softcap ? "/lm_head/MatMul/output_0" : "logits");
+    std::string out = matmul("/lm_head/MatMul", hidden, {weight}, c_.hidden_size,
+                             softcap || with_bias || scaled ? "/lm_head/MatMul/output_0" : "logits");
+    if (with_bias) out = bias("/lm_head/Add", out, bias_parts, softcap || scaled ? "" : "logits");
+    if (scaled)
+      out = node("Mul", "/lm_head/Mul", {out, const_io(c_.logits_scale)},
+                 {softcap ? "/lm_head/Mul/output_0" : "logits"});
     if (!softcap) return;
     const std::string cap = const_io(c_.final_softcap);
     const std::string div = node("Div", "/lm_head/softcap/Div", {out, cap});

@@ -12,22 +12,140 @@ namespace {
 
 using nlohmann::json;
 
+// Which layers of a family use sliding_window when config.json gives one.
+enum class Window {
+  kNone,       // never (the field is ignored)
+  kAll,        // every layer
+  kOptIn,      // every layer, when use_sliding_window is true (Qwen2)
+  kAlternate,  // even layers (Gemma 2)
+  kPattern,    // all but every sliding_window_pattern-th layer (Gemma 3)
+  kNopeOptIn,  // the layers without rotary, when use_sliding_window is true (SmolLM3)
+};
+
+// One row per architecture: everything that differs between families, so the parser and the
+// decoder builder read data instead of testing the family.
 struct ArchitectureInfo {
   const char* architecture;
   ModelFamily family;
   const char* genai_type;
+  FamilyLayout layout;
+  Window window = Window::kNone;
+  const char* bias_key = "attention_bias";  // the config.json switch for attention biases ...
+  bool bias_default = false;                // ... its transformers default ...
+  bool bias_covers_o = true;                // ... whether it also switches o_proj's ...
+  bool bias_covers_mlp = false;             // ... and the MLP's (ERNIE 4.5's use_bias)
+  const char* linear_bias_key = nullptr;    // switches o_proj and MLP biases (ChatGLM's add_bias_linear)
+  bool tied_default = false;                // tie_word_embeddings when config.json has none
+  bool qkv_bias = false;           // biases on q/k/v whatever attention_bias says (Qwen2)
+  bool all_biases = false;         // every projection, the final norm and the LM head have biases (Phi)
+  bool qk_norm = false;            // per-head RMSNorm on Q and K
+  bool post_norms = false;         // norms after attention and after the MLP as well as before
+  bool gemma = false;              // RMSNorm weights as (1 + w), embeddings scaled by sqrt(hidden), tied
+  bool norm_offset = false;        // norm weights as (1 + w) (Nemotron's LayerNorm1P)
+  bool query_pre_attn_scalar = false;  // attention scale 1/sqrt(query_pre_attn_scalar) (Gemma 2/3)
+  bool local_rope = false;             // sliding layers use rope_local_base_freq (Gemma 3)
+  bool clip_qkv = false;     // reads clip_qkv (OLMo)
+  bool nope_layers = false;  // no_rope_layers / no_rope_layer_interval choose layers without rotary (SmolLM3)
+  bool glm = false;          // ChatGLM's config: multi_query_attention, rope_ratio, switches we only build one way
+  bool multipliers = false;  // Granite: embedding_, residual_, attention_multiplier and logits_scaling
+  const char* activation = "silu";     // hidden_act when config.json has none (transformers' default)
+  double partial_rotary_factor = 1.0;  // when config.json has none
+  double norm_eps = 1e-6;              // when config.json has none
 };
 
-constexpr ArchitectureInfo kArchitectures[] = {
-    {"LlamaForCausalLM", ModelFamily::kLlama, "llama"},
-    {"MistralForCausalLM", ModelFamily::kMistral, "mistral"},
-    {"Qwen2ForCausalLM", ModelFamily::kQwen2, "qwen2"},
-    {"Qwen3ForCausalLM", ModelFamily::kQwen3, "qwen3"},
-    {"Phi3ForCausalLM", ModelFamily::kPhi3, "phi3"},
-    {"GemmaForCausalLM", ModelFamily::kGemma, "gemma"},
-    {"Gemma2ForCausalLM", ModelFamily::kGemma2, "gemma2"},
-    {"Gemma3ForCausalLM", ModelFamily::kGemma3, "gemma3_text"},
-};
+const std::vector<ArchitectureInfo>& architecture_table() {
+  static const std::vector<ArchitectureInfo> table = {
+      {.architecture = "LlamaForCausalLM", .family = ModelFamily::kLlama, .genai_type = "llama", .layout = {}},
+      {.architecture = "MistralForCausalLM", .family = ModelFamily::kMistral, .genai_type = "mistral", .layout = {},
+       .window = Window::kAll},
+      {.architecture = "Qwen2ForCausalLM", .family = ModelFamily::kQwen2, .genai_type = "qwen2", .layout = {},
+       .window = Window::kOptIn, .bias_covers_o = false, .qkv_bias = true},
+      {.architecture = "Qwen3ForCausalLM", .family = ModelFamily::kQwen3, .genai_type = "qwen3", .layout = {},
+       .qk_norm = true},
+      {.architecture = "PhiForCausalLM",
+       .family = ModelFamily::kPhi,
+       .genai_type = "phi",
+       .layout = {.norm = NormKind::kLayer,
+                  .parallel_block = true,
+                  .gated_mlp = false,
+                  .o_proj = "dense",
+                  .up_proj = "fc1",
+                  .down_proj = "fc2",
+                  .final_norm = "model.final_layernorm",
+                  .norm_eps_key = "layer_norm_eps"},
+       .all_biases = true,
+       .activation = "gelu_new",
+       .partial_rotary_factor = 0.5,
+       .norm_eps = 1e-5},
+      {.architecture = "Phi3ForCausalLM", .family = ModelFamily::kPhi3, .genai_type = "phi3",
+       .layout = {.qkv = QkvPacking::kStacked, .packed_gate_up = true}, .window = Window::kAll},
+      {.architecture = "GraniteForCausalLM", .family = ModelFamily::kGranite, .genai_type = "granite", .layout = {},
+       .multipliers = true},
+      {.architecture = "OlmoForCausalLM", .family = ModelFamily::kOlmo, .genai_type = "olmo",
+       .layout = {.norm = NormKind::kLayerNoAffine, .norm_eps_key = ""}, .clip_qkv = true, .norm_eps = 1e-5},
+      {.architecture = "Olmo2ForCausalLM", .family = ModelFamily::kOlmo2, .genai_type = "olmo",
+       .layout = {.output_norms_only = true, .qk_norm_per_head = false}, .qk_norm = true},
+      {.architecture = "SmolLM3ForCausalLM", .family = ModelFamily::kSmolLM3, .genai_type = "smollm3", .layout = {},
+       .window = Window::kNopeOptIn, .tied_default = true, .nope_layers = true},
+      {.architecture = "InternLM2ForCausalLM",
+       .family = ModelFamily::kInternLM2,
+       .genai_type = "internlm2",
+       .layout = {.qkv = QkvPacking::kGrouped,
+                  .embed_tokens = "model.tok_embeddings",
+                  .attn = "attention",
+                  .mlp = "feed_forward",
+                  .input_norm = "attention_norm",
+                  .post_attention_norm = "ffn_norm",
+                  .qkv_proj = "wqkv",
+                  .o_proj = "wo",
+                  .gate_proj = "w1",
+                  .up_proj = "w3",
+                  .down_proj = "w2",
+                  .lm_head = "output"},
+       .bias_key = "bias",
+       .bias_default = true},
+      {.architecture = "Ernie4_5ForCausalLM", .family = ModelFamily::kErnie4_5, .genai_type = "ernie4_5",
+       .layout = {.rotary_interleaved = true}, .bias_key = "use_bias", .bias_covers_mlp = true, .tied_default = true},
+      {.architecture = "NemotronForCausalLM",
+       .family = ModelFamily::kNemotron,
+       .genai_type = "nemotron",
+       .layout = {.norm = NormKind::kLayer, .gated_mlp = false, .norm_eps_key = "norm_eps"},
+       .norm_offset = true,
+       .activation = "relu2",
+       .partial_rotary_factor = 0.5,
+       .norm_eps = 1e-5},
+      {.architecture = "ChatGLMForConditionalGeneration",
+       .family = ModelFamily::kChatGLM,
+       .genai_type = "chatglm",
+       .layout = {.qkv = QkvPacking::kStacked,
+                  .packed_gate_up = true,
+                  .rotary_interleaved = true,
+                  .embed_tokens = "transformer.embedding.word_embeddings",
+                  .layers = "transformer.encoder.layers.",
+                  .attn = "self_attention",
+                  .qkv_proj = "query_key_value",
+                  .o_proj = "dense",
+                  .gate_up_proj = "dense_h_to_4h",
+                  .down_proj = "dense_4h_to_h",
+                  .final_norm = "transformer.encoder.final_layernorm",
+                  .lm_head = "transformer.output_layer",
+                  .norm_eps_key = "layernorm_epsilon"},
+       .bias_key = "add_qkv_bias",
+       .bias_covers_o = false,
+       .linear_bias_key = "add_bias_linear",
+       .glm = true,
+       .partial_rotary_factor = 0.5,
+       .norm_eps = 1e-5},
+      {.architecture = "GemmaForCausalLM", .family = ModelFamily::kGemma, .genai_type = "gemma", .layout = {},
+       .gemma = true},
+      {.architecture = "Gemma2ForCausalLM", .family = ModelFamily::kGemma2, .genai_type = "gemma2", .layout = {},
+       .window = Window::kAlternate, .post_norms = true, .gemma = true, .query_pre_attn_scalar = true},
+      {.architecture = "Gemma3ForCausalLM", .family = ModelFamily::kGemma3, .genai_type = "gemma3_text", .layout = {},
+       .window = Window::kPattern, .qk_norm = true, .post_norms = true, .gemma = true, .query_pre_attn_scalar = true,
+       .local_rope = true},
+  };
+  return table;
+}
 
 // Limits that keep a hostile config from asking for absurd allocations.
 constexpr int64_t kMaxDim = int64_t{1} << 20;
@@ -37,7 +155,7 @@ constexpr int64_t kMaxLayers = 4096;
 
 std::string supported_list() {
   std::string s;
-  for (const auto& a : kArchitectures) s += (s.empty() ? "" : ", ") + std::string(a.architecture);
+  for (const auto& a : architecture_table()) s += (s.empty() ? "" : ", ") + std::string(a.architecture);
   return s;
 }
 
@@ -127,6 +245,13 @@ RopeScaling parse_rope_scaling(const json& j, const std::string& source, int64_t
   const Fields f(j, source + " rope_scaling");
   r.type = f.string_or("rope_type", f.string_or("type", "default"));
   if (r.type == "su") r.type = "longrope";  // Phi-3's older name for the same scheme
+  // Dynamic NTK changes the frequencies only for sequences longer than max_position_embeddings,
+  // which is the built model's context length, so within it the rotary is exactly the default
+  // (InternLM2.5 ships this setting).
+  if (r.type == "dynamic") {
+    f.positive_or("factor", 1.0);
+    r.type = "default";
+  }
   r.original_max_position_embeddings = f.integer_or("original_max_position_embeddings", 0, 0, kMaxPositions);
   if (r.type == "default") return r;
   if (r.type == "linear") {
@@ -156,7 +281,7 @@ RopeScaling parse_rope_scaling(const json& j, const std::string& source, int64_t
     r.truncate = f.boolean_or("truncate", true);
   } else {
     throw_error(ErrorCode::kUnsupported, source, ": rope_scaling type '", r.type,
-                "' is not supported; supported: default, linear, llama3, longrope (su), yarn");
+                "' is not supported; supported: default, dynamic, linear, llama3, longrope (su), yarn");
   }
   if (r.original_max_position_embeddings == 0) r.original_max_position_embeddings = max_positions;
   return r;
@@ -190,7 +315,7 @@ void parse_search(const Fields& config, const Fields& generation, HfConfig& c) {
 }
 
 // Which layers use the sliding window (newer configs list layer_types).
-std::vector<bool> sliding_layers(const Fields& f, const HfConfig& c, bool all_layers) {
+std::vector<bool> sliding_layers(const Fields& f, const HfConfig& c, Window window) {
   std::vector<bool> sliding(static_cast<size_t>(c.num_layers), false);
   if (c.sliding_window < 0) return sliding;
   if (f.has("layer_types")) {
@@ -203,15 +328,36 @@ std::vector<bool> sliding_layers(const Fields& f, const HfConfig& c, bool all_la
     }
     return sliding;
   }
+  const int64_t pattern = window == Window::kPattern ? f.integer_or("sliding_window_pattern", 6, 1, kMaxLayers) : 1;
   for (size_t i = 0; i < sliding.size(); ++i) {
-    if (all_layers) sliding[i] = true;
-    else if (c.family == ModelFamily::kGemma2) sliding[i] = i % 2 == 0;
-    else if (c.family == ModelFamily::kGemma3) {
-      const int64_t pattern = f.integer_or("sliding_window_pattern", 6, 1, kMaxLayers);
-      sliding[i] = (static_cast<int64_t>(i) + 1) % pattern != 0;
-    }
+    if (window == Window::kAlternate) sliding[i] = i % 2 == 0;
+    else if (window == Window::kPattern) sliding[i] = (static_cast<int64_t>(i) + 1) % pattern != 0;
+    else if (window == Window::kNopeOptIn) sliding[i] = !c.rope_layers[i];
+    else sliding[i] = true;
   }
   return sliding;
+}
+
+// Which layers apply rotary: all, or as SmolLM3's no_rope_layers says (1 = rotary, 0 = NoPE; without
+// the list, every no_rope_layer_interval-th layer is NoPE, as transformers' SmolLM3Config fills it).
+std::vector<bool> rope_layers(const Fields& f, const HfConfig& c, bool nope_layers) {
+  std::vector<bool> rope(static_cast<size_t>(c.num_layers), true);
+  if (!nope_layers) return rope;
+  if (f.has("no_rope_layers")) {
+    const json& list = f.at("no_rope_layers");
+    ONNXLLM_CHECK(list.is_array() && static_cast<int64_t>(list.size()) == c.num_layers, kInvalidModel, f.source(),
+                  ": 'no_rope_layers' should list one 0 or 1 per layer (", c.num_layers, "), got ", json_excerpt(list));
+    for (size_t i = 0; i < rope.size(); ++i) {
+      ONNXLLM_CHECK(list[i].is_number_integer() && (list[i].get<int64_t>() == 0 || list[i].get<int64_t>() == 1),
+                    kInvalidModel, f.source(), ": 'no_rope_layers' entries should be 0 or 1, found ",
+                    json_excerpt(list[i]));
+      rope[i] = list[i].get<int64_t>() == 1;
+    }
+    return rope;
+  }
+  const int64_t interval = f.integer_or("no_rope_layer_interval", 4, 1, kMaxLayers);
+  for (size_t i = 0; i < rope.size(); ++i) rope[i] = (static_cast<int64_t>(i) + 1) % interval != 0;
+  return rope;
 }
 
 }  // namespace
@@ -219,7 +365,7 @@ std::vector<bool> sliding_layers(const Fields& f, const HfConfig& c, bool all_la
 const std::vector<std::string>& supported_architectures() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v;
-    for (const auto& a : kArchitectures) v.push_back(a.architecture);
+    for (const auto& a : architecture_table()) v.push_back(a.architecture);
     return v;
   }();
   return names;
@@ -235,55 +381,79 @@ HfConfig parse_hf_config(const json& config, const json& generation, const std::
                 kInvalidModel, source, ": missing 'architectures' (the model class); supported: ", supported_list());
   c.architecture = config["architectures"][0].get<std::string>();
   const ArchitectureInfo* info = nullptr;
-  for (const auto& a : kArchitectures)
+  for (const auto& a : architecture_table())
     if (c.architecture == a.architecture) info = &a;
   ONNXLLM_CHECK(info != nullptr, kUnsupported, source, ": architecture '", c.architecture,
                 "' is not supported; supported: ", supported_list());
   c.family = info->family;
   c.genai_type = info->genai_type;
-  const bool gemma = c.family == ModelFamily::kGemma || c.family == ModelFamily::kGemma2 || c.family == ModelFamily::kGemma3;
+  c.layout = info->layout;
+  const bool gemma = info->gemma;
+  if (info->glm) c.keys = ConfigKeys{.intermediate_size = "ffn_hidden_size", .num_layers = "num_layers",
+                                     .num_kv_heads = "multi_query_group_num", .head_dim = "kv_channels",
+                                     .vocab_size = "padded_vocab_size", .max_positions = "seq_length"};
+  const ConfigKeys& k = c.keys;
 
-  c.hidden_size = f.integer("hidden_size", 1, kMaxDim);
-  c.intermediate_size = f.integer("intermediate_size", 1, 4 * kMaxDim);
-  c.num_layers = f.integer("num_hidden_layers", 1, kMaxLayers);
-  c.num_heads = f.integer("num_attention_heads", 1, kMaxDim);
-  c.num_kv_heads = f.integer_or("num_key_value_heads", c.num_heads, 1, kMaxDim);
-  ONNXLLM_CHECK(c.num_heads % c.num_kv_heads == 0, kInvalidModel, source, ": num_attention_heads (", c.num_heads,
-                ") should be a multiple of num_key_value_heads (", c.num_kv_heads, ")");
-  if (f.has("head_dim")) {
-    c.head_dim = f.integer("head_dim", 2, 65536);
+  c.hidden_size = f.integer(k.hidden_size.c_str(), 1, kMaxDim);
+  c.intermediate_size = f.integer(k.intermediate_size.c_str(), 1, 4 * kMaxDim);
+  c.num_layers = f.integer(k.num_layers.c_str(), 1, kMaxLayers);
+  c.num_heads = f.integer(k.num_heads.c_str(), 1, kMaxDim);
+  // ChatGLM has grouped KV heads only when multi_query_attention says so.
+  const bool kv_groups = !info->glm || f.boolean_or("multi_query_attention", false);
+  c.num_kv_heads = kv_groups ? f.integer_or(k.num_kv_heads.c_str(), c.num_heads, 1, kMaxDim) : c.num_heads;
+  ONNXLLM_CHECK(c.num_heads % c.num_kv_heads == 0, kInvalidModel, source, ": ", k.num_heads, " (", c.num_heads,
+                ") should be a multiple of ", k.num_kv_heads, " (", c.num_kv_heads, ")");
+  if (f.has(k.head_dim.c_str())) {
+    c.head_dim = f.integer(k.head_dim.c_str(), 2, 65536);
   } else {
-    ONNXLLM_CHECK(c.hidden_size % c.num_heads == 0, kInvalidModel, source, ": hidden_size (", c.hidden_size,
-                  ") should be a multiple of num_attention_heads (", c.num_heads, ") when head_dim is not given");
+    ONNXLLM_CHECK(c.hidden_size % c.num_heads == 0, kInvalidModel, source, ": ", k.hidden_size, " (", c.hidden_size,
+                  ") should be a multiple of ", k.num_heads, " (", c.num_heads, ") when ", k.head_dim, " is not given");
     c.head_dim = c.hidden_size / c.num_heads;
   }
   ONNXLLM_CHECK(c.head_dim % 2 == 0, kInvalidModel, source, ": head size ", c.head_dim, " should be even (rotary)");
   ONNXLLM_CHECK(c.num_heads * c.head_dim <= 4 * kMaxDim, kInvalidModel, source, ": num_attention_heads x head_dim (",
                 c.num_heads * c.head_dim, ") is too large");
-  c.vocab_size = f.integer("vocab_size", 1, kMaxVocab);
-  c.max_position_embeddings = f.integer("max_position_embeddings", 1, kMaxPositions);
+  c.vocab_size = f.integer(k.vocab_size.c_str(), 1, kMaxVocab);
+  c.max_position_embeddings = f.integer(k.max_positions.c_str(), 1, kMaxPositions);
+  if (info->glm) {
+    // The GLM block as ChatGLM 2/3 and GLM-4 configure it; the other settings are not built.
+    ONNXLLM_CHECK(f.boolean_or("rmsnorm", true), kUnsupported, source, ": 'rmsnorm' false (LayerNorm) is not supported");
+    ONNXLLM_CHECK(!f.boolean_or("apply_residual_connection_post_layernorm", false), kUnsupported, source,
+                  ": 'apply_residual_connection_post_layernorm' true is not supported");
+    ONNXLLM_CHECK(f.boolean_or("post_layer_norm", true), kUnsupported, source,
+                  ": 'post_layer_norm' false is not supported");
+    ONNXLLM_CHECK(f.boolean_or("original_rope", true), kUnsupported, source, ": 'original_rope' false is not supported");
+  }
 
-  c.rms_norm_eps = f.positive_or("rms_norm_eps", 1e-6);
-  c.activation = f.string_or("hidden_activation", f.string_or("hidden_act", "silu"));
-  static const char* kActivations[] = {"silu", "swish", "gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "relu"};
+  c.norm_eps = c.layout.norm_eps_key.empty() ? info->norm_eps
+                                              : f.positive_or(c.layout.norm_eps_key.c_str(), info->norm_eps);
+  c.activation = f.string_or("hidden_activation", f.string_or("hidden_act", info->activation));
+  static const char* kActivations[] = {"silu", "swish", "gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "relu",
+                                       "relu2"};
   bool known_activation = false;
   for (const char* a : kActivations) known_activation = known_activation || c.activation == a;
   ONNXLLM_CHECK(known_activation, kUnsupported, source, ": activation '", c.activation,
-                "' is not supported; supported: silu, swish, gelu, gelu_new, gelu_fast, gelu_pytorch_tanh, relu");
+                "' is not supported; supported: silu, swish, gelu, gelu_new, gelu_fast, gelu_pytorch_tanh, relu, relu2");
 
-  c.tie_word_embeddings = f.boolean_or("tie_word_embeddings", gemma);
-  const bool attention_bias = f.boolean_or("attention_bias", false);
-  c.qkv_bias = c.family == ModelFamily::kQwen2 || attention_bias;
-  c.o_bias = attention_bias && c.family != ModelFamily::kQwen2;
-  c.mlp_bias = f.boolean_or("mlp_bias", false);
-  c.qk_norm = c.family == ModelFamily::kQwen3 || c.family == ModelFamily::kGemma3;
-  c.norm_weight_offset = gemma;
-  c.post_norms = c.family == ModelFamily::kGemma2 || c.family == ModelFamily::kGemma3;
+  c.tie_word_embeddings = f.boolean_or("tie_word_embeddings", gemma || info->tied_default);
+  const bool attention_bias = f.boolean_or(info->bias_key, info->bias_default);
+  const bool linear_bias = info->linear_bias_key != nullptr && f.boolean_or(info->linear_bias_key, false);
+  c.qkv_bias = info->qkv_bias || info->all_biases || attention_bias;
+  c.o_bias = info->all_biases || (attention_bias && info->bias_covers_o) || linear_bias;
+  c.mlp_bias = info->all_biases || f.boolean_or("mlp_bias", false) || (attention_bias && info->bias_covers_mlp) ||
+               linear_bias;
+  c.lm_head_bias = info->all_biases;
+  c.qk_norm = info->qk_norm;
+  c.norm_weight_offset = gemma || info->norm_offset;
+  c.post_norms = info->post_norms;
+  // Phi's optional LayerNorm on Q and K (with biases) is not in the layout; Phi-1.5 and Phi-2 do not use it.
+  ONNXLLM_CHECK(!f.boolean_or("qk_layernorm", false), kUnsupported, source, ": 'qk_layernorm' true is not supported");
   if (gemma) c.embedding_scale = std::round(std::sqrt(static_cast<double>(c.hidden_size)) * 100.0) / 100.0;
 
   c.rope_theta = f.positive_or("rope_theta", 10000.0);
-  if (c.family == ModelFamily::kGemma3) c.rope_local_theta = f.positive_or("rope_local_base_freq", 10000.0);
-  c.partial_rotary_factor = f.number_or("partial_rotary_factor", 1.0);
+  if (info->glm) c.rope_theta = 10000.0 * f.positive_or("rope_ratio", 1.0);  // ChatGLM scales the base
+  if (info->local_rope) c.rope_local_theta = f.positive_or("rope_local_base_freq", 10000.0);
+  c.partial_rotary_factor = f.number_or("partial_rotary_factor", info->partial_rotary_factor);
   ONNXLLM_CHECK(c.partial_rotary_factor > 0 && c.partial_rotary_factor <= 1, kInvalidModel, source,
                 ": 'partial_rotary_factor' should be in (0, 1], got ", c.partial_rotary_factor);
   ONNXLLM_CHECK(c.rotary_dim() >= 2 && c.rotary_dim() % 2 == 0, kInvalidModel, source, ": rotary dimension ",
@@ -296,19 +466,30 @@ HfConfig parse_hf_config(const json& config, const json& generation, const std::
         f.integer("original_max_position_embeddings", 1, kMaxPositions);
 
   c.attention_scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
-  if (c.family == ModelFamily::kGemma2 || c.family == ModelFamily::kGemma3)
+  if (info->query_pre_attn_scalar)
     c.attention_scale = 1.0 / std::sqrt(f.positive_or("query_pre_attn_scalar", static_cast<double>(c.head_dim)));
+  if (info->multipliers) {  // transformers' GraniteConfig defaults: all 1
+    c.embedding_scale = f.number_or("embedding_multiplier", 1.0);
+    c.residual_scale = f.number_or("residual_multiplier", 1.0);
+    c.attention_scale = f.positive_or("attention_multiplier", 1.0);
+    c.logits_scale = 1.0 / f.positive_or("logits_scaling", 1.0);
+  }
+  if (info->clip_qkv) {
+    c.clip_qkv = f.number_or("clip_qkv", 0.0);
+    ONNXLLM_CHECK(c.clip_qkv >= 0, kInvalidModel, source, ": 'clip_qkv' should be positive, got ", c.clip_qkv);
+  }
   c.attn_softcap = f.number_or("attn_logit_softcapping", 0.0);
   c.final_softcap = f.number_or("final_logit_softcapping", 0.0);
   ONNXLLM_CHECK(c.attn_softcap >= 0 && c.final_softcap >= 0, kInvalidModel, source, ": soft-capping values should be >= 0");
 
   // Sliding-window attention, where the family uses it.
-  bool window_applies = c.family != ModelFamily::kLlama && c.family != ModelFamily::kGemma && c.family != ModelFamily::kQwen3;
-  if (c.family == ModelFamily::kQwen2) window_applies = f.boolean_or("use_sliding_window", false);
+  bool window_applies = info->window != Window::kNone;
+  if (info->window == Window::kOptIn || info->window == Window::kNopeOptIn)
+    window_applies = f.boolean_or("use_sliding_window", false);
   if (window_applies && f.has("sliding_window"))
     c.sliding_window = f.integer("sliding_window", 1, kMaxPositions);
-  const bool all_layers = c.family == ModelFamily::kMistral || c.family == ModelFamily::kPhi3 || c.family == ModelFamily::kQwen2;
-  c.sliding_layers = sliding_layers(f, c, all_layers);
+  c.rope_layers = rope_layers(f, c, info->nope_layers);
+  c.sliding_layers = sliding_layers(f, c, info->window);
 
   c.initializer_range = f.positive_or("initializer_range", 0.02);
 

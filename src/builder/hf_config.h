@@ -11,9 +11,66 @@
 
 namespace onnxllm {
 
-enum class ModelFamily { kLlama, kMistral, kQwen2, kQwen3, kPhi3, kGemma, kGemma2, kGemma3 };
+enum class ModelFamily {
+  kLlama, kMistral, kQwen2, kQwen3, kPhi, kPhi3, kGemma, kGemma2, kGemma3,
+  kGranite, kOlmo, kOlmo2, kSmolLM3, kNemotron, kInternLM2, kErnie4_5, kChatGLM,
+};
 
-// rope_scaling from config.json. `type` is one of default, linear, llama3, longrope, yarn.
+enum class NormKind {
+  kRms,            // RMSNorm: x / rms(x) * w (SimplifiedLayerNormalization)
+  kLayer,          // LayerNorm with weight and bias (LayerNormalization)
+  kLayerNoAffine,  // LayerNorm without parameters (OLMo): the graph gets ones and zeros
+};
+
+enum class QkvPacking {
+  kSeparate,  // q_proj, k_proj, v_proj
+  kStacked,   // one tensor: all Q rows, then K, then V (Phi-3's qkv_proj)
+  kGrouped,   // one tensor: per KV head, its query heads, its key, its value (InternLM2's wqkv)
+};
+
+// How a family's decoder layer is wired and what its checkpoint tensors are called: the data the
+// decoder builder reads instead of testing the family. One row per architecture in hf_config.cc.
+struct FamilyLayout {
+  NormKind norm = NormKind::kRms;
+  bool parallel_block = false;  // Phi: attention and MLP both read the input norm; one residual add
+  bool output_norms_only = false;  // OLMo 2: no input norms; attention and MLP outputs are normed before their add
+  bool qk_norm_per_head = true;    // Q/K norms over each head (Qwen3, Gemma 3) or the whole projection (OLMo 2)
+  bool gated_mlp = true;        // act(gate) * up -> down; else act(up) -> down (Phi's fc1 / fc2)
+  QkvPacking qkv = QkvPacking::kSeparate;
+  bool packed_gate_up = false;  // gate and up stacked in one tensor (Phi-3's gate_up_proj)
+  bool rotary_interleaved = false;  // rotary on (even, odd) pairs instead of the two halves (ERNIE 4.5)
+  // Checkpoint names: layers are `layers`N.`attn`.NAME / `layers`N.`mlp`.NAME / `layers`N.NORM.
+  std::string embed_tokens = "model.embed_tokens";
+  std::string layers = "model.layers.";
+  std::string attn = "self_attn";
+  std::string mlp = "mlp";
+  std::string input_norm = "input_layernorm";
+  std::string post_attention_norm = "post_attention_layernorm";
+  std::string qkv_proj = "qkv_proj";  // the packed tensor (kStacked, kGrouped)
+  std::string o_proj = "o_proj";
+  std::string gate_proj = "gate_proj";
+  std::string up_proj = "up_proj";
+  std::string gate_up_proj = "gate_up_proj";
+  std::string down_proj = "down_proj";
+  std::string final_norm = "model.norm";
+  std::string lm_head = "lm_head";
+  std::string norm_eps_key = "rms_norm_eps";  // the config.json field holding the norm epsilon; "" = fixed
+};
+
+// The config.json keys of the sizes, where a family names them its own way (ChatGLM).
+struct ConfigKeys {
+  std::string hidden_size = "hidden_size";
+  std::string intermediate_size = "intermediate_size";
+  std::string num_layers = "num_hidden_layers";
+  std::string num_heads = "num_attention_heads";
+  std::string num_kv_heads = "num_key_value_heads";
+  std::string head_dim = "head_dim";
+  std::string vocab_size = "vocab_size";
+  std::string max_positions = "max_position_embeddings";
+};
+
+// rope_scaling from config.json. `type` is one of default, linear, llama3, longrope, yarn
+// ("dynamic" reads as default: it differs only beyond the context length).
 struct RopeScaling {
   std::string type = "default";
   double factor = 1.0;
@@ -44,6 +101,8 @@ struct HfConfig {
   std::string architecture;  // e.g. "LlamaForCausalLM"
   ModelFamily family = ModelFamily::kLlama;
   std::string genai_type;    // genai_config model.type, e.g. "llama"
+  FamilyLayout layout;
+  ConfigKeys keys;
 
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;
@@ -54,8 +113,8 @@ struct HfConfig {
   int64_t vocab_size = 0;
   int64_t max_position_embeddings = 0;  // the context length
 
-  double rms_norm_eps = 1e-6;
-  bool norm_weight_offset = false;  // Gemma stores RMSNorm weights as w with scale (1 + w)
+  double norm_eps = 1e-6;  // the norm epsilon (layout.norm_eps_key: rms_norm_eps or layer_norm_eps)
+  bool norm_weight_offset = false;  // norm weights stored as w, scale (1 + w): Gemma's RMSNorm, Nemotron's LayerNorm1P
   bool post_norms = false;          // Gemma 2/3: extra norms after attention and after the MLP
   bool qk_norm = false;             // Qwen3, Gemma 3: per-head RMSNorm on Q and K
 
@@ -63,6 +122,7 @@ struct HfConfig {
   bool qkv_bias = false;   // biases on q/k/v (Qwen2, Llama attention_bias)
   bool o_bias = false;     // bias on o_proj (Llama attention_bias)
   bool mlp_bias = false;   // biases on gate/up/down (Llama mlp_bias)
+  bool lm_head_bias = false;  // Phi: the LM head and the final norm have biases
   bool tie_word_embeddings = false;
 
   double rope_theta = 10000.0;
@@ -73,9 +133,13 @@ struct HfConfig {
   double attention_scale = 0.0;     // multiplies Q·K; 1/sqrt(head_dim) unless the family says otherwise
   double attn_softcap = 0.0;        // Gemma 2
   double final_softcap = 0.0;       // Gemma 2 logit soft-capping
-  double embedding_scale = 1.0;     // Gemma multiplies embeddings by round(sqrt(hidden), 2)
+  double embedding_scale = 1.0;     // Gemma: round(sqrt(hidden), 2); Granite: embedding_multiplier
+  double residual_scale = 1.0;      // Granite's residual_multiplier on attention and MLP outputs before their add
+  double logits_scale = 1.0;        // Granite: 1 / logits_scaling
+  double clip_qkv = 0.0;            // OLMo: q, k and v clamped to [-clip_qkv, clip_qkv]; 0 = no clamp
   int64_t sliding_window = -1;      // keys to the left a local layer sees; -1 = none
   std::vector<bool> sliding_layers; // per layer: does it use sliding_window
+  std::vector<bool> rope_layers;    // per layer: is rotary applied (SmolLM3's no_rope_layers: 0 = NoPE)
 
   double initializer_range = 0.02;  // std of random weights
 

@@ -35,12 +35,13 @@ int64_t row_width(const Shape& shape) { return shape.rank() <= 1 ? 1 : shape.num
 
 }  // namespace
 
-void CheckpointWeights::check(const std::string& name, const Shape& shape) const {
+void CheckpointWeights::check(const std::string& name, const Shape& shape, const std::string& fields) const {
+  const std::string from = fields.empty() ? " from config.json" : " from config.json (" + fields + ")";
   const SafetensorsTensor* t = reader_.find(name);
   ONNXLLM_CHECK(t != nullptr, kInvalidModel, "the checkpoint has no tensor '", name, "' (expected ",
-                shape.to_string(), " from config.json)");
+                shape.to_string(), from, ")");
   ONNXLLM_CHECK(t->shape == shape, kInvalidModel, "tensor '", name, "' in ", t->file.filename().string(),
-                " has shape ", t->shape.to_string(), ", expected ", shape.to_string(), " from config.json");
+                " has shape ", t->shape.to_string(), ", expected ", shape.to_string(), from);
   ONNXLLM_CHECK(SafetensorsReader::is_float_dtype(t->dtype), kInvalidModel, "tensor '", name, "' in ",
                 t->file.filename().string(), " has dtype ", t->dtype, "; expected F32, F16 or BF16");
 }
@@ -52,14 +53,14 @@ void CheckpointWeights::read_rows(const std::string& name, const Shape& shape, i
 }
 
 bool RandomWeights::has(const std::string& name) const {
-  if (name == "lm_head.weight") return !config_.tie_word_embeddings;
-  if (ends_with(name, "q_proj.bias") || ends_with(name, "k_proj.bias") || ends_with(name, "v_proj.bias") ||
-      ends_with(name, "qkv_proj.bias"))
-    return config_.qkv_bias;
-  if (ends_with(name, "o_proj.bias")) return config_.o_bias;
-  if (ends_with(name, "gate_proj.bias") || ends_with(name, "up_proj.bias") || ends_with(name, "down_proj.bias") ||
-      ends_with(name, "gate_up_proj.bias"))
-    return config_.mlp_bias;
+  const FamilyLayout& l = config_.layout;
+  const auto is = [&](const std::string& projection) { return ends_with(name, "." + projection + ".bias"); };
+  if (name == l.lm_head + ".weight") return !config_.tie_word_embeddings;
+  if (name == l.lm_head + ".bias") return config_.lm_head_bias;
+  if (ends_with(name, "norm.bias")) return l.norm == NormKind::kLayer;
+  if (is("q_proj") || is("k_proj") || is("v_proj") || is(l.qkv_proj)) return config_.qkv_bias;
+  if (is(l.o_proj)) return config_.o_bias;
+  if (is(l.gate_proj) || is(l.up_proj) || is(l.down_proj) || is(l.gate_up_proj)) return config_.mlp_bias;
   return true;
 }
 

@@ -20,8 +20,9 @@ class WeightSource {
   // Whether an optional tensor (a bias, an untied lm_head) exists.
   virtual bool has(const std::string& name) const = 0;
   // Throws kInvalidModel naming the tensor when it is missing, is not `shape`, or cannot be
-  // converted to float. Called for every tensor before anything is written.
-  virtual void check(const std::string& name, const Shape& shape) const = 0;
+  // converted to float; `fields` (the config.json fields the shape comes from) goes into the
+  // message. Called for every tensor before anything is written.
+  virtual void check(const std::string& name, const Shape& shape, const std::string& fields = "") const = 0;
   // Rows [row_begin, row_end) of the tensor (rank 1: elements) as float32 into `out`.
   virtual void read_rows(const std::string& name, const Shape& shape, int64_t row_begin, int64_t row_end, float* out,
                          ThreadPool& pool) const = 0;
@@ -31,7 +32,7 @@ class CheckpointWeights : public WeightSource {
  public:
   explicit CheckpointWeights(SafetensorsReader reader) : reader_(std::move(reader)) {}
   bool has(const std::string& name) const override { return reader_.find(name) != nullptr; }
-  void check(const std::string& name, const Shape& shape) const override;
+  void check(const std::string& name, const Shape& shape, const std::string& fields = "") const override;
   void read_rows(const std::string& name, const Shape& shape, int64_t row_begin, int64_t row_end, float* out,
                  ThreadPool& pool) const override;
 
@@ -42,11 +43,12 @@ class CheckpointWeights : public WeightSource {
 // Values depend only on (seed, tensor name, element index), so any row range of any tensor can be
 // produced in any order or thread split with the same result. Matrices and biases are
 // approximately normal with std initializer_range; norm weights are 1 (0 for Gemma's offset form).
+// Optional tensors (biases, an untied LM head) exist as the config's flags say.
 class RandomWeights : public WeightSource {
  public:
   RandomWeights(const HfConfig& config, uint64_t seed) : config_(config), seed_(seed) {}
   bool has(const std::string& name) const override;
-  void check(const std::string&, const Shape&) const override {}
+  void check(const std::string&, const Shape&, const std::string& = "") const override {}
   void read_rows(const std::string& name, const Shape& shape, int64_t row_begin, int64_t row_end, float* out,
                  ThreadPool& pool) const override;
 

@@ -34,7 +34,7 @@ TEST(HfConfig, StoriesConfig) {
   EXPECT_EQ(c.max_position_embeddings, 512);
   EXPECT_TRUE(c.tie_word_embeddings);
   EXPECT_FALSE(c.qkv_bias);
-  EXPECT_DOUBLE_EQ(c.rms_norm_eps, 1e-5);
+  EXPECT_DOUBLE_EQ(c.norm_eps, 1e-5);
   EXPECT_EQ(c.eos_token_id, json(2));
   EXPECT_EQ(c.rope_scaling.type, "default");
   EXPECT_DOUBLE_EQ(c.attention_scale, 1 / std::sqrt(8.0));
@@ -64,10 +64,14 @@ TEST(HfConfig, BadValuesNameTheField) {
   c.erase("vocab_size");
   EXPECT_NE(parse_error(c).find("missing 'vocab_size'"), std::string::npos);
   c = tiny_config();
-  c["rope_scaling"] = {{"rope_type", "dynamic"}, {"factor", 2.0}};
+  c["rope_scaling"] = {{"rope_type", "mrope"}, {"factor", 2.0}};
   const std::string msg = parse_error(c);
-  EXPECT_NE(msg.find("'dynamic' is not supported"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'mrope' is not supported"), std::string::npos) << msg;
   EXPECT_NE(msg.find("llama3"), std::string::npos) << msg;
+  c["rope_scaling"] = {{"type", "dynamic"}, {"factor", 2.0}};  // InternLM2.5: default within the context
+  EXPECT_EQ(parse_hf_config(c, json(), "c").rope_scaling.type, "default");
+  c["rope_scaling"] = {{"type", "dynamic"}, {"factor", -2.0}};
+  EXPECT_NE(parse_error(c).find("'factor' should be positive"), std::string::npos);
   c = tiny_config();
   c["hidden_act"] = "mish";
   EXPECT_NE(parse_error(c).find("activation 'mish'"), std::string::npos);
@@ -117,6 +121,113 @@ TEST(HfConfig, FamilyDefaults) {
   EXPECT_EQ(phi3.rope_scaling.original_max_position_embeddings, 64);
   phi["rope_scaling"]["long_factor"] = std::vector<double>(7, 2.0);
   EXPECT_NE(parse_error(phi).find("need 8 values"), std::string::npos);
+}
+
+// Phi (Phi-1.5 / Phi-2): the layout row and transformers' PhiConfig defaults for omitted fields.
+TEST(HfConfig, PhiLayoutAndDefaults) {
+  json p = tiny_config("PhiForCausalLM");
+  p.erase("rms_norm_eps");
+  p.erase("hidden_act");
+  HfConfig phi = parse_hf_config(p, json(), "c");
+  EXPECT_EQ(phi.genai_type, "phi");
+  EXPECT_EQ(phi.layout.norm, NormKind::kLayer);
+  EXPECT_TRUE(phi.layout.parallel_block);
+  EXPECT_FALSE(phi.layout.gated_mlp);
+  EXPECT_EQ(phi.layout.o_proj, "dense");
+  EXPECT_EQ(phi.layout.up_proj, "fc1");
+  EXPECT_EQ(phi.layout.final_norm, "model.final_layernorm");
+  EXPECT_EQ(phi.activation, "gelu_new");
+  EXPECT_DOUBLE_EQ(phi.partial_rotary_factor, 0.5);
+  EXPECT_EQ(phi.rotary_dim(), 8);  // head size 16
+  EXPECT_DOUBLE_EQ(phi.norm_eps, 1e-5);
+  EXPECT_TRUE(phi.qkv_bias && phi.o_bias && phi.mlp_bias && phi.lm_head_bias);
+  EXPECT_EQ(phi.sliding_window, -1);
+  p["layer_norm_eps"] = 1e-6;
+  p["rms_norm_eps"] = 0.5;  // not Phi's key
+  EXPECT_DOUBLE_EQ(parse_hf_config(p, json(), "c").norm_eps, 1e-6);
+  p["layer_norm_eps"] = -1;
+  EXPECT_NE(parse_error(p).find("'layer_norm_eps' should be positive"), std::string::npos);
+  p.erase("layer_norm_eps");
+  p["qk_layernorm"] = true;
+  EXPECT_NE(parse_error(p).find("'qk_layernorm'"), std::string::npos);
+
+  // The other families keep their layout.
+  const HfConfig llama = parse_hf_config(tiny_config(), json(), "c");
+  EXPECT_EQ(llama.layout.norm, NormKind::kRms);
+  EXPECT_FALSE(llama.layout.parallel_block || llama.lm_head_bias);
+  EXPECT_EQ(llama.layout.qkv, QkvPacking::kSeparate);
+  EXPECT_EQ(parse_hf_config(tiny_config("Phi3ForCausalLM"), json(), "c").layout.qkv, QkvPacking::kStacked);
+}
+
+// The other rows of the family table: transformers' defaults where config.json says nothing.
+TEST(HfConfig, FamilyRowsAndTheirDefaults) {
+  const HfConfig granite = parse_hf_config(tiny_config("GraniteForCausalLM"), json(), "c");
+  EXPECT_EQ(granite.genai_type, "granite");
+  EXPECT_DOUBLE_EQ(granite.attention_scale, 1.0);  // attention_multiplier defaults to 1, not 1/sqrt(head_dim)
+  EXPECT_DOUBLE_EQ(granite.residual_scale, 1.0);
+  json g = tiny_config("GraniteForCausalLM");
+  g["logits_scaling"] = 8.0;
+  EXPECT_DOUBLE_EQ(parse_hf_config(g, json(), "c").logits_scale, 0.125);
+
+  json olmo = tiny_config("OlmoForCausalLM");
+  olmo["rms_norm_eps"] = 0.5;  // OlmoLayerNorm ignores it: eps is 1e-5
+  olmo["clip_qkv"] = 8.0;
+  const HfConfig o = parse_hf_config(olmo, json(), "c");
+  EXPECT_EQ(o.layout.norm, NormKind::kLayerNoAffine);
+  EXPECT_DOUBLE_EQ(o.norm_eps, 1e-5);
+  EXPECT_DOUBLE_EQ(o.clip_qkv, 8.0);
+  const HfConfig o2 = parse_hf_config(tiny_config("Olmo2ForCausalLM"), json(), "c");
+  EXPECT_EQ(o2.genai_type, "olmo");
+  EXPECT_TRUE(o2.qk_norm && o2.layout.output_norms_only && !o2.layout.qk_norm_per_head);
+
+  json smol = tiny_config("SmolLM3ForCausalLM");
+  smol.erase("tie_word_embeddings");
+  smol["num_hidden_layers"] = 8;
+  smol["sliding_window"] = 4;
+  const HfConfig s1 = parse_hf_config(smol, json(), "c");
+  EXPECT_TRUE(s1.tie_word_embeddings);
+  EXPECT_EQ(s1.rope_layers, (std::vector<bool>{true, true, true, false, true, true, true, false}));
+  EXPECT_EQ(s1.sliding_window, -1);  // use_sliding_window defaults to false
+  smol["use_sliding_window"] = true;
+  smol["no_rope_layer_interval"] = 2;
+  const HfConfig s2 = parse_hf_config(smol, json(), "c");
+  EXPECT_EQ(s2.sliding_layers, (std::vector<bool>{false, true, false, true, false, true, false, true}));
+
+  json nemo = tiny_config("NemotronForCausalLM");
+  nemo.erase("hidden_act");
+  const HfConfig n = parse_hf_config(nemo, json(), "c");
+  EXPECT_EQ(n.activation, "relu2");
+  EXPECT_TRUE(n.norm_weight_offset);
+  EXPECT_DOUBLE_EQ(n.partial_rotary_factor, 0.5);
+
+  const HfConfig intern = parse_hf_config(tiny_config("InternLM2ForCausalLM"), json(), "c");
+  EXPECT_TRUE(intern.qkv_bias && intern.o_bias && !intern.mlp_bias);  // `bias` defaults to true
+  EXPECT_EQ(intern.layout.qkv, QkvPacking::kGrouped);
+  json ernie = tiny_config("Ernie4_5ForCausalLM");
+  ernie.erase("tie_word_embeddings");
+  ernie["use_bias"] = true;
+  const HfConfig e = parse_hf_config(ernie, json(), "c");
+  EXPECT_TRUE(e.tie_word_embeddings && e.qkv_bias && e.o_bias && e.mlp_bias && e.layout.rotary_interleaved);
+
+  const json glm = {{"architectures", {"ChatGLMForConditionalGeneration"}}, {"hidden_size", 64},
+                    {"ffn_hidden_size", 96}, {"num_layers", 3}, {"num_attention_heads", 4},
+                    {"multi_query_attention", true}, {"multi_query_group_num", 2}, {"kv_channels", 32},
+                    {"padded_vocab_size", 128}, {"seq_length", 256}, {"rope_ratio", 500}, {"add_qkv_bias", true}};
+  const HfConfig chatglm = parse_hf_config(glm, json(), "c");
+  EXPECT_EQ(chatglm.intermediate_size, 96);
+  EXPECT_EQ(chatglm.num_layers, 3);
+  EXPECT_EQ(chatglm.num_kv_heads, 2);
+  EXPECT_EQ(chatglm.head_dim, 32);
+  EXPECT_EQ(chatglm.vocab_size, 128);
+  EXPECT_EQ(chatglm.max_position_embeddings, 256);
+  EXPECT_DOUBLE_EQ(chatglm.rope_theta, 5000000.0);
+  EXPECT_EQ(chatglm.rotary_dim(), 16);
+  EXPECT_TRUE(chatglm.qkv_bias && !chatglm.o_bias && !chatglm.mlp_bias);
+  json mha = glm;
+  mha["multi_query_attention"] = false;
+  EXPECT_EQ(parse_hf_config(mha, json(), "c").num_kv_heads, 4);
+  mha.erase("ffn_hidden_size");
+  EXPECT_NE(parse_error(mha).find("missing 'ffn_hidden_size'"), std::string::npos);
 }
 
 TEST(HfConfig, GenerationConfigOverridesAsTheGenaiBuilderDoes) {

@@ -248,6 +248,73 @@ TEST(ModelBuilder, FamiliesProduceTheirNodes) {
     EXPECT_EQ(cache->shape(), (Shape{64, 8}));
     EXPECT_EQ(cond.attr_graph("else_branch")->nodes[0].attr_tensor("value")->shape(), (Shape{16, 8}));
   }
+  {  // Phi: LayerNorm with biases, parallel attention and MLP joined by one Add, biased LM head
+    json c = tiny_config("PhiForCausalLM");
+    c["hidden_act"] = "gelu_new";
+    c["partial_rotary_factor"] = 0.5;
+    auto [g, ops] = ops_of(c, "phi");
+    EXPECT_EQ(ops["LayerNormalization"], 1);
+    EXPECT_EQ(ops["SkipLayerNormalization"], 2);  // layer 1's input norm and the final norm
+    EXPECT_EQ(ops["SimplifiedLayerNormalization"] + ops["SkipSimplifiedLayerNormalization"], 0);
+    EXPECT_EQ(ops["Gelu/tanh"], 2);
+    const Node& add = node_named(*g, "/model/layers.0/residual_add/Add");
+    EXPECT_EQ(input_name(*g, add, 0), "/model/layers.0/attn/o_proj/Add/output_0");
+    EXPECT_EQ(input_name(*g, add, 1), "/model/layers.0/mlp/fc2/Add/output_0");
+    EXPECT_EQ(input_name(*g, node_named(*g, "/model/layers.1/input_layernorm/SkipLayerNorm"), 3),
+              "model.layers.1.input_layernorm.bias");
+    EXPECT_EQ(input_name(*g, node_named(*g, "/lm_head/Add"), 1), "lm_head.Add.bias");
+    EXPECT_EQ(init(*g, "cos_cache").shape(), (Shape{64, 4}));  // head size 16, rotary 8
+  }
+  {  // Granite: the four multipliers
+    json c = tiny_config("GraniteForCausalLM");
+    c["embedding_multiplier"] = 12.0;
+    c["residual_multiplier"] = 0.25;
+    c["attention_multiplier"] = 0.125;
+    c["logits_scaling"] = 4.0;
+    auto [g, ops] = ops_of(c, "granite");
+    EXPECT_EQ(input_name(*g, node_named(*g, "/model/embed_tokens/Mul"), 1), "/model/constants/FLOAT/12.0");
+    EXPECT_EQ(input_name(*g, node_named(*g, "/model/layers.1/residual_mul/Mul_2"), 1), "/model/constants/FLOAT/0.25");
+    EXPECT_EQ(input_name(*g, node_named(*g, "/lm_head/Mul"), 1), "/model/constants/FLOAT/0.25");
+    EXPECT_FLOAT_EQ(node_named(*g, "/model/layers.0/attn/GroupQueryAttention").attr_float("scale", 0), 0.125f);
+  }
+  {  // OLMo 2: no input norms, whole-projection Q/K norms, explicit residual Adds
+    auto [g, ops] = ops_of(tiny_config("Olmo2ForCausalLM"), "olmo2");
+    EXPECT_EQ(ops["Reshape"], 0);
+    EXPECT_EQ(ops["SimplifiedLayerNormalization"], 2 * 4);  // q, k, post-attention, post-MLP per layer
+    EXPECT_EQ(ops["SkipSimplifiedLayerNormalization"], 1);  // the final norm adds the last MLP output
+    EXPECT_EQ(init(*g, "model.layers.0.attn.k_norm.layernorm.weight").shape(), (Shape{32}));  // 2 KV heads x 16
+    EXPECT_EQ(input_name(*g, node_named(*g, "/model/layers.0/attn/GroupQueryAttention"), 0),
+              "/model/layers.0/attn/q_norm/SimplifiedLayerNormalization/output_0");
+  }
+  {  // SmolLM3: every 4th layer is NoPE
+    json c = tiny_config("SmolLM3ForCausalLM");
+    c["num_hidden_layers"] = 4;
+    auto [g, ops] = ops_of(c, "smollm3");
+    for (int i = 0; i < 4; ++i) {
+      const Node& gqa = node_named(*g, str_cat("/model/layers.", i, "/attn/GroupQueryAttention"));
+      EXPECT_EQ(gqa.attr_int("do_rotary", -1), i == 3 ? 0 : 1) << i;
+      EXPECT_EQ(gqa.inputs.size(), i == 3 ? 7u : 9u) << i;
+    }
+  }
+  {  // Nemotron: LayerNorm1P (stored weights random 0 -> 1), relu² MLP
+    json c = tiny_config("NemotronForCausalLM");
+    c["hidden_act"] = "relu2";
+    auto [g, ops] = ops_of(c, "nemotron");
+    EXPECT_EQ(ops["Relu"], 2);
+    EXPECT_EQ(init(*g, "model.layers.0.input_layernorm.weight").data<float>()[0], 1.0f);
+    EXPECT_TRUE(g->find_value("/model/layers.0/mlp/gate_proj/MatMul/output_0") < 0);
+  }
+  {  // ERNIE 4.5 and ChatGLM: interleaved rotary; ChatGLM on half of each head
+    auto [g, ops] = ops_of(tiny_config("Ernie4_5ForCausalLM"), "ernie");
+    EXPECT_EQ(node_named(*g, "/model/layers.0/attn/GroupQueryAttention").attr_int("rotary_interleaved", 0), 1);
+    json glm = {{"architectures", {"ChatGLMForConditionalGeneration"}}, {"hidden_size", 64}, {"ffn_hidden_size", 96},
+                {"num_layers", 2}, {"num_attention_heads", 2}, {"multi_query_attention", true},
+                {"multi_query_group_num", 1}, {"kv_channels", 32}, {"padded_vocab_size", 128}, {"seq_length", 64}};
+    auto [g2, ops2] = ops_of(glm, "chatglm");
+    EXPECT_EQ(node_named(*g2, "/model/layers.0/attn/GroupQueryAttention").attr_int("rotary_interleaved", 0), 1);
+    EXPECT_EQ(init(*g2, "cos_cache").shape(), (Shape{64, 8}));  // rotary on 16 of 32
+    EXPECT_EQ(init(*g2, "model.layers.0.attn.qkv_proj.MatMul.weight").shape(), (Shape{64, 32 * (2 + 2)}));
+  }
 }
 
 template <typename Fn>

@@ -165,7 +165,7 @@ class ReferenceDecoder {
   std::vector<float> rms_weighted(const float* x, int64_t n, const std::vector<float>& w) {
     double ss = 0;
     for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
-    const double inv = 1.0 / std::sqrt(ss / static_cast<double>(n) + c_.rms_norm_eps);
+    const double inv = 1.0 / std::sqrt(ss / static_cast<double>(n) + c_.norm_eps);
     std::vector<float> y(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(x[i] * inv * (w[i] + (c_.norm_weight_offset ? 1.0 : 0.0)));
     return y;
