@@ -125,6 +125,14 @@ int64_t content_range_start(const std::string& value) {
 struct HubDownloader::Transfer {
   Progress* progress = nullptr;
   int64_t received = 0;  // bytes received in this run, all files
+  int64_t done = 0, total = 0;  // bytes of the blobs being fetched, kept partial files included
+
+  void advance(int64_t bytes, const std::string& file) {
+    done += bytes;
+    if (progress)
+      progress->advance(bytes, 0, str_cat(format_bytes(static_cast<double>(done)), " / ",
+                                          format_bytes(static_cast<double>(total)), "  ", file));
+  }
 };
 
 bool HubDownloader::matches_include(const std::string& path, const std::vector<std::string>& include) {
@@ -156,6 +164,7 @@ void HubDownloader::download_blob(const PullOptions& options, const std::string&
   Sha256 hash;
   const auto restart = [&] {
     ONNXLLM_CHECK(::ftruncate(fd.get(), 0) == 0, kRuntime, "cannot truncate ", part.string(), ": ", std::strerror(errno));
+    transfer.done -= std::min(offset, meta.size);
     offset = 0;
     hash.reset();
   };
@@ -170,7 +179,6 @@ void HubDownloader::download_blob(const PullOptions& options, const std::string&
       done += n;
     }
   }
-  if (transfer.progress) transfer.progress->advance(offset, 0, file);
 
   std::string write_error;
   for (int attempt = 1; offset < meta.size; ++attempt) {
@@ -210,7 +218,7 @@ void HubDownloader::download_blob(const PullOptions& options, const std::string&
                 if (check_hash) hash.update(data, static_cast<size_t>(n));
                 offset += n;
                 transfer.received += n;
-                if (transfer.progress) transfer.progress->advance(n, 0, file);
+                transfer.advance(n, file);
                 data += n;
                 size -= static_cast<size_t>(n);
               }
@@ -318,6 +326,7 @@ PullResult HubDownloader::pull(const PullOptions& options, std::ostream& log) {
 
   std::vector<FileMetadata> metas;
   int64_t to_fetch = 0;
+  Transfer transfer;
   for (const auto& f : missing) {
     FileMetadata m;
     for (int attempt = 1;; ++attempt) {
@@ -333,8 +342,12 @@ PullResult HubDownloader::pull(const PullOptions& options, std::ostream& log) {
     ONNXLLM_CHECK(m.commit.empty() || m.commit == info.commit, kInvalidModel, "the hub served ", f, " from commit ",
                   m.commit.substr(0, 40), " while ", options.revision, " is at ", info.commit);
     const fs::path blob = cache_.blob_path(repo, m.etag);
-    if (!fs::is_regular_file(blob, ec))
-      to_fetch += std::max<int64_t>(0, m.size - file_size_or_zero(blob.string() + ".incomplete"));
+    if (!fs::is_regular_file(blob, ec)) {
+      const int64_t kept = std::min(m.size, file_size_or_zero(blob.string() + ".incomplete"));
+      to_fetch += m.size - kept;
+      transfer.total += m.size;
+      transfer.done += kept;
+    }
     metas.push_back(std::move(m));
   }
 
@@ -359,7 +372,6 @@ PullResult HubDownloader::pull(const PullOptions& options, std::ostream& log) {
   if (options.progress_bar && !missing.empty())
     progress = std::make_unique<Progress>(std::cerr, true, "pull " + repo.str(), std::max<int64_t>(to_fetch, 1),
                                           static_cast<int64_t>(missing.size()));
-  Transfer transfer;
   transfer.progress = progress.get();
   for (size_t i = 0; i < missing.size(); ++i) {
     const FileMetadata& m = metas[i];

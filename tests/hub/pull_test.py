@@ -289,6 +289,16 @@ else:
         check(a == b, "info from the cache equals info of the folder")
     r = run(["generate", "-m", "acme/llama", "--ids", "1,5,7", "-n", "4", "--print-ids", "--no-timings"], home)
     check(r.returncode == 0 and len(r.stdout.strip().split(",")) == 7, f"generate -m acme/llama ({r.stdout} {r.stderr})")
+    nested = {"onnx/cpu/" + f: data for f, data in files.items()}
+    nested["README.md"] = b"# model\n"
+    hub.repos["acme/nested"] = Repo(nested, {f for f in nested if ".onnx" in f})
+    r = run(["pull", "acme/nested", "--include", "onnx/cpu/*"], home)
+    check(r.returncode == 0, f"pull acme/nested --include onnx/cpu/* ({r.stderr})")
+    r = run(["info", "-m", "acme/nested/onnx/cpu", "--json"], home)
+    check(r.returncode == 0 and json.loads(r.stdout).get("parameters") == b.get("parameters"),
+          f"info -m owner/name/folder uses the folder in the snapshot ({r.stderr})")
+    r = run(["info", "-m", "acme/nested/onnx/gpu"], home)
+    check(r.returncode == 1 and "its snapshot has no 'onnx/gpu'" in r.stderr, f"a missing folder in a snapshot ({r.stderr})")
     r = run(["run", "-m", "acme/llama"], home)
     check(r.returncode == 0 and "LLM decoder inputs" in r.stdout, f"run -m acme/llama uses its model.onnx ({r.stderr})")
 

@@ -32,8 +32,8 @@ Command add_pull_command(CLI::App& app);
 // ThreadPool::kMaxThreads), so all commands refuse -1 or 100000 the same way at parse time.
 CLI::Option* add_threads_option(CLI::App* cmd, int& threads, const char* help);
 
-// `-m,--model`: a path, or owner/name resolved to its snapshot in the Hugging Face cache
-// (refs/main), with an error saying to run `onnxllm pull` when it is not cached. `help` says what
+// `-m,--model`: a path, or owner/name[/sub/folder] resolved to its snapshot in the Hugging Face
+// cache (refs/main), with an error saying to run `onnxllm pull` when it is not cached. `help` says what
 // path the command takes; `onnx_file`: it takes an .onnx file (the snapshot's only one is used).
 CLI::Option* add_model_option(CLI::App* cmd, std::string& model, const std::string& help, bool onnx_file = false);
 

@@ -1,7 +1,7 @@
 // `-m,--model` of every command that runs a model: a folder or file as given, or, when no such
-// path exists and the value has the owner/name form, the snapshot of refs/main of that repository
-// in the Hugging Face cache (what `onnxllm pull owner/name` fills). The one place the hub cache
-// meets the other commands.
+// path exists and the value has the owner/name[/sub/folder] form, the snapshot of refs/main of
+// that repository in the Hugging Face cache (what `onnxllm pull owner/name` fills), or the folder
+// inside it. The one place the hub cache meets the other commands.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -34,15 +34,24 @@ std::string onnx_file_in(const fs::path& snapshot, const std::string& value) {
                                      "; pass the path of the one to use"));
 }
 
+// "owner/name" or "owner/name/sub/folder" (a model folder inside the repository).
 std::string resolve_model(const std::string& value, bool onnx_file) {
   std::error_code ec;
-  if (value.empty() || fs::exists(value, ec) || !RepoId::is_owner_name(value)) return value;
+  const size_t second_slash = value.find('/', value.find('/') + 1);
+  const std::string repo_text = value.substr(0, second_slash);
+  const std::string sub = second_slash == std::string::npos ? "" : value.substr(second_slash + 1);
+  if (value.empty() || fs::exists(value, ec) || !RepoId::is_owner_name(repo_text)) return value;
   try {
     const HubCache cache = HubCache::from_environment();
-    if (const auto snapshot = cache.find_snapshot(RepoId::parse(value), "main"))
-      return onnx_file ? onnx_file_in(*snapshot, value) : snapshot->string();
-    throw CLI::ValidationError(str_cat("no folder ", value, ", and ", value, " is not in the Hugging Face cache (",
-                                       cache.root().string(), "): run `onnxllm pull ", value, "` first"));
+    if (const auto snapshot = cache.find_snapshot(RepoId::parse(repo_text), "main")) {
+      const fs::path path = sub.empty() ? *snapshot : *snapshot / sub;
+      if (!sub.empty() && !fs::exists(path, ec))
+        throw CLI::ValidationError(str_cat(repo_text, " is in the Hugging Face cache, but its snapshot has no '", sub,
+                                           "' (", path.string(), ")"));
+      return onnx_file && fs::is_directory(path, ec) ? onnx_file_in(path, value) : path.string();
+    }
+    throw CLI::ValidationError(str_cat("no folder ", value, ", and ", repo_text, " is not in the Hugging Face cache (",
+                                       cache.root().string(), "): run `onnxllm pull ", repo_text, "` first"));
   } catch (const Error& e) {
     throw CLI::ValidationError(str_cat(value, ": ", e.what()));
   }
