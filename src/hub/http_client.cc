@@ -33,7 +33,12 @@ httplib::Headers to_headers(const HttpClient::Headers& headers) {
   if (error == httplib::Error::Connection) why = "cannot connect (connection refused or host unreachable)";
   if (error == httplib::Error::Read) why = "the connection was closed before the response was complete";
   if (error == httplib::Error::ConnectionTimeout) why = "timed out connecting";
-  throw TransportError(str_cat(url.display(), ": ", why));
+  if (error == httplib::Error::SSLConnection) why = "the TLS handshake failed";
+  const bool certificate = error == httplib::Error::SSLServerVerification || error == httplib::Error::SSLLoadingCerts;
+  if (certificate)
+    why = "the server's TLS certificate could not be verified against the system's CA certificates "
+          "(for a private CA, point SSL_CERT_FILE at its certificate)";
+  throw TransportError(str_cat(url.display(), ": ", why), !certificate);
 }
 
 }  // namespace

@@ -30,7 +30,13 @@ struct HttpResponse {
 // A transport failure: the connection could not be made or broke (a retry may succeed).
 class TransportError : public Error {
  public:
-  explicit TransportError(const std::string& message) : Error(ErrorCode::kRuntime, message) {}
+  TransportError(const std::string& message, bool retryable)
+      : Error(ErrorCode::kRuntime, message), retryable_(retryable) {}
+  // False for what a retry cannot change (an untrusted certificate).
+  bool retryable() const { return retryable_; }
+
+ private:
+  bool retryable_;
 };
 
 class HttpClient {

@@ -239,6 +239,7 @@ void HubDownloader::download_blob(const PullOptions& options, const std::string&
         break;
       }
     } catch (const TransportError& e) {
+      if (!e.retryable()) throw;
       cut = e.what();
     }
     ONNXLLM_CHECK(write_error.empty(), kRuntime, "cannot write ", part.string(), " (", file, "): ", write_error,
@@ -290,9 +291,9 @@ PullResult HubDownloader::pull(const PullOptions& options, std::ostream& log) {
       info = api_.repo_info(repo, options.revision);
       break;
     } catch (const TransportError& e) {
-      if (attempt >= kMaxAttempts)
-        throw_error(ErrorCode::kRuntime, "cannot reach the hub at ", api_.endpoint().display(), " (HF_ENDPOINT) after ",
-                    kMaxAttempts, " attempts: ", e.what());
+      if (attempt >= kMaxAttempts || !e.retryable())
+        throw_error(ErrorCode::kRuntime, "cannot reach the hub at ", api_.endpoint().display(), " (HF_ENDPOINT)",
+                    e.retryable() ? str_cat(" after ", kMaxAttempts, " attempts") : "", ": ", e.what());
       std::this_thread::sleep_for(kFirstRetryDelay * (1 << (attempt - 1)));
     }
   }
@@ -334,8 +335,8 @@ PullResult HubDownloader::pull(const PullOptions& options, std::ostream& log) {
         m = api_.file_metadata(repo, info.commit, f);
         break;
       } catch (const TransportError& e) {
-        if (attempt >= kMaxAttempts)
-          throw_error(ErrorCode::kRuntime, "cannot reach the hub for ", f, " after ", kMaxAttempts, " attempts: ", e.what());
+        if (attempt >= kMaxAttempts || !e.retryable())
+          throw_error(ErrorCode::kRuntime, "cannot reach the hub for ", f, ": ", e.what());
         std::this_thread::sleep_for(kFirstRetryDelay * (1 << (attempt - 1)));
       }
     }

@@ -18,6 +18,7 @@ import hashlib
 import http.server
 import json
 import socket
+import ssl
 import threading
 import urllib.parse
 
@@ -36,14 +37,15 @@ class Repo:
 
 
 class MockHub:
-    def __init__(self):
+    def __init__(self, tls=None):
+        """tls: (certfile, keyfile) to serve the hub over https (the CDN stays http)."""
         self.repos = {}
         self.log = []
         self.cut, self.cut_times, self.corrupt, self.ignore_range, self.huge_size = {}, {}, set(), set(), {}
         self.lock = threading.Lock()
         self.cdn = self._serve("cdn")
-        self.hub = self._serve("hub")
-        self.endpoint = "http://127.0.0.1:%d" % self.hub.server_address[1]
+        self.hub = self._serve("hub", tls)
+        self.endpoint = "%s://127.0.0.1:%d" % ("https" if tls else "http", self.hub.server_address[1])
         self.cdn_url = "http://127.0.0.1:%d" % self.cdn.server_address[1]
 
     def close(self):
@@ -59,7 +61,7 @@ class MockHub:
         with self.lock:
             self.log.clear()
 
-    def _serve(self, name):
+    def _serve(self, name, tls=None):
         hub = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -99,6 +101,10 @@ class MockHub:
 
         server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         server.daemon_threads = True
+        if tls:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            server.socket = context.wrap_socket(server.socket, server_side=True)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         return server
 

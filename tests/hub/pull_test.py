@@ -7,7 +7,7 @@ request, a corrupt LFS file detected and deleted, 401 without HF_TOKEN and succe
 token, 404 for the repository and for the revision, --include, -o DIR (a plain folder; none left on
 failure), a commit as revision, a refused connection, bad REPO syntax, a full disk (a small tmpfs,
 when unshare can mount one), and `onnxllm info -m owner/name` from the cache (and its error when not
-cached).
+cached), and https with a self-signed certificate (refused, then trusted through SSL_CERT_FILE).
 Usage: pull_test.py ONNXLLM_CLI WORK_DIR
 """
 
@@ -301,6 +301,27 @@ else:
     check(r.returncode == 1 and "its snapshot has no 'onnx/gpu'" in r.stderr, f"a missing folder in a snapshot ({r.stderr})")
     r = run(["run", "-m", "acme/llama"], home)
     check(r.returncode == 0 and "LLM decoder inputs" in r.stdout, f"run -m acme/llama uses its model.onnx ({r.stderr})")
+
+# 14. https (cpp-httplib built with OpenSSL): a self-signed hub is refused, and trusted through SSL_CERT_FILE.
+home = fresh_home("https")
+cert, key = os.path.join(home, "cert.pem"), os.path.join(home, "key.pem")
+r = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert], capture_output=True)
+if r.returncode != 0:
+    print("SKIP https: openssl cannot make a certificate:", r.stderr.decode()[-200:])
+else:
+    tls_hub = MockHub(tls=(cert, key))
+    tls_hub.repos["acme/tiny"] = Repo(REPO_FILES, LFS)
+    r = run(["pull", "acme/tiny"], home, endpoint=tls_hub.endpoint)
+    check(r.returncode == 1 and "certificate could not be verified" in r.stderr and tls_hub.endpoint in r.stderr,
+          f"an untrusted certificate is refused ({r.stderr})")
+    os.environ["SSL_CERT_FILE"] = cert
+    r = run(["pull", "acme/tiny"], home, endpoint=tls_hub.endpoint)
+    del os.environ["SSL_CERT_FILE"]
+    check(r.returncode == 0, f"a pull over https with a trusted certificate ({r.stderr})")
+    check(len(tls_hub.requests("hub")) >= 1 and len(tls_hub.requests("cdn")) == 2, "https: the hub and the CDN were used")
+    check_layout(home, tls_hub.repos["acme/tiny"], REPO_FILES, "https pull")
+    tls_hub.close()
 
 hub.close()
 if failures:
