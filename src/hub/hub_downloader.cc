@@ -11,7 +11,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
-#include <iostream>
 #include <memory>
 #include <optional>
 #include <set>
@@ -184,8 +183,8 @@ void HubDownloader::download_blob(const PullOptions& options, const std::string&
   for (int attempt = 1; offset < meta.size; ++attempt) {
     Url url = meta.location;
     HttpResponse response;
-    bool restarted = false;
-    std::string cut;
+    bool restarted = false;  // the partial file was dropped: the server could not continue it
+    std::string cut;         // why this attempt ended early
     try {
       for (int hop = 0;; ++hop) {
         HttpClient::Headers headers = api_.headers_for(url);
@@ -225,15 +224,17 @@ void HubDownloader::download_blob(const PullOptions& options, const std::string&
               return offset <= meta.size;  // more than announced: stop, it is checked below
             });
         if (response.status == 416) {
-          restart();  // our partial file is not a prefix the server recognises
+          restart();  // our partial file is not a prefix the server recognises: start over at once
           restarted = true;
-          cut = "the server could not continue the partial file (416 Range Not Satisfiable)";
           break;
         }
         if (response.status >= 300 && response.status < 400 && hop < kMaxCdnRedirects) {
           url = url.resolve(response.header("Location"));
           continue;
         }
+        if (url.origin() != api_.endpoint().origin() && response.status >= 400)  // the CDN: no token hints
+          throw_error(ErrorCode::kRuntime, "downloading ", file, " of ", repo.str(), " from ", url.display(),
+                      ": the server answered ", response.status, "; run the command again (it asks the hub anew)");
         api_.check_status(response, repo, options.revision, file);
         ONNXLLM_CHECK(body_wanted, kInvalidModel, url.display(), ": unexpected status ", response.status, " for ", file);
         break;
@@ -250,11 +251,13 @@ void HubDownloader::download_blob(const PullOptions& options, const std::string&
                   " bytes the hub announced; the partial file was deleted");
     }
     if (offset == meta.size) break;
-    if (cut.empty() && !restarted) cut = str_cat("the body ended after ", offset, " of ", meta.size, " bytes");
+    const bool range_refused = restarted && cut.empty() && response.status == 416;
+    if (range_refused) cut = "the server could not continue the partial file (416 Range Not Satisfiable)";
+    if (cut.empty()) cut = str_cat("the body ended after ", offset, " of ", meta.size, " bytes");
     ONNXLLM_CHECK(attempt < kMaxAttempts, kRuntime, "downloading ", file, " of ", repo.str(), " failed after ",
                   kMaxAttempts, " attempts (", offset, " of ", meta.size, " bytes kept in ", part.string(), "): ", cut,
                   "; run the command again to resume");
-    if (!restarted) {
+    if (!range_refused) {
       log << "warning: " << file << ": " << cut << "; resuming from byte " << offset << "\n";
       std::this_thread::sleep_for(kFirstRetryDelay * (1 << (attempt - 1)));
     }
@@ -371,7 +374,7 @@ PullResult HubDownloader::pull(const PullOptions& options, std::ostream& log) {
 
   std::unique_ptr<Progress> progress;
   if (options.progress_bar && !missing.empty())
-    progress = std::make_unique<Progress>(std::cerr, true, "pull " + repo.str(), std::max<int64_t>(to_fetch, 1),
+    progress = std::make_unique<Progress>(log, true, "pull " + repo.str(), std::max<int64_t>(to_fetch, 1),
                                           static_cast<int64_t>(missing.size()));
   transfer.progress = progress.get();
   for (size_t i = 0; i < missing.size(); ++i) {

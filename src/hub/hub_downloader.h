@@ -30,7 +30,7 @@ struct PullOptions {
   std::vector<std::string> include;  // globs; empty = every file
   std::filesystem::path output;      // empty = cache only
   bool overwrite = false;            // replace an existing output folder of pulled files
-  bool progress_bar = false;         // redraw a bar on stderr (a terminal)
+  bool progress_bar = false;         // redraw a bar on the log stream (a terminal)
 };
 
 struct PullResult {

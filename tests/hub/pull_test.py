@@ -181,6 +181,21 @@ check(r.returncode == 1 and not os.path.exists(out) and not [e for e in os.listd
       f"a failed pull with -o leaves no folder ({os.listdir(home)})")
 hub.corrupt.clear()
 
+# A damaged partial file from an earlier run: resumed, the kept bytes are hashed too, so it is caught.
+home = fresh_home("bad-partial")
+part = os.path.join(repo_dir(home), "blobs", etag_of(tiny, "model.onnx.data") + ".incomplete")
+os.makedirs(os.path.dirname(part))
+with open(part, "wb") as f:
+    f.write(b"\0" * 1000)
+hub.clear_log()
+r = run(["pull", "acme/tiny"], home)
+check(r.returncode == 1 and "model.onnx.data of acme/tiny is corrupt" in r.stderr, f"a damaged partial file ({r.stderr})")
+check([x[3] for x in hub.requests("cdn") if "model.onnx.data" in x[2]] == ["bytes=1000-"], "it was resumed from byte 1000")
+check(not os.path.exists(part), "the damaged partial file is deleted")
+r = run(["pull", "acme/tiny"], home)
+check(r.returncode == 0, f"the next run downloads it whole ({r.stderr})")
+check_layout(home, tiny, REPO_FILES, "after a damaged partial file")
+
 # 7. Private repository: 401 without HF_TOKEN (the message says to set it), refused bad token, success with it.
 home = fresh_home("private")
 r = run(["pull", "acme/private"], home)
