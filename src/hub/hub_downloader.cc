@@ -331,6 +331,7 @@ PullResult HubDownloader::pull(const PullOptions& options, std::ostream& log) {
   std::vector<FileMetadata> metas;
   int64_t to_fetch = 0;
   Transfer transfer;
+  std::set<std::string> counted;
   for (const auto& f : missing) {
     FileMetadata m;
     for (int attempt = 1;; ++attempt) {
@@ -346,7 +347,7 @@ PullResult HubDownloader::pull(const PullOptions& options, std::ostream& log) {
     ONNXLLM_CHECK(m.commit.empty() || m.commit == info.commit, kInvalidModel, "the hub served ", f, " from commit ",
                   m.commit.substr(0, 40), " while ", options.revision, " is at ", info.commit);
     const fs::path blob = cache_.blob_path(repo, m.etag);
-    if (!fs::is_regular_file(blob, ec)) {
+    if (!fs::is_regular_file(blob, ec) && counted.insert(m.etag).second) {  // files with equal contents share a blob
       const int64_t kept = std::min(m.size, file_size_or_zero(blob.string() + ".incomplete"));
       to_fetch += m.size - kept;
       transfer.total += m.size;

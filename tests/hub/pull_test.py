@@ -39,6 +39,7 @@ def check(cond, what):
 hub = MockHub()
 BIG = os.urandom(300_000)
 REPO_FILES = {"config.json": b'{"model_type": "llama"}\n', "tokenizer.json": b'{"version": "1.0"}' * 50,
+              "copy/config.json": b'{"model_type": "llama"}\n',  # equal contents: one blob, two entries
               "model.onnx": os.urandom(5000), "model.onnx.data": BIG, "sub/dir/extra.txt": b"extra\n"}
 LFS = {"model.onnx", "model.onnx.data"}
 hub.repos["acme/tiny"] = Repo(REPO_FILES, LFS, refs=None)
@@ -104,7 +105,7 @@ check(os.path.isfile(os.path.join(home, "hf", "hub", ".locks", "models--acme--ti
 cdn = hub.requests("cdn")
 check(len(cdn) == 2 and all(c[4] is None for c in cdn), f"LFS files come from the CDN without the token ({cdn})")
 check(all(c[4] == "Bearer hf_public_token" for c in hub.requests("hub")), "the hub gets the token")
-check("5 files, 5 downloaded" in r.stderr, f"summary on stderr ({r.stderr!r})")
+check("6 files, 5 downloaded" in r.stderr, f"summary on stderr ({r.stderr!r})")
 
 # 2. A cached pull downloads nothing: one API call, no file requests.
 hub.clear_log()
@@ -220,7 +221,7 @@ home = fresh_home("include")
 r = run(["pull", "acme/tiny", "--include", "*.json", "--include", "sub/", "--revision", tiny.commit], home)
 snap = os.path.join(repo_dir(home), "snapshots", tiny.commit)
 got = sorted(os.path.relpath(os.path.join(dp, f), snap) for dp, _, fs in os.walk(snap) for f in fs)
-check(r.returncode == 0 and got == ["config.json", "sub/dir/extra.txt", "tokenizer.json"],
+check(r.returncode == 0 and got == ["config.json", "copy/config.json", "sub/dir/extra.txt", "tokenizer.json"],
       f"--include selects the matching files ({got}, {r.stderr})")
 check(not os.path.exists(os.path.join(repo_dir(home), "refs")), "a commit hash as revision writes no ref")
 r = run(["pull", "acme/tiny", "--include", "*.gguf"], home)
