@@ -6,11 +6,12 @@ huggingface.co redirects LFS files to a CDN host. Answers as huggingface.co does
   HEAD|GET /OWNER/NAME/resolve/REV/PATH    -> git files: 200, ETag "<git sha1>", X-Repo-Commit;
        LFS files: 302 to the CDN with X-Linked-Etag "<sha256>", X-Linked-Size, X-Repo-Commit
   GET  CDN /blobs/SHA256?sig=...           -> the bytes, honouring Range (206 + Content-Range)
-Errors with X-Error-Code as the hub sends them: 401 for a private repo without its token,
+Errors with X-Error-Code as the hub sends them: 401 for a private repo without its token, 403 GatedRepo,
 404 RepoNotFound / RevisionNotFound / EntryNotFound.
 Faults a test switches on: cut[path] = N (close the connection after N body bytes of each
 transfer), cut_times[path] (how many transfers to cut, default all), corrupt.add(path) (serve
-flipped bytes), ignore_range.add(path), huge_size[path] (announce a larger X-Linked-Size).
+flipped bytes), ignore_range.add(path), huge_size[path] (announce a larger X-Linked-Size),
+throttle[path] = seconds (a slow transfer: a pause after each 32 KB).
 Every request is logged as (server, method, path, Range, Authorization).
 """
 
@@ -20,6 +21,7 @@ import json
 import socket
 import ssl
 import threading
+import time
 import urllib.parse
 
 
@@ -28,12 +30,13 @@ def git_blob_sha1(data):
 
 
 class Repo:
-    def __init__(self, files, lfs=(), commit=None, refs=None, token=None):
+    def __init__(self, files, lfs=(), commit=None, refs=None, token=None, gated=False):
         self.files = dict(files)  # path -> bytes
         self.lfs = set(lfs)
         self.commit = commit or hashlib.sha1(repr(sorted(self.files.items())).encode()).hexdigest()
         self.refs = dict(refs or {"main": self.commit})
         self.token = token  # required "Bearer" token (a private repo), or None
+        self.gated = gated  # every request is 403 GatedRepo (access not granted)
 
 
 class MockHub:
@@ -42,6 +45,7 @@ class MockHub:
         self.repos = {}
         self.log = []
         self.cut, self.cut_times, self.corrupt, self.ignore_range, self.huge_size = {}, {}, set(), set(), {}
+        self.throttle = {}  # path -> seconds to sleep after each 32 KB sent
         self.lock = threading.Lock()
         self.cdn = self._serve("cdn")
         self.hub = self._serve("hub", tls)
@@ -119,6 +123,9 @@ class MockHub:
         if repo is None:
             h.error(404, "RepoNotFound", "Repository not found", head)
             return None, None
+        if repo.gated:
+            h.error(403, "GatedRepo", "Access to model %s is restricted" % repo_id, head)
+            return None, None
         commit = revision if revision in repo.refs.values() else repo.refs.get(revision)
         if commit is None:
             h.error(404, "RevisionNotFound", "Invalid rev id: " + revision, head)
@@ -195,6 +202,12 @@ class MockHub:
                     cut = None
                 else:
                     self.cut_times[file] = left - 1
+        if cut is None and file in self.throttle:
+            for i in range(0, len(body), 32768):
+                h.wfile.write(body[i:i + 32768])
+                h.wfile.flush()
+                time.sleep(self.throttle[file])
+            return
         if cut is None:
             h.wfile.write(body)
             return

@@ -6,7 +6,7 @@ cut connection resumed in the same run and, when every transfer is cut, on the n
 request, a corrupt LFS file detected and deleted, 401 without HF_TOKEN and success with it, a wrong
 token, 404 for the repository and for the revision, --include, -o DIR (a plain folder; none left on
 failure), a commit as revision, a refused connection, bad REPO syntax, a full disk (a small tmpfs,
-when unshare can mount one), and `onnxllm info -m owner/name` from the cache (and its error when not
+when unshare can mount one: refused up front, and filling up mid-download), 403 for a gated repository, and `onnxllm info -m owner/name` from the cache (and its error when not
 cached), and https with a self-signed certificate (refused, then trusted through SSL_CERT_FILE).
 Usage: pull_test.py ONNXLLM_CLI WORK_DIR
 """
@@ -208,6 +208,13 @@ check(r.returncode == 1 and "refused the token" in r.stderr, f"a wrong token is 
 r = run(["pull", "acme/private"], home, token="hf_secret")
 check(r.returncode == 0, f"the right token pulls the private repo ({r.stderr})")
 
+hub.repos["acme/gated"] = Repo({"config.json": b"{}"}, gated=True)
+r = run(["pull", "acme/gated"], home)
+check(r.returncode == 1 and "access to repository acme/gated is forbidden (403)" in r.stderr and "set HF_TOKEN" in r.stderr,
+      f"403 names the repository and says to set HF_TOKEN ({r.stderr})")
+r = run(["pull", "acme/gated"], home, token="hf_secret")
+check(r.returncode == 1 and "has no access" in r.stderr, f"403 with a token says the account has no access ({r.stderr})")
+
 # 8. 404s: the repository, the revision.
 home = fresh_home("missing")
 r = run(["pull", "acme/nothing"], home)
@@ -274,6 +281,17 @@ else:
     check(r.returncode == 1 and "not enough disk space" in r.stderr and "acme/big" in r.stderr,
           f"a full disk is refused before downloading ({r.stderr})")
     check(not [x for x in hub.requests("cdn") if "weights.bin" in x[2]], "nothing downloaded onto the full disk")
+    # The disk fills up during the download (another writer takes the space once 100 KB are in).
+    fill = {"weights.bin": os.urandom(700_000)}
+    hub.repos["acme/fill"] = Repo(fill, {"weights.bin"})
+    hub.throttle["weights.bin"] = 0.05
+    filler = ('mount -t tmpfs -o size=1m tmpfs "$0" && '
+              '(while [ "$(stat -c %s "$0"/hub/models--acme--fill/blobs/*.incomplete 2>/dev/null || echo 0)" -lt 100000 ];'
+              ' do sleep 0.02; done; head -c 2000000 /dev/zero > "$0/filler" 2>/dev/null) & exec "$@"')
+    r = run(["pull", "acme/fill"], home, prefix=["unshare", "-m", "sh", "-c", filler, mnt])
+    check(r.returncode == 1 and "the disk is full" in r.stderr and "weights.bin" in r.stderr and
+          "the next run continues from them" in r.stderr, f"a disk that fills up during the download ({r.stderr})")
+    del hub.throttle["weights.bin"]
 
 # 13. -m owner/name: a model folder built here, pulled, then used through the cache.
 home = fresh_home("model")
