@@ -36,8 +36,9 @@ httplib::Headers to_headers(const HttpClient::Headers& headers) {
   if (error == httplib::Error::SSLConnection) why = "the TLS handshake failed";
   const bool certificate = error == httplib::Error::SSLServerVerification || error == httplib::Error::SSLLoadingCerts;
   if (certificate)
-    why = "the server's TLS certificate could not be verified against the system's CA certificates "
-          "(for a private CA, point SSL_CERT_FILE at its certificate)";
+    why =
+        "the server's TLS certificate could not be verified against the system's CA certificates "
+        "(for a private CA, point SSL_CERT_FILE at its certificate)";
   throw TransportError(str_cat(url.display(), ": ", why), !certificate);
 }
 

@@ -3,7 +3,6 @@
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -69,9 +68,12 @@ std::string HubApi::token_from_environment() {
   if (file.empty()) {
     const std::string home = env("HF_HOME");
     const std::string xdg = env("XDG_CACHE_HOME");
-    if (!home.empty()) file = fs::path(home) / "token";
-    else if (!xdg.empty()) file = fs::path(xdg) / "huggingface" / "token";
-    else if (!env("HOME").empty()) file = fs::path(env("HOME")) / ".cache" / "huggingface" / "token";
+    if (!home.empty())
+      file = fs::path(home) / "token";
+    else if (!xdg.empty())
+      file = fs::path(xdg) / "huggingface" / "token";
+    else if (!env("HOME").empty())
+      file = fs::path(env("HOME")) / ".cache" / "huggingface" / "token";
   }
   std::error_code ec;
   if (file.empty() || !fs::is_regular_file(file, ec)) return "";
@@ -111,8 +113,9 @@ void HubApi::check_status(const HttpResponse& r, const RepoId& repo, const std::
       if (!token_.empty() && code != "RepoNotFound")
         throw_error(ErrorCode::kInvalidArgument, "the hub refused the token in HF_TOKEN for ", repo.str(),
                     " (401 Unauthorized)", said, ": check that it is valid and has read access");
-      throw_error(ErrorCode::kInvalidArgument, repo.str(), where, " needs authentication (401 Unauthorized): it does not exist or is private or gated",
-                  said, token_hint);
+      throw_error(ErrorCode::kInvalidArgument, repo.str(), where,
+                  " needs authentication (401 Unauthorized): it does not exist or is private or gated", said,
+                  token_hint);
     case 403:
       throw_error(ErrorCode::kInvalidArgument, "access to ", subject, " is forbidden (403)", said,
                   token_.empty() ? "; set HF_TOKEN to an access token of an account that has access"
@@ -152,8 +155,8 @@ RepoInfo HubApi::repo_info(const RepoId& repo, const std::string& revision) {
                 ": the answer has no \"sha\" (commit) string");
   RepoInfo info;
   info.commit = j["sha"].get<std::string>();
-  ONNXLLM_CHECK(HubCache::is_commit_hash(info.commit), kInvalidModel, url.display(), ": \"sha\" is not a commit hash: '",
-                info.commit.substr(0, 80), "'");
+  ONNXLLM_CHECK(HubCache::is_commit_hash(info.commit), kInvalidModel, url.display(),
+                ": \"sha\" is not a commit hash: '", info.commit.substr(0, 80), "'");
   ONNXLLM_CHECK(j.contains("siblings") && j["siblings"].is_array(), kInvalidModel, url.display(),
                 ": the answer has no \"siblings\" (file list) array");
   for (const auto& s : j["siblings"]) {
@@ -190,8 +193,8 @@ FileMetadata HubApi::file_metadata(const RepoId& repo, const std::string& commit
   HubCache::check_etag(m.etag, path);
   const std::string linked_size = r.header("X-Linked-Size");
   m.size = parse_size(linked_size.empty() ? r.header("Content-Length") : linked_size);
-  ONNXLLM_CHECK(m.size >= 0, kInvalidModel, url.display(), ": the hub sent no valid size (X-Linked-Size or Content-Length) for ",
-                path);
+  ONNXLLM_CHECK(m.size >= 0, kInvalidModel, url.display(),
+                ": the hub sent no valid size (X-Linked-Size or Content-Length) for ", path);
   m.location = r.status >= 300 && r.status < 400 ? url.resolve(r.header("Location")) : url;
   return m;
 }

@@ -18,16 +18,16 @@
 namespace onnxllm {
 
 struct RepoInfo {
-  std::string commit;               // "sha": the commit the revision points to
-  std::vector<std::string> files;   // "siblings[].rfilename", checked to stay inside the snapshot
+  std::string commit;              // "sha": the commit the revision points to
+  std::vector<std::string> files;  // "siblings[].rfilename", checked to stay inside the snapshot
 };
 
 struct FileMetadata {
-  std::string commit;   // X-Repo-Commit ("" when the hub sent none)
-  std::string etag;     // X-Linked-Etag else ETag, quotes removed: names the blob
-  int64_t size = -1;    // X-Linked-Size else Content-Length
-  bool lfs = false;     // X-Linked-Etag present: the etag is the content's sha256
-  Url location;         // where the bytes are (the CDN for LFS files)
+  std::string commit;  // X-Repo-Commit ("" when the hub sent none)
+  std::string etag;    // X-Linked-Etag else ETag, quotes removed: names the blob
+  int64_t size = -1;   // X-Linked-Size else Content-Length
+  bool lfs = false;    // X-Linked-Etag present: the etag is the content's sha256
+  Url location;        // where the bytes are (the CDN for LFS files)
 };
 
 class HubApi {

@@ -46,13 +46,16 @@ bool has_control_char(std::string_view s) {
 HubCache HubCache::from_environment() {
   if (const std::string hub = env("HF_HUB_CACHE"); !hub.empty()) return HubCache(expand_user(hub));
   if (const std::string home = env("HF_HOME"); !home.empty()) return HubCache(expand_user(home) / "hub");
-  if (const std::string xdg = env("XDG_CACHE_HOME"); !xdg.empty()) return HubCache(expand_user(xdg) / "huggingface" / "hub");
+  if (const std::string xdg = env("XDG_CACHE_HOME"); !xdg.empty())
+    return HubCache(expand_user(xdg) / "huggingface" / "hub");
   const std::string home = env("HOME");
   ONNXLLM_CHECK(!home.empty(), kInvalidArgument, "cannot locate the Hugging Face cache: set HF_HOME (HOME is not set)");
   return HubCache(fs::path(home) / ".cache" / "huggingface" / "hub");
 }
 
-fs::path HubCache::blob_path(const RepoId& repo, const std::string& etag) const { return repo_dir(repo) / "blobs" / etag; }
+fs::path HubCache::blob_path(const RepoId& repo, const std::string& etag) const {
+  return repo_dir(repo) / "blobs" / etag;
+}
 
 fs::path HubCache::snapshot_dir(const RepoId& repo, const std::string& commit) const {
   return repo_dir(repo) / "snapshots" / commit;
@@ -130,8 +133,8 @@ bool HubCache::is_commit_hash(std::string_view text) {
 }
 
 void HubCache::check_revision(const std::string& revision) {
-  ONNXLLM_CHECK(!revision.empty() && revision.size() <= 255 && revision.front() != '/' && !has_bad_component(revision) &&
-                    !has_control_char(revision),
+  ONNXLLM_CHECK(!revision.empty() && revision.size() <= 255 && revision.front() != '/' &&
+                    !has_bad_component(revision) && !has_control_char(revision),
                 kInvalidArgument, "invalid revision '", revision,
                 "' (expected a branch, tag or commit hash such as main, v1.0 or refs/pr/1)");
 }
@@ -139,7 +142,8 @@ void HubCache::check_revision(const std::string& revision) {
 void HubCache::check_repo_path(const std::string& path) {
   ONNXLLM_CHECK(!path.empty() && path.size() <= 4096 && path.front() != '/' && !has_bad_component(path) &&
                     !has_control_char(path),
-                kInvalidModel, "the hub lists an unsafe file name '", path, "' (absolute, or with '..' or empty parts)");
+                kInvalidModel, "the hub lists an unsafe file name '", path,
+                "' (absolute, or with '..' or empty parts)");
 }
 
 void HubCache::check_etag(const std::string& etag, const std::string& file) {

@@ -102,7 +102,8 @@ void check_room(const fs::path& dir, int64_t needed, const std::string& what) {
   const int64_t free = free_bytes(dir);
   ONNXLLM_CHECK(free < 0 || needed <= free, kRuntime, "not enough disk space for ", what, ": it needs ",
                 format_bytes(static_cast<double>(needed)), " (", needed, " bytes) in ", dir.string(), ", which has ",
-                format_bytes(static_cast<double>(free)), " free; free some space (or set HF_HOME to another disk) "
+                format_bytes(static_cast<double>(free)),
+                " free; free some space (or set HF_HOME to another disk) "
                 "and run the command again");
 }
 
@@ -123,14 +124,15 @@ int64_t content_range_start(const std::string& value) {
 // The state of one blob's download, shared with the progress display.
 struct HubDownloader::Transfer {
   Progress* progress = nullptr;
-  int64_t received = 0;  // bytes received in this run, all files
+  int64_t received = 0;         // bytes received in this run, all files
   int64_t done = 0, total = 0;  // bytes of the blobs being fetched, kept partial files included
 
   void advance(int64_t bytes, const std::string& file) {
     done += bytes;
     if (progress)
-      progress->advance(bytes, 0, str_cat(format_bytes(static_cast<double>(done)), " / ",
-                                          format_bytes(static_cast<double>(total)), "  ", file));
+      progress->advance(bytes, 0,
+                        str_cat(format_bytes(static_cast<double>(done)), " / ",
+                                format_bytes(static_cast<double>(total)), "  ", file));
   }
 };
 
@@ -162,7 +164,8 @@ void HubDownloader::download_blob(const PullOptions& options, const std::string&
   const bool check_hash = meta.lfs && is_sha256(meta.etag);
   Sha256 hash;
   const auto restart = [&] {
-    ONNXLLM_CHECK(::ftruncate(fd.get(), 0) == 0, kRuntime, "cannot truncate ", part.string(), ": ", std::strerror(errno));
+    ONNXLLM_CHECK(::ftruncate(fd.get(), 0) == 0, kRuntime, "cannot truncate ", part.string(), ": ",
+                  std::strerror(errno));
     transfer.done -= std::min(offset, meta.size);
     offset = 0;
     hash.reset();
@@ -236,7 +239,8 @@ void HubDownloader::download_blob(const PullOptions& options, const std::string&
           throw_error(ErrorCode::kRuntime, "downloading ", file, " of ", repo.str(), " from ", url.display(),
                       ": the server answered ", response.status, "; run the command again (it asks the hub anew)");
         api_.check_status(response, repo, options.revision, file);
-        ONNXLLM_CHECK(body_wanted, kInvalidModel, url.display(), ": unexpected status ", response.status, " for ", file);
+        ONNXLLM_CHECK(body_wanted, kInvalidModel, url.display(), ": unexpected status ", response.status, " for ",
+                      file);
         break;
       }
     } catch (const TransportError& e) {

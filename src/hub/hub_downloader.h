@@ -35,10 +35,10 @@ struct PullOptions {
 
 struct PullResult {
   std::string commit;
-  std::filesystem::path snapshot;        // the cache's snapshot folder
-  std::vector<std::string> files;        // the selected files
-  int downloaded_files = 0;              // fetched in this run (the others were cached)
-  int64_t downloaded_bytes = 0;          // bytes received in this run
+  std::filesystem::path snapshot;  // the cache's snapshot folder
+  std::vector<std::string> files;  // the selected files
+  int downloaded_files = 0;        // fetched in this run (the others were cached)
+  int64_t downloaded_bytes = 0;    // bytes received in this run
 };
 
 class HubDownloader {
@@ -56,8 +56,8 @@ class HubDownloader {
 
  private:
   struct Transfer;
-  void download_blob(const PullOptions& options, const std::string& file, const FileMetadata& meta,
-                     Transfer& transfer, std::ostream& log);
+  void download_blob(const PullOptions& options, const std::string& file, const FileMetadata& meta, Transfer& transfer,
+                     std::ostream& log);
 
   HubCache cache_;
   HubApi& api_;

@@ -18,7 +18,8 @@ std::string part_problem(std::string_view part) {
   if (part.empty()) return "is empty";
   if (part.size() > kMaxPartLength) return str_cat("is longer than ", kMaxPartLength, " characters");
   for (const char c : part)
-    if (!word_char(c) && c != '-' && c != '.') return str_cat("contains '", c, "' (allowed: letters, digits, '-', '_', '.')");
+    if (!word_char(c) && c != '-' && c != '.')
+      return str_cat("contains '", c, "' (allowed: letters, digits, '-', '_', '.')");
   if (!word_char(part.front()) || !word_char(part.back())) return "starts or ends with '-' or '.'";
   if (part.find("--") != std::string_view::npos || part.find("..") != std::string_view::npos)
     return "contains '--' or '..'";
@@ -41,8 +42,8 @@ RepoId RepoId::parse(std::string_view text) {
   }
   const std::string p = part_problem(id.name);
   ONNXLLM_CHECK(p.empty(), kInvalidArgument, "invalid repository '", text, "': the name ", p, kForm);
-  ONNXLLM_CHECK(!id.name.ends_with(".git"), kInvalidArgument, "invalid repository '", text, "': the name ends with .git",
-                kForm);
+  ONNXLLM_CHECK(!id.name.ends_with(".git"), kInvalidArgument, "invalid repository '", text,
+                "': the name ends with .git", kForm);
   return id;
 }
 
@@ -58,6 +59,8 @@ bool RepoId::is_owner_name(std::string_view text) {
 
 std::string RepoId::str() const { return owner.empty() ? name : owner + "/" + name; }
 
-std::string RepoId::cache_folder() const { return owner.empty() ? "models--" + name : "models--" + owner + "--" + name; }
+std::string RepoId::cache_folder() const {
+  return owner.empty() ? "models--" + name : "models--" + owner + "--" + name;
+}
 
 }  // namespace onnxllm

@@ -29,9 +29,9 @@ void Sha256::reset() {
 std::string Sha256::hex_digest() {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int length = 0;
-  ONNXLLM_CHECK(EVP_DigestFinal_ex(ctx_->md, digest, &length) == 1 &&
-                    EVP_DigestInit_ex(ctx_->md, EVP_sha256(), nullptr) == 1,
-                kRuntime, "SHA-256 final failed");
+  ONNXLLM_CHECK(
+      EVP_DigestFinal_ex(ctx_->md, digest, &length) == 1 && EVP_DigestInit_ex(ctx_->md, EVP_sha256(), nullptr) == 1,
+      kRuntime, "SHA-256 final failed");
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   for (unsigned int i = 0; i < length; ++i) {

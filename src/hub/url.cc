@@ -15,7 +15,8 @@ int default_port(const std::string& scheme) { return scheme == "https" ? 443 : 8
 Url Url::parse(std::string_view text) {
   Url url;
   const size_t colon = text.find("://");
-  ONNXLLM_CHECK(colon != std::string_view::npos, kInvalidArgument, "'", text, "' is not a URL (expected http://HOST or https://HOST)");
+  ONNXLLM_CHECK(colon != std::string_view::npos, kInvalidArgument, "'", text,
+                "' is not a URL (expected http://HOST or https://HOST)");
   url.scheme = std::string(text.substr(0, colon));
   for (char& c : url.scheme) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
   ONNXLLM_CHECK(url.scheme == "http" || url.scheme == "https", kInvalidArgument, "'", text,

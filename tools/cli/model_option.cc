@@ -3,7 +3,6 @@
 // that repository in the Hugging Face cache (what `onnxllm pull owner/name` fills), or the folder
 // inside it. The one place the hub cache meets the other commands.
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <filesystem>
 #include <string>
@@ -29,9 +28,8 @@ std::string onnx_file_in(const fs::path& snapshot, const std::string& value) {
   if (found.size() == 1) return (snapshot / found[0]).string();
   std::string names;
   for (const auto& f : found) names += " " + f;
-  throw CLI::ValidationError(str_cat(value, " (", snapshot.string(), ") has ", found.size(),
-                                     " top-level .onnx files", names.empty() ? "" : ":", names,
-                                     "; pass the path of the one to use"));
+  throw CLI::ValidationError(str_cat(value, " (", snapshot.string(), ") has ", found.size(), " top-level .onnx files",
+                                     names.empty() ? "" : ":", names, "; pass the path of the one to use"));
 }
 
 // "owner/name" or "owner/name/sub/folder" (a model folder inside the repository).

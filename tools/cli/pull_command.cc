@@ -4,7 +4,6 @@
 // plain folder. Prints the folder (the cache snapshot, or DIR) on stdout; the progress bar (on a
 // terminal) and the summary go to stderr. A second pull of a cached revision downloads nothing.
 #include <CLI/CLI.hpp>
-
 #include <iostream>
 
 #include "builder/progress.h"
@@ -14,8 +13,9 @@
 namespace onnxllm::cli {
 
 Command add_pull_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("pull", "Download a model repository from the Hugging Face hub into its cache "
-                                         "(HF_HOME; HF_ENDPOINT, HF_TOKEN) and optionally into a folder");
+  auto* cmd = app.add_subcommand("pull",
+                                 "Download a model repository from the Hugging Face hub into its cache "
+                                 "(HF_HOME; HF_ENDPOINT, HF_TOKEN) and optionally into a folder");
   struct Args {
     std::string repo, revision = "main", output;
     std::vector<std::string> include;
@@ -29,7 +29,8 @@ Command add_pull_command(CLI::App& app) {
                   "repeat for more")
       ->allow_extra_args(false)
       ->take_all();  // one glob per --include (a second word is not swallowed), all occurrences kept
-  cmd->add_option("-o,--output", a->output, "Also write the files into this folder (must not exist unless --overwrite)");
+  cmd->add_option("-o,--output", a->output,
+                  "Also write the files into this folder (must not exist unless --overwrite)");
   cmd->add_flag("--overwrite", a->overwrite, "Replace an existing -o folder (holding only files this pull writes)");
   cmd->add_flag("-q,--quiet", a->quiet, "No progress output");
   return {cmd, [a] {

@@ -90,11 +90,10 @@ TEST(HubRepoId, ParsesValidNames) {
 
 TEST(HubRepoId, RejectsBadNamesSayingWhy) {
   const std::pair<const char*, const char*> cases[] = {
-      {"a/b/c", "more than one '/'"},     {"acme/", "the name is empty"},
-      {"/name", "the owner is empty"},    {"-acme/x", "starts or ends"},
-      {"acme/x.", "starts or ends"},      {"acme/a--b", "'--' or '..'"},
-      {"acme/a..b", "'--' or '..'"},      {"ac me/x", "contains ' '"},
-      {"acme/x.git", "ends with .git"},   {"acme/\xc3\xa9", "contains"},
+      {"a/b/c", "more than one '/'"}, {"acme/", "the name is empty"}, {"/name", "the owner is empty"},
+      {"-acme/x", "starts or ends"},  {"acme/x.", "starts or ends"},  {"acme/a--b", "'--' or '..'"},
+      {"acme/a..b", "'--' or '..'"},  {"ac me/x", "contains ' '"},    {"acme/x.git", "ends with .git"},
+      {"acme/\xc3\xa9", "contains"},
   };
   for (const auto& [text, why] : cases) {
     const std::string message = error_of([&] { RepoId::parse(text); });
@@ -179,8 +178,9 @@ TEST(HubCache, KeepsHostileNamesInsideTheCache) {
   EXPECT_EQ(error_of([] { HubCache::check_repo_path("onnx/cpu/model.onnx.data"); }), "");
   for (const std::string& bad : std::vector<std::string>{"", "../../x", ".hidden", "a/b", std::string(200, 'a')})
     EXPECT_NE(error_of([&] { HubCache::check_etag(bad, "f"); }).find("unusable ETag"), std::string::npos) << bad;
-  EXPECT_EQ(error_of([] { HubCache::check_etag("cf295b8e45f6145452a475792da2afc857df3491258425b4659474ef8618a29c", "f"); }),
-            "");
+  EXPECT_EQ(
+      error_of([] { HubCache::check_etag("cf295b8e45f6145452a475792da2afc857df3491258425b4659474ef8618a29c", "f"); }),
+      "");
   for (const char* bad : {"", "/main", "a/../b", "..", "a\tb"})
     EXPECT_NE(error_of([&] { HubCache::check_revision(bad); }).find("invalid revision"), std::string::npos) << bad;
   EXPECT_EQ(error_of([] { HubCache::check_revision("refs/pr/12"); }), "");
