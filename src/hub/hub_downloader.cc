@@ -145,7 +145,7 @@ bool HubDownloader::matches_include(const std::string& path, const std::vector<s
   return false;
 }
 
-void HubDownloader::download_blob(const PullOptions& options, const std::string& file, const FileMetadata& meta,
+bool HubDownloader::download_blob(const PullOptions& options, const std::string& file, const FileMetadata& meta,
                                   Transfer& transfer, std::ostream& log) {
   const RepoId& repo = options.repo;
   const fs::path blob = cache_.blob_path(repo, meta.etag);
@@ -154,7 +154,7 @@ void HubDownloader::download_blob(const PullOptions& options, const std::string&
   fs::create_directories(blob.parent_path(), ec);
   ONNXLLM_CHECK(!ec, kRuntime, "cannot create ", blob.parent_path().string(), ": ", ec.message());
   BlobLock lock(cache_.lock_path(repo, meta.etag));
-  if (fs::is_regular_file(blob, ec)) return;  // another pull finished it while we waited
+  if (fs::is_regular_file(blob, ec)) return false;  // another pull finished it while we waited
 
   Fd fd(::open(part.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644));
   ONNXLLM_CHECK(fd.get() >= 0, kRuntime, "cannot open ", part.string(), ": ", std::strerror(errno));
@@ -277,6 +277,7 @@ void HubDownloader::download_blob(const PullOptions& options, const std::string&
   }
   fs::rename(part, blob, ec);
   ONNXLLM_CHECK(!ec, kRuntime, "cannot rename ", part.string(), " to ", blob.string(), ": ", ec.message());
+  return true;
 }
 
 PullResult HubDownloader::pull(const PullOptions& options, std::ostream& log) {
@@ -387,8 +388,7 @@ PullResult HubDownloader::pull(const PullOptions& options, std::ostream& log) {
     const fs::path blob = cache_.blob_path(repo, m.etag);
     if (!fs::is_regular_file(blob, ec)) {
       const int64_t before = transfer.received;
-      download_blob(options, missing[i], m, transfer, log);
-      ++result.downloaded_files;
+      if (download_blob(options, missing[i], m, transfer, log)) ++result.downloaded_files;
       if (!progress)
         log << "downloaded " << missing[i] << " (" << format_bytes(static_cast<double>(transfer.received - before))
             << ")\n";

@@ -56,7 +56,8 @@ class HubDownloader {
 
  private:
   struct Transfer;
-  void download_blob(const PullOptions& options, const std::string& file, const FileMetadata& meta, Transfer& transfer,
+  // False when another process finished the blob while this one waited for its lock.
+  bool download_blob(const PullOptions& options, const std::string& file, const FileMetadata& meta, Transfer& transfer,
                      std::ostream& log);
 
   HubCache cache_;

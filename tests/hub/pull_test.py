@@ -165,6 +165,21 @@ hub.ignore_range.clear()
 hub.cut.clear()
 hub.cut_times.clear()
 
+# Two pulls at once into one cache: the blob lock lets one download each blob; both end complete.
+home = fresh_home("concurrent")
+hub.clear_log()
+hub.throttle["model.onnx.data"] = 0.02
+env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+env.update(HF_HOME=os.path.join(home, "hf"), HF_ENDPOINT=hub.endpoint, HOME=home)
+procs = [subprocess.Popen([cli, "pull", "acme/tiny"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+         for _ in range(2)]
+outs = [p.communicate(timeout=120) for p in procs]
+del hub.throttle["model.onnx.data"]
+check(all(p.returncode == 0 for p in procs), f"two concurrent pulls succeed ({[o[1] for o in outs]})")
+gets = [x for x in hub.requests("cdn") if "model.onnx.data" in x[2]]
+check(len(gets) == 1, f"the shared blob is downloaded once ({len(gets)} transfers)")
+check_layout(home, tiny, REPO_FILES, "concurrent pulls")
+
 # 6. A corrupt LFS file: detected, deleted, named; nothing of it in the snapshot.
 home = fresh_home("corrupt")
 hub.corrupt.add("model.onnx")
