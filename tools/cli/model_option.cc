@@ -49,7 +49,8 @@ std::string resolve_model(const std::string& value, bool onnx_file) {
       return onnx_file && fs::is_directory(path, ec) ? onnx_file_in(path, value) : path.string();
     }
     throw CLI::ValidationError(str_cat("no folder ", value, ", and ", repo_text, " is not in the Hugging Face cache (",
-                                       cache.root().string(), "): run `onnxllm pull ", repo_text, "` first"));
+                                       cache.root().string(), "): if it is a repository, run `onnxllm pull ",
+                                       repo_text, "` first"));
   } catch (const Error& e) {
     throw CLI::ValidationError(str_cat(value, ": ", e.what()));
   }
