@@ -373,7 +373,7 @@ Command add_bench_command(CLI::App& app) {
       "decode token, the measured memory read bandwidth and the roofline % of decode");
   cmd->footer(kJsonKeysHelp);
   auto args = std::make_shared<BenchArgs>();
-  cmd->add_option("-m,--model", args->model, "Model folder with genai_config.json")->required();
+  add_model_option(cmd, args->model, "Model folder with genai_config.json")->required();
   cmd->add_option("--prompt-len", args->prompt_len, "Prompt tokens per row")->capture_default_str();
   cmd->add_option("--gen-len", args->gen_len, "New tokens per row (at least 2; EOS does not stop them)")
       ->capture_default_str();

@@ -172,7 +172,7 @@ int run_chat(const ChatArgs& args) {
 Command add_chat_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("chat", "Chat with a model folder: one message per line on stdin, /reset, /exit");
   auto args = std::make_shared<ChatArgs>();
-  cmd->add_option("-m,--model", args->model, "Model folder with genai_config.json")->required();
+  add_model_option(cmd, args->model, "Model folder with genai_config.json")->required();
   cmd->add_option("--system", args->system, "System message (sent first in every conversation)")
       ->capture_default_str();
   cmd->add_option("-n,--max-new-tokens", args->max_new_tokens,

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 #include <utility>
 
 namespace CLI {
@@ -25,9 +26,15 @@ Command add_generate_command(CLI::App& app);
 Command add_chat_command(CLI::App& app);
 Command add_info_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
+Command add_pull_command(CLI::App& app);
 
 // `--threads N` with the range every command accepts (0 = one per available core, up to
 // ThreadPool::kMaxThreads), so all commands refuse -1 or 100000 the same way at parse time.
 CLI::Option* add_threads_option(CLI::App* cmd, int& threads, const char* help);
+
+// `-m,--model`: a path, or owner/name[/sub/folder] resolved to its snapshot in the Hugging Face
+// cache (refs/main), with an error saying to run `onnxllm pull` when it is not cached. `help` says what
+// path the command takes; `onnx_file`: it takes an .onnx file (the snapshot's only one is used).
+CLI::Option* add_model_option(CLI::App* cmd, std::string& model, const std::string& help, bool onnx_file = false);
 
 }  // namespace onnxllm::cli

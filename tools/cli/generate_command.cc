@@ -181,7 +181,7 @@ int run_generate(const GenerateArgs& args, bool has_ids, bool has_prompt, bool h
 Command add_generate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("generate", "Generate tokens with a model folder (genai_config.json)");
   auto args = std::make_shared<GenerateArgs>();
-  cmd->add_option("-m,--model", args->model, "Model folder with genai_config.json")->required();
+  add_model_option(cmd, args->model, "Model folder with genai_config.json")->required();
   auto* ids = cmd->add_option("--ids", args->ids,
                               "Prompt token ids: rows separated by ';', ids by ',' (e.g. \"0,0,0,52;0,0,195,331\")");
   auto* prompt = cmd->add_option("--prompt", args->prompt, "Prompt text, encoded with the model folder's tokenizer");

@@ -243,7 +243,7 @@ Command add_info_command(CLI::App& app) {
     bool json = false;
   };
   auto args = std::make_shared<Args>();
-  cmd->add_option("-m,--model", args->model, "Model folder (genai_config.json) or a .onnx file")->required();
+  add_model_option(cmd, args->model, "Model folder (genai_config.json) or a .onnx file")->required();
   cmd->add_flag("--json", args->json, "Print one JSON object instead of text")->capture_default_str();
   return {cmd, [args] {
             const nlohmann::ordered_json j = describe(args->model);

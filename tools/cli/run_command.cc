@@ -27,7 +27,7 @@ Command add_run_command(CLI::App& app) {
     bool random = false;
   };
   auto args = std::make_shared<Args>();
-  cmd->add_option("-m,--model", args->model, "model.onnx")->required();
+  add_model_option(cmd, args->model, "model.onnx", true)->required();
   cmd->add_option("--dim", args->dims, "Symbolic dimension value, NAME=N (default 1)");
   add_threads_option(cmd, args->threads, "Intra-op threads");
   cmd->add_flag("--random", args->random, "Fill inputs with small random values instead of zeros");
