@@ -78,6 +78,27 @@ TEST(Sgemm, EveryKernelBitIdenticalToScalarReference) {
   EXPECT_EQ(shapes, 6 * 8 * 5 * 2);
 }
 
+// Decode rows (m == 1) wider than one run of C partial sums (4096 columns), with a ragged last run
+// and a vector tail; zeros in A and B so that -0 products meet the chain's +0 start.
+TEST(Sgemm, WideDecodeRowsBitIdenticalToScalarReference) {
+  ThreadPool two(2);
+  uint32_t seed = 11;
+  for (int64_t n : {4096, 4103, 9000})
+    for (int64_t k : {1, 3, 37}) {
+      auto a = test::gaussian(static_cast<size_t>(k), 1.f, seed++);
+      auto b = test::gaussian(static_cast<size_t>(k * n), 1.f, seed++);
+      a[0] = -0.f;
+      for (size_t i = 0; i < b.size(); i += 5) b[i] = 0.f;
+      const auto ref = run(a, b, 1, n, k, 0, Isa::kScalar, nullptr);
+      for (Isa isa : isas())
+        for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &two}) {
+          const auto c = run(a, b, 1, n, k, 0, isa, pool);
+          ASSERT_EQ(0, std::memcmp(c.data(), ref.data(), c.size() * 4))
+              << "n=" << n << " k=" << k << ": " << isa_name(isa) << (pool ? " on 2 threads" : "") << " differs";
+        }
+    }
+}
+
 TEST(Sgemm, ZeroDepthGivesZeros) {
   ThreadPool pool(2);
   for (Isa isa : isas()) {
