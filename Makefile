@@ -11,7 +11,7 @@ CMAKE_FLAGS += -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=
 export CCACHE_BASEDIR ?= $(CURDIR)
 endif
 
-.PHONY: all build deps configure test run oracle clean fuzz bench pip-test asan
+.PHONY: all build deps configure test run oracle llamacpp clean fuzz bench pip-test asan
 
 all: build
 
@@ -28,6 +28,13 @@ build: configure
 
 oracle:
 	@scripts/setup_oracle.sh $(BUILD)/oracle
+
+# llama.cpp (node-llama-cpp's prebuilt CPU binary, npm registry only) in $(BUILD)/llamacpp, for the
+# GGUF tests (python_gguf) and benchmarks/compare.py; needs ../shared/tools/llamacpp.
+llamacpp:
+	@test -d ../shared/tools/llamacpp || { echo "../shared/tools/llamacpp not found"; exit 1; }
+	mkdir -p $(BUILD)/llamacpp && cp ../shared/tools/llamacpp/* $(BUILD)/llamacpp/
+	cd $(BUILD)/llamacpp && NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm ci --no-audit --no-fund
 
 test: deps
 	$(MAKE) build oracle

@@ -6,8 +6,8 @@
 - Random-weight Llama / Qwen2 GGUFs written here (gguf_writer.py) with Q8_0, Q4_0, Q4_K, Q6_K and
   F16 tensors match a NumPy forward pass over the dequantized blocks (the reference of
   test_builder_families.py): logits close at every step, greedy tokens equal.
-- The Q4_0 stories GGUF matches llama.cpp's greedy tokens (skips when llama.cpp is not set up:
-  ONNXLLM_LLAMACPP_DIR, else build/llamacpp, a copy of ../shared/tools/llamacpp after npm ci).
+- The F32 and Q4_0 stories GGUFs match llama.cpp's greedy tokens (skips when llama.cpp is not set
+  up: ONNXLLM_LLAMACPP_DIR, else BUILD/llamacpp from `make llamacpp`).
 - Bad files are clear errors naming what is wrong.
 """
 
@@ -26,7 +26,10 @@ from gguf_writer import (ARR, BOOL, F32, GGML_F16, GGML_F32, GGML_Q4_0, GGML_Q4_
                          I32, QUANTIZERS, STR, U32, Gguf, hf_to_meta_rows, q4_0)
 from test_builder_families import decoder_forward, onnxllm_greedy
 
-LLAMACPP_DIR = pathlib.Path(os.environ.get("ONNXLLM_LLAMACPP_DIR", SOURCE_DIR / "build/llamacpp"))
+# llama.cpp: ONNXLLM_LLAMACPP_DIR, else `make llamacpp`'s copy in the CLI's build folder, else build/llamacpp.
+LLAMACPP_DIR = pathlib.Path(os.environ.get("ONNXLLM_LLAMACPP_DIR") or next(
+    (p for p in (CLI.parent.parent / "llamacpp", SOURCE_DIR / "build/llamacpp") if p.exists()),
+    SOURCE_DIR / "build/llamacpp"))
 HF_TO_GGUF = SHARED_DIR / "tools/llamacpp/hf_to_gguf.py"
 
 
@@ -224,8 +227,8 @@ def test_q4_0_gguf_keeps_its_blocks(stories_q4_0, tmp_path):
 
 def llamacpp_greedy(gguf, prompt, n):
     if not (LLAMACPP_DIR / "node_modules/node-llama-cpp/package.json").exists():
-        pytest.skip(f"llama.cpp is not set up in {LLAMACPP_DIR} (set ONNXLLM_LLAMACPP_DIR to a copy of "
-                    "../shared/tools/llamacpp after `npm ci`; see its README)")
+        pytest.skip(f"llama.cpp is not set up in {LLAMACPP_DIR} (run `make llamacpp`, or set ONNXLLM_LLAMACPP_DIR "
+                    "to a copy of ../shared/tools/llamacpp after `npm ci`; see its README)")
     if shutil.which("node") is None:
         pytest.skip("node is not installed")
     r = subprocess.run(["node", str(LLAMACPP_DIR / "bench.mjs"), str(gguf), "--prompt", ",".join(map(str, prompt)),
