@@ -337,7 +337,8 @@ class Builder {
     const DType io = io_;
     const auto native = native_blocks(parts);
     if (native) return native_matmul(basename, input, parts, k, *native, out);
-    if (o_.follow_source || !quantized_) {
+    const auto requantized = requantized_blocks(parts);
+    if (!requantized && (o_.follow_source || !quantized_)) {
       node("MatMul", basename, {input, weight}, {out});
       add_task({{weight, io, Shape{k, n}}}, n * k, [=](const auto& emit) {
         Tensor w = read_stacked(*src, parts, k, *pool);
@@ -345,7 +346,12 @@ class Builder {
       });
       return out;
     }
-    const BlockQuantConfig q = quant_;
+    BlockQuantConfig q = quant_;
+    if (requantized) {
+      q.bits = requantized->bits;
+      q.block_size = requantized->block_size;
+      q.symmetric = requantized->symmetric;
+    }
     const std::string bits = std::to_string(q.bits);
     const std::string data = weight + "_Q" + bits, scales = weight + "_scales", zeros = weight + "_zero_points";
     const int64_t n_blk = (k + q.block_size - 1) / q.block_size;
@@ -386,9 +392,24 @@ class Builder {
     return common;
   }
 
+  // With follow_source, the MatMulNBits form the source asks its block-quantized parts to be
+  // requantized to (GGUF's Q4_K), when every part asks for the same one.
+  std::optional<WeightSource::NativeBlocks> requantized_blocks(const std::vector<Rows>& parts) const {
+    if (!o_.follow_source || io_ != DType::kFloat32) return std::nullopt;
+    std::optional<WeightSource::NativeBlocks> common;
+    for (const auto& p : parts) {
+      const auto rb = p.tensor.empty() ? std::nullopt : source_.requantized_blocks(p.tensor);
+      if (!rb || (common && (rb->bits != common->bits || rb->block_size != common->block_size ||
+                             rb->symmetric != common->symmetric)))
+        return std::nullopt;
+      common = rb;
+    }
+    return common;
+  }
+
   // Whether the projection of `parts` is a float MatMul in this build.
   bool float_matmul(const std::vector<Rows>& parts) const {
-    return !native_blocks(parts) && (o_.follow_source || !quantized_);
+    return !native_blocks(parts) && !requantized_blocks(parts) && (o_.follow_source || !quantized_);
   }
 
   // MatMulNBits over the source's stored blocks and scales, copied as they are.

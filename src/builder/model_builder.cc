@@ -116,8 +116,7 @@ BuildSummary build_model(const BuildOptions& o) {
   std::unique_ptr<WeightSource> source;
   if (o.random_weights) source = std::make_unique<RandomWeights>(config, o.seed);
   else if (gguf)
-    source = std::make_unique<GgufWeights>(*gguf_file, gguf_permutes_qk(*gguf_file), config.num_heads,
-                                           config.num_kv_heads, config.head_dim);
+    source = std::make_unique<GgufWeights>(*gguf_file, gguf_permutes_qk(*gguf_file), config.head_dim);
   else source = std::make_unique<CheckpointWeights>(SafetensorsReader::open_folder(o.input_dir));
 
   // Everything is validated here, before any output exists.

@@ -163,6 +163,26 @@ def f32(w):
 QUANTIZERS = {GGML_F32: f32, GGML_F16: f16, GGML_Q8_0: q8_0, GGML_Q4_0: q4_0, GGML_Q4_K: q4_k, GGML_Q6_K: q6_k}
 
 
+def requantize_asym4(w, block=32):
+    """What the builder's quantizer makes of float weights as asymmetric 4-bit MatMulNBits blocks
+    (ONNX Runtime's MLAS round-to-nearest, float32 arithmetic), dequantized: the reference for Q4_K
+    weights, which the builder requantizes so (their minimum is no integer zero point)."""
+    rows, k = w.shape
+    x = w.reshape(rows, k // block, block).astype(np.float32)
+    lo = np.minimum(x.min(-1), np.float32(0))
+    hi = np.maximum(x.max(-1), np.float32(0))
+    scale = ((hi - lo) / np.float32(15)).astype(np.float32)
+    safe = np.where(scale != 0, scale, np.float32(1))
+    zp_fp = np.where(scale != 0, -lo / safe, np.float32(0)).astype(np.float32)
+    zp = np.where(zp_fp < 0, 0, np.where(zp_fp > 15, 15, np.floor(zp_fp + np.float32(0.5)))).astype(np.float32)
+    inv = np.where(scale != 0, np.float32(1) / safe, np.float32(0)).astype(np.float32)
+    y = (x * inv[..., None] + zp[..., None]).astype(np.float32)
+    y = np.where(y >= 0, np.minimum(y, np.float32(15)), np.float32(0))
+    whole = np.floor(y)
+    q = whole + ((y - whole) >= np.float32(0.5))
+    return (scale[..., None] * (q - zp[..., None]).astype(np.float32)).astype(np.float32).reshape(rows, k)
+
+
 def hf_to_meta_rows(w, n_heads):
     """llama.cpp's q/k row order (interleaved rotary) from Hugging Face's (rotate_half)."""
     hd = w.shape[0] // n_heads

@@ -23,7 +23,7 @@ import pytest
 
 from conftest import CLI, SHARED_DIR, SOURCE_DIR, shared
 from gguf_writer import (ARR, BOOL, F32, GGML_F16, GGML_F32, GGML_Q4_0, GGML_Q4_K, GGML_Q5_K, GGML_Q6_K, GGML_Q8_0,
-                         I32, QUANTIZERS, STR, U32, Gguf, hf_to_meta_rows, q4_0)
+                         I32, QUANTIZERS, STR, U32, Gguf, hf_to_meta_rows, requantize_asym4)
 from test_builder_families import decoder_forward, onnxllm_greedy
 
 # llama.cpp: ONNXLLM_LLAMACPP_DIR, else `make llamacpp`'s copy in the CLI's build folder, else build/llamacpp.
@@ -263,7 +263,7 @@ def llama_like(arch="llama", **overrides):
     return c
 
 
-def random_gguf(path, c, types, seed=0, bias=False):
+def random_gguf(path, c, types, seed=0, bias=False, requantized=False):
     """A GGUF of random weights; `types` maps a role (attn, ffn_gate, ffn_up, ffn_down, output, embd) to a
     ggml type. Returns the Hugging Face tensors the file dequantizes to (the reference's weights)."""
     rng = np.random.default_rng(seed)
@@ -296,6 +296,8 @@ def random_gguf(path, c, types, seed=0, bias=False):
         if heads and permute:  # the file holds llama.cpp's row order; the reference keeps HF's
             data, _ = QUANTIZERS[ttype](hf_to_meta_rows(w, heads) if w.ndim == 2 else hf_to_meta_rows(w, heads)[None])
         g.tensor(gname, list(reversed(w.shape)), ttype, data)
+        if requantized and ttype == GGML_Q4_K and gname != "token_embd.weight":  # a MatMul weight: requantized
+            deq = requantize_asym4(deq)
         hf[hname] = deq.astype(np.float32)
 
     def normal(*shape, std=0.1):
@@ -328,8 +330,14 @@ CASES = {
                         "output": GGML_Q8_0}),
     "q4_0": dict(types={"attn": GGML_Q4_0, "ffn_gate": GGML_Q4_0, "ffn_up": GGML_Q4_0, "ffn_down": GGML_Q4_0,
                         "output": GGML_Q4_0, "embd": GGML_Q4_0}),
-    "mixed": dict(types={"attn": GGML_Q8_0, "ffn_gate": GGML_Q4_0, "ffn_up": GGML_Q4_K, "ffn_down": GGML_Q6_K,
+    "mixed": dict(types={"attn": GGML_Q8_0, "ffn_gate": GGML_Q4_0, "ffn_up": GGML_Q6_K, "ffn_down": GGML_Q6_K,
                          "output": GGML_Q6_K, "embd": GGML_F16}),
+    # Q4_K has no exact MatMulNBits form: -p fp32 checks its dequantization alone; the default build
+    # requantizes it to asymmetric 4-bit blocks of 32 (the reference does the same to the dequantized values).
+    "q4_k-fp32": dict(types={"attn": GGML_Q4_K, "ffn_gate": GGML_Q4_K, "ffn_up": GGML_Q4_K, "ffn_down": GGML_Q4_K,
+                             "output": GGML_Q4_K, "embd": GGML_Q4_K}, args=("-p", "fp32")),
+    "q4_k": dict(types={"attn": GGML_Q4_K, "ffn_gate": GGML_Q4_K, "ffn_up": GGML_Q4_K, "ffn_down": GGML_Q4_K,
+                        "output": GGML_Q4_K}, requantized=True),
     "q4_0-tied": dict(types={"attn": GGML_Q4_0, "ffn_gate": GGML_Q4_0, "ffn_up": GGML_Q4_0, "ffn_down": GGML_Q4_0,
                              "embd": GGML_Q4_0}, tie=True),
     "qwen2-bias": dict(types={"attn": GGML_Q8_0, "ffn_gate": GGML_Q4_0, "ffn_up": GGML_Q4_0, "ffn_down": GGML_Q8_0,
@@ -341,15 +349,18 @@ CASES = {
 def test_quantized_gguf_matches_the_numpy_reference(case, tmp_path):
     spec = CASES[case]
     c = llama_like(spec.get("arch", "llama"), tie_word_embeddings=spec.get("tie", False))
-    hf, _ = random_gguf(tmp_path / "m.gguf", c, spec["types"], bias=spec.get("bias", False))
+    hf, _ = random_gguf(tmp_path / "m.gguf", c, spec["types"], bias=spec.get("bias", False),
+                        requantized=spec.get("requantized", False))
     # accuracy level 1: MatMulNBits in float32 over the stored blocks, so only float rounding differs.
-    out = build(tmp_path / "m.gguf", tmp_path / "m", "--accuracy-level", "1")
+    out = build(tmp_path / "m.gguf", tmp_path / "m", "--accuracy-level", "1", *spec.get("args", ()))
     ids, logits = onnxllm_greedy(out, PROMPT, STEPS)
     ref_logits = decoder_forward(c, hf, ids[:-1])
     for step, got in enumerate(logits):
         ref = ref_logits[len(PROMPT) - 1 + step]
         np.testing.assert_allclose(got, ref, atol=2e-3 * np.abs(ref).max(), err_msg=f"{case} step {step}")
     assert ids[len(PROMPT):] == [int(np.argmax(ref_logits[len(PROMPT) - 1 + s])) for s in range(STEPS)]
+    ops = cli("info", "-m", out, "--json").stdout
+    assert ("MatMulNBits" in ops) == ("-p" not in spec.get("args", ())), ops[:2000]
 
 
 def test_quantized_blocks_are_not_requantized(tmp_path):
