@@ -29,8 +29,8 @@ Command add_build_command(CLI::App& app) {
   cmd->add_option("--config", a->config, "config.json to use (with --random-weights, no weights are needed)");
   cmd->add_option("-o,--output", a->output, "Output folder (must not exist unless --overwrite)")->required();
   cmd->add_option("-p,--precision", a->precision,
-                  "fp32 | fp16 | int4 | int8 (default fp32; for a GGUF input: each weight as the file stores it, "
-                  "Q4_0/Q8_0 as 4/8-bit MatMulNBits, others fp32)")
+                  "fp32 | fp16 | int4 | int8 (default fp32; for a GGUF input: each weight in the file's form, "
+                  "Q4_0/Q8_0/Q6_K as MatMulNBits with the file's blocks, Q4_K requantized to 4-bit, floats fp32)")
       ->check(CLI::IsMember({"fp32", "fp16", "int4", "int8"}));
   cmd->add_option("--block-size", a->block_size, "int4/int8 block size")->check(CLI::IsMember({16, 32, 64, 128, 256}));
   cmd->add_option("--accuracy-level", a->accuracy_level, "MatMulNBits accuracy level (0 unset, 1 fp32, 4 int8)")
