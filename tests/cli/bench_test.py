@@ -154,6 +154,25 @@ for precision, model in models.items():
             check(len(gen) >= 1 and j["generated_ids"][0][:len(gen)] == gen,
                   f"{what}: bench generated {j['generated_ids'][0]}, generate {gen}")
 
+# --kv-cache float16: half the cache bytes per position, the same greedy tokens on this model (the
+# values rounded to float16 change no argmax here; generate with the same option agrees).
+for precision, model in models.items():
+    full = bench(model, "--prompt-len", "16", "--gen-len", "9", "--reps", "1", "--seed", "5")
+    half = bench(model, "--prompt-len", "16", "--gen-len", "9", "--reps", "1", "--seed", "5", "--kv-cache", "float16")
+    if full and half:
+        check(half["kv_bytes_per_position"] * 2 == full["kv_bytes_per_position"],
+              f"{precision} --kv-cache float16: {half['kv_bytes_per_position']} bytes per position, "
+              f"float32 {full['kv_bytes_per_position']}")
+        check(half["generated_ids"] == full["generated_ids"],
+              f"{precision} --kv-cache float16 generated {half['generated_ids']}, float32 {full['generated_ids']}")
+        prompt = ",".join(map(str, half["prompt_ids"][0]))
+        g = run(["generate", "-m", model, "--ids", prompt, "-n", "9", "--print-ids", "--no-timings", "--kv-cache", "float16"])
+        gen = [int(x) for x in g.stdout.strip().split(",")][16:] if g.returncode == 0 else []
+        check(len(gen) >= 1 and half["generated_ids"][0][:len(gen)] == gen,
+              f"{precision} generate --kv-cache float16: {g.stderr[-300:]} {gen}")
+r = run(["bench", "-m", models["fp32"], "--kv-cache", "bfloat8"])
+check(r.returncode == 1 and "--kv-cache" in r.stderr, f"--kv-cache bfloat8: exit {r.returncode}, {r.stderr!r}")
+
 # Text output.
 r = run(["bench", "-m", models["int4"], "--prompt-len", "8", "--gen-len", "4", "--reps", "1"])
 check(r.returncode == 0, f"text bench failed: {r.stderr}")

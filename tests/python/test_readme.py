@@ -1,16 +1,22 @@
 """README.md's shell snippets, run as written: every `build/bin/onnxllm` line of "Using the CLI"
 (placeholders such as HF_DIR, OUT and FILE.json replaced by real files, optional [...] parts
-included) and the C/C++ quickstart block (into a temporary prefix). The Python snippet is run by
+included; the hub lines against tests/hub/mock_hub.py serving the first build's folder, so no
+network) and the C/C++ quickstart block (into a temporary prefix). The Python snippet is run by
 test_examples.py."""
 
 import json
+import os
 import pathlib
 import re
 import shlex
 import subprocess
+import sys
 
 import pytest
 from conftest import CLI, SOURCE_DIR, shared
+
+sys.path.insert(0, str(SOURCE_DIR / "tests" / "hub"))
+from mock_hub import MockHub, Repo  # noqa: E402
 
 README = (SOURCE_DIR / "README.md").read_text()
 BUILD_DIR = CLI.parent.parent
@@ -58,7 +64,13 @@ def substitute(line, files, index):
         before = words[i - 1] if i else ""
         if w == "HF_DIR":
             w = str(files["hf"])
-        elif w == "OUT" and before == "-o":
+        elif w == "OWNER/NAME":
+            w = "acme/stories"
+        elif w == "R" and before == "--revision":
+            w = "v1"
+        elif w == "GLOB...":
+            w = "*.json"
+        elif w in ("OUT", "DIR") and before == "-o":
             w = str(out if not out.exists() else tmp / f"out{index}")
         elif w in ("OUT", "OUT|model.onnx", "DIR"):
             w = str(out)
@@ -89,18 +101,46 @@ def substitute(line, files, index):
     return result
 
 
-def test_readme_cli_lines(files):
+def serve_hub(hub, out):
+    """The README's repositories on the mock hub, each holding the first build's folder (weights as
+    LFS files, as on huggingface.co)."""
+    folder = {p.relative_to(out).as_posix(): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    lfs = {name for name in folder if not name.endswith((".json", ".jinja", ".txt"))}
+    hub.repos["acme/stories"] = Repo(folder, lfs)
+    hub.repos["acme/stories"].refs["v1"] = hub.repos["acme/stories"].commit
+    phi3 = "cpu_and_mobile/cpu-int4-rtn-block-32-acc-level-4/"
+    hub.repos["microsoft/Phi-3-mini-4k-instruct-onnx"] = Repo(
+        {phi3 + name: data for name, data in folder.items()} | {"README.md": b"a model card\n"},
+        {phi3 + name for name in lfs})
+
+
+@pytest.fixture()
+def hub():
+    hub = MockHub()
+    yield hub
+    hub.close()
+
+
+def test_readme_cli_lines(files, hub):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env.update(HF_HOME=str(files["tmp"] / "hf_home"), HF_ENDPOINT=hub.endpoint)
     lines = cli_lines()
     assert len(lines) >= 15, lines
     if not pathlib.Path("/usr/share/libonnx-testdata").exists():
         lines = [l for l in lines if " onnx-test " not in l]
     for index, line in enumerate(lines):
         argv = substitute(line, files, index)
+        if argv[1] == "pull" and not hub.repos:
+            serve_hub(hub, files["tmp"] / "out")
         stdin = "Once upon a time\n/reset\n/exit\n" if argv[1] == "chat" else None
-        r = subprocess.run(argv, capture_output=True, text=True, input=stdin, timeout=300,
+        r = subprocess.run(argv, capture_output=True, text=True, input=stdin, timeout=300, env=env,
                            stdin=None if stdin is not None else subprocess.DEVNULL)
         assert r.returncode == 0, f"README line `{line}` as {argv}: exit {r.returncode}\n{r.stderr[-2000:]}"
         assert r.stdout.strip() or argv[1] in ("build", "quantize"), f"`{line}` printed nothing"
+        if argv[1] == "pull" and "-o" in argv:
+            pulled = pathlib.Path(argv[argv.index("-o") + 1])
+            assert (pulled / "genai_config.json").read_bytes() == (files["tmp"] / "out" / "genai_config.json").read_bytes()
+            assert not (pulled / "model.onnx").exists(), "--include '*.json' pulled model.onnx"
         out = files["tmp"] / "out"
         if argv[1] == "build" and not (out / "chat_template.jinja").exists():
             # stories260K has no chat template; the chat lines need one, as a chat model has.

@@ -69,6 +69,7 @@ struct BenchArgs {
   int reps = 3;
   int warmup = 0;
   int threads = 0;
+  std::string kv_cache;
   int batch = 1;
   uint64_t seed = 1;
   bool json = false;
@@ -258,6 +259,7 @@ int run_bench(const BenchArgs& args) {
                 config.model.vocab_size);
   genai::ModelOptions options;
   options.num_threads = args.threads;
+  options.kv_cache_dtype = kv_cache_dtype(args.kv_cache);
   const std::shared_ptr<const genai::Model> model = genai::Model::create(std::move(config), options);
   const double model_load_ms = ms_between(load_start, Clock::now());
   const std::optional<double> process_ms = ms_since_process_start();
@@ -381,6 +383,7 @@ Command add_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "Untimed generations before the reps")->capture_default_str();
   add_threads_option(cmd, args->threads, "Intra-op threads (0: the config's intra_op_num_threads if set)");
+  add_kv_cache_option(cmd, args->kv_cache);
   cmd->add_option("--batch", args->batch, "Rows generated together (each its own prompt); tok/s counts all rows")
       ->capture_default_str();
   cmd->add_option("--seed", args->seed, "Seed of the prompt ids (splitmix64, modulo vocab_size)")

@@ -102,6 +102,7 @@ struct ChatArgs {
   int max_new_tokens = 0;
   SearchArgs search;
   int threads = 0;
+  std::string kv_cache;
   int token_delay_ms = 0;
   bool verbose = false;
   bool no_timings = false;
@@ -119,6 +120,7 @@ int run_chat(const ChatArgs& args) {
   options.max_new_tokens = args.max_new_tokens;
   options.search = search_options_json(args.search);
   options.num_threads = args.threads;
+  options.kv_cache_dtype = kv_cache_dtype(args.kv_cache);
   ChatSession session(args.model, std::move(options));
   install_sigint_handler();  // before the first line on stderr, which tells a driver we are ready
   if (!session.has_template())
@@ -181,6 +183,7 @@ Command add_chat_command(CLI::App& app) {
       ->capture_default_str();
   add_search_options(*cmd, args->search, false);
   add_threads_option(cmd, args->threads, "Intra-op threads (0: the config's intra_op_num_threads if set)");
+  add_kv_cache_option(cmd, args->kv_cache);
   cmd->add_option("--token-delay-ms", args->token_delay_ms,
                   "Pause after each streamed piece (slow playback; lets a test interrupt an answer)")
       ->check(CLI::NonNegativeNumber)

@@ -11,6 +11,7 @@ namespace onnxllm::cli {
 ChatSession::ChatSession(const std::filesystem::path& model_dir, ChatOptions options) : options_(std::move(options)) {
   genai::ModelOptions model_options;
   model_options.num_threads = options_.num_threads;
+  model_options.kv_cache_dtype = options_.kv_cache_dtype;
   model_ = genai::Model::load(model_dir, model_options);
   const genai::Config& config = model_->config();
   const auto dir = config.model.tokenizer_dir.empty() ? config.dir : config.dir / config.model.tokenizer_dir;

@@ -51,6 +51,7 @@ struct GenerateArgs {
   SearchArgs search;
   std::optional<int> max_new_tokens;
   int threads = 0;
+  std::string kv_cache;
   bool print_ids = false;
   bool no_timings = false;
 };
@@ -103,6 +104,7 @@ int run_generate(const GenerateArgs& args, bool has_ids, bool has_prompt, bool h
   const std::string prompt = args.prompt_file.empty() ? args.prompt : read_prompt_file(args.prompt_file);
   genai::ModelOptions options;
   options.num_threads = args.threads;
+  options.kv_cache_dtype = kv_cache_dtype(args.kv_cache);
   auto model = genai::Model::load(args.model, options);
 
   // The tokenizer is needed for text prompts and for printing text.
@@ -200,6 +202,7 @@ Command add_generate_command(CLI::App& app) {
       ->excludes(max_length)
       ->default_str("unset: --max-length");
   add_threads_option(cmd, args->threads, "Intra-op threads (0: the config's intra_op_num_threads if set)");
+  add_kv_cache_option(cmd, args->kv_cache);
   cmd->add_flag("--print-ids", args->print_ids,
                 "Print each sequence as comma-separated token ids, streamed for one sequence (default: stream the "
                 "generated text)");
