@@ -11,7 +11,7 @@ CMAKE_FLAGS += -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=
 export CCACHE_BASEDIR ?= $(CURDIR)
 endif
 
-.PHONY: all build deps configure test run oracle clean fuzz bench pip-test asan
+.PHONY: all build deps configure test run oracle llamacpp clean fuzz bench pip-test asan
 
 all: build
 
@@ -28,6 +28,13 @@ build: configure
 
 oracle:
 	@scripts/setup_oracle.sh $(BUILD)/oracle
+
+# llama.cpp (node-llama-cpp's prebuilt CPU binary, npm registry only) in $(BUILD)/llamacpp, for the
+# GGUF tests (python_gguf) and benchmarks/compare.py; needs ../shared/tools/llamacpp.
+llamacpp:
+	@test -d ../shared/tools/llamacpp || { echo "../shared/tools/llamacpp not found"; exit 1; }
+	mkdir -p $(BUILD)/llamacpp && cp ../shared/tools/llamacpp/* $(BUILD)/llamacpp/
+	cd $(BUILD)/llamacpp && NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm ci --no-audit --no-fund
 
 test: deps
 	$(MAKE) build oracle
@@ -55,7 +62,7 @@ bench: configure oracle
 # libFuzzer targets (clang, ASan+UBSan) in build-fuzz; each runs FUZZ_SECONDS, starting from its
 # corpus in build-fuzz/corpus and the committed seeds in fuzz/seeds/<name>. Not part of `make test`.
 FUZZ_SECONDS ?= 600
-FUZZERS ?= model_loader_fuzzer tokenizer_fuzzer chat_template_fuzzer config_fuzzer safetensors_fuzzer cli_parse_fuzzer
+FUZZERS ?= model_loader_fuzzer tokenizer_fuzzer chat_template_fuzzer config_fuzzer safetensors_fuzzer gguf_fuzzer cli_parse_fuzzer
 fuzz:
 	@scripts/install_deps.sh --fuzz
 	CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -G Ninja -DONNXLLM_BUILD_FUZZERS=ON -DONNXLLM_BUILD_TESTS=OFF

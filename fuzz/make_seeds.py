@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes the small valid seed inputs of the config, safetensors and cli_parse fuzzers to
+"""Writes the small valid seed inputs of the config, safetensors, gguf and cli_parse fuzzers to
 fuzz/seeds/<fuzzer>/ (committed; rerun after changing this script)."""
 import json
 import os
@@ -72,3 +72,32 @@ write("cli_parse_fuzzer", "ids", "\0" + "0,0,0,52;0,0,195,731")
 write("cli_parse_fuzzer", "ids_spaces", "\0" + " 1, 2 ;3 ,4")
 write("cli_parse_fuzzer", "dim", "\1" + "batch_size=3")
 write("cli_parse_fuzzer", "dim_large", "\1" + "sequence_length=1099511627776")
+
+# gguf_fuzzer: small GGUF files of every tensor type the builder reads, with Llama metadata, a
+# nested array and a vocabulary (the writer of the GGUF tests).
+import sys  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "python"))
+import numpy as np  # noqa: E402
+import gguf_writer as gw  # noqa: E402
+
+rng = np.random.default_rng(0)
+g = gw.Gguf()
+for key, t, v in (("general.architecture", gw.STR, "llama"), ("llama.context_length", gw.U32, 64),
+                  ("llama.embedding_length", gw.U32, 256), ("llama.block_count", gw.U32, 1),
+                  ("llama.feed_forward_length", gw.U32, 256), ("llama.attention.head_count", gw.U32, 4),
+                  ("llama.attention.layer_norm_rms_epsilon", gw.F32, 1e-5), ("general.alignment", gw.U32, 32),
+                  ("nested", gw.ARR, (gw.ARR, [(gw.I16, [1, 2]), (gw.F64, [0.5])])),
+                  ("tokenizer.ggml.model", gw.STR, "llama"),
+                  ("tokenizer.ggml.tokens", gw.ARR, (gw.STR, ["<unk>", "<s>", "</s>", "\u2581a"])),
+                  ("tokenizer.ggml.scores", gw.ARR, (gw.F32, [0.0, 0.0, 0.0, -1.0])),
+                  ("tokenizer.ggml.token_type", gw.ARR, (gw.I32, [2, 3, 3, 1])),
+                  ("tokenizer.ggml.add_bos_token", gw.BOOL, True)):
+    g.add(key, t, v)
+for name, ttype in (("token_embd.weight", gw.GGML_F16), ("blk.0.attn_q.weight", gw.GGML_Q8_0),
+                    ("blk.0.attn_k.weight", gw.GGML_Q4_0), ("blk.0.ffn_up.weight", gw.GGML_Q4_K),
+                    ("blk.0.ffn_down.weight", gw.GGML_Q6_K), ("output_norm.weight", gw.GGML_F32)):
+    shape = (256,) if name.endswith("norm.weight") else (2, 256)
+    data, _ = gw.QUANTIZERS[ttype](rng.standard_normal(shape).astype(np.float32).reshape(-1, 256))
+    g.tensor(name, list(reversed(shape)), ttype, data)
+write("gguf_fuzzer", "llama_all_types", g.to_bytes())
+write("gguf_fuzzer", "v2_header_only", gw.Gguf().to_bytes(version=2))

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
 #include <set>
 
 #include "builder/quantizer.h"
@@ -334,7 +335,10 @@ class Builder {
     const WeightSource* src = &source_;
     ThreadPool* pool = &pool_;
     const DType io = io_;
-    if (!quantized_) {
+    const auto native = native_blocks(parts);
+    if (native) return native_matmul(basename, input, parts, k, *native, out);
+    const auto requantized = requantized_blocks(parts);
+    if (!requantized && (o_.follow_source || !quantized_)) {
       node("MatMul", basename, {input, weight}, {out});
       add_task({{weight, io, Shape{k, n}}}, n * k, [=](const auto& emit) {
         Tensor w = read_stacked(*src, parts, k, *pool);
@@ -342,7 +346,12 @@ class Builder {
       });
       return out;
     }
-    const BlockQuantConfig q = quant_;
+    BlockQuantConfig q = quant_;
+    if (requantized) {
+      q.bits = requantized->bits;
+      q.block_size = requantized->block_size;
+      q.symmetric = requantized->symmetric;
+    }
     const std::string bits = std::to_string(q.bits);
     const std::string data = weight + "_Q" + bits, scales = weight + "_scales", zeros = weight + "_zero_points";
     const int64_t n_blk = (k + q.block_size - 1) / q.block_size;
@@ -363,6 +372,73 @@ class Builder {
       emit(scales, std::move(qw.scales));
       if (!q.symmetric) emit(zeros, std::move(qw.zero_points));
     });
+    return out;
+  }
+
+  // The source's own block quantization of every part, when it is one MatMulNBits can hold as it
+  // is and the build uses it: with follow_source always, with int4/int8 when bits and block size
+  // are the ones asked for (symmetric only: the stored form has the implicit zero point).
+  std::optional<WeightSource::NativeBlocks> native_blocks(const std::vector<Rows>& parts) const {
+    if (!o_.follow_source && !(quantized_ && quant_.symmetric)) return std::nullopt;
+    std::optional<WeightSource::NativeBlocks> common;
+    for (const auto& p : parts) {
+      if (p.tensor.empty()) return std::nullopt;
+      const auto nb = source_.native_blocks(p.tensor);
+      if (!nb || (common && (nb->bits != common->bits || nb->block_size != common->block_size))) return std::nullopt;
+      common = nb;
+    }
+    if (!common || io_ != DType::kFloat32) return std::nullopt;
+    if (!o_.follow_source && (common->bits != quant_.bits || common->block_size != quant_.block_size)) return std::nullopt;
+    return common;
+  }
+
+  // With follow_source, the MatMulNBits form the source asks its block-quantized parts to be
+  // requantized to (GGUF's Q4_K), when every part asks for the same one.
+  std::optional<WeightSource::NativeBlocks> requantized_blocks(const std::vector<Rows>& parts) const {
+    if (!o_.follow_source || io_ != DType::kFloat32) return std::nullopt;
+    std::optional<WeightSource::NativeBlocks> common;
+    for (const auto& p : parts) {
+      const auto rb = p.tensor.empty() ? std::nullopt : source_.requantized_blocks(p.tensor);
+      if (!rb || (common && (rb->bits != common->bits || rb->block_size != common->block_size ||
+                             rb->symmetric != common->symmetric)))
+        return std::nullopt;
+      common = rb;
+    }
+    return common;
+  }
+
+  // Whether the projection of `parts` is a float MatMul in this build.
+  bool float_matmul(const std::vector<Rows>& parts) const {
+    return !native_blocks(parts) && !requantized_blocks(parts) && (o_.follow_source || !quantized_);
+  }
+
+  // MatMulNBits over the source's stored blocks and scales, copied as they are.
+  std::string native_matmul(const std::string& basename, const std::string& input, const std::vector<Rows>& parts,
+                            int64_t k, WeightSource::NativeBlocks nb, const std::string& out) {
+    const int64_t n = count_rows(parts);
+    const std::string weight = dotted(basename) + ".weight";
+    const std::string bits = std::to_string(nb.bits);
+    const std::string data = weight + "_Q" + bits, scales = weight + "_scales";
+    const int64_t n_blk = k / nb.block_size, blob = nb.block_size * nb.bits / 8;
+    node("MatMulNBits", basename + "_Q" + bits, {input, data, scales}, {out},
+         {attr_int("K", k), attr_int("N", n), attr_int("bits", nb.bits), attr_int("block_size", nb.block_size),
+          attr_int("accuracy_level", o_.accuracy_level)},
+         kMs);
+    const WeightSource* src = &source_;
+    ThreadPool* pool = &pool_;
+    add_task({{data, DType::kUInt8, Shape{n, n_blk, blob}}, {scales, DType::kFloat32, Shape{n * n_blk}}}, n * k,
+             [=](const auto& emit) {
+               Tensor d(DType::kUInt8, Shape{n, n_blk, blob});
+               Tensor s(DType::kFloat32, Shape{n * n_blk});
+               int64_t row = 0;
+               for (const auto& p : parts) {
+                 src->read_blocks(p.tensor, p.shape, p.begin, p.end, d.data<uint8_t>() + row * n_blk * blob,
+                                  s.data<float>() + row * n_blk, *pool);
+                 row += p.end - p.begin;
+               }
+               emit(data, std::move(d));
+               emit(scales, std::move(s));
+             });
     return out;
   }
 
@@ -520,7 +596,10 @@ class Builder {
     cache_pair("cos_cache", "sin_cache", rope_inv_freq(dim, c_.rope_theta, s), mscale);
   }
 
-  bool tied_float_embedding() const { return c_.tie_word_embeddings && !quantized_ && !o_.exclude_lm_head; }
+  bool tied_float_embedding() const {
+    return c_.tie_word_embeddings && !o_.exclude_lm_head &&
+           float_matmul({all_rows(c_.layout.embed_tokens + ".weight", Shape{c_.vocab_size, c_.hidden_size}, "")});
+  }
 
   std::string embedding() {
     const std::string base = "/model/embed_tokens";

@@ -36,6 +36,11 @@ struct DecoderOptions {
   int accuracy_level = 4;    // MatMulNBits accuracy_level (0 unset, 1 fp32, 2 fp16, 3 bf16, 4 int8)
   bool symmetric = true;
   bool exclude_lm_head = false;  // output the final norm as `hidden_states` instead of logits
+  // Each projection in the form its source stores it (GGUF without -p): block-quantized weights
+  // (WeightSource::native_blocks) become MatMulNBits with their own bits and blocks, those it cannot
+  // hold exactly are requantized to the form requantized_blocks names, float ones stay a float
+  // MatMul, as llama.cpp runs the file. `precision` then sets only the activations (fp32).
+  bool follow_source = false;
 };
 
 struct DecoderGraph {

@@ -14,7 +14,9 @@
 namespace onnxllm {
 
 struct BuildOptions {
-  std::filesystem::path input_dir;    // Hugging Face folder: config.json, *.safetensors, tokenizer files
+  std::filesystem::path input_dir;    // Hugging Face folder: config.json, *.safetensors, tokenizer files;
+                                      // or a GGUF file (llama.cpp's format: config, weights and vocabulary)
+  std::filesystem::path tokenizer_dir;  // copy the tokenizer files from here instead
   std::filesystem::path config_path;  // config.json to use instead of input_dir/config.json
   std::filesystem::path output_dir;
   DecoderOptions decoder;
@@ -35,6 +37,9 @@ struct BuildSummary {
   double seconds = 0;
   std::filesystem::path output_dir;
 };
+
+// Whether `path` is a GGUF file (a regular file starting with the magic "GGUF").
+bool is_gguf_file(const std::filesystem::path& path);
 
 // The files copied from the Hugging Face folder when present.
 const std::vector<std::string>& tokenizer_file_names();

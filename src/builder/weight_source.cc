@@ -35,6 +35,11 @@ int64_t row_width(const Shape& shape) { return shape.rank() <= 1 ? 1 : shape.num
 
 }  // namespace
 
+void WeightSource::read_blocks(const std::string& name, const Shape&, int64_t, int64_t, uint8_t*, float*,
+                               ThreadPool&) const {
+  throw_error(ErrorCode::kUnsupported, "tensor '", name, "' is not stored block-quantized");
+}
+
 void CheckpointWeights::check(const std::string& name, const Shape& shape, const std::string& fields) const {
   const std::string from = fields.empty() ? " from config.json" : " from config.json (" + fields + ")";
   const SafetensorsTensor* t = reader_.find(name);

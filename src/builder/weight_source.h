@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "builder/hf_config.h"
@@ -26,6 +27,24 @@ class WeightSource {
   // Rows [row_begin, row_end) of the tensor (rank 1: elements) as float32 into `out`.
   virtual void read_rows(const std::string& name, const Shape& shape, int64_t row_begin, int64_t row_end, float* out,
                          ThreadPool& pool) const = 0;
+
+  // A weight stored already block-quantized along its rows in a form MatMulNBits holds exactly:
+  // symmetric, value = scale * (q - 2^(bits-1)) with the implicit zero point (GGUF's Q4_0, Q8_0,
+  // and Q6_K as 8-bit blocks of 16).
+  struct NativeBlocks {
+    int bits = 0;
+    int64_t block_size = 0;
+    bool symmetric = true;
+  };
+  virtual std::optional<NativeBlocks> native_blocks(const std::string& /*name*/) const { return std::nullopt; }
+  // For a weight stored block-quantized in a form MatMulNBits cannot hold exactly (GGUF's Q4_K:
+  // its per-block minimum is not an integer zero point), the MatMulNBits form closest to it; a
+  // build that keeps the source's forms dequantizes and requantizes it so.
+  virtual std::optional<NativeBlocks> requantized_blocks(const std::string& /*name*/) const { return std::nullopt; }
+  // Rows [row_begin, row_end) of a tensor native_blocks() describes, as MatMulNBits data (per row,
+  // cols / block_size blocks of block_size * bits / 8 bytes) and float32 scales (one per block).
+  virtual void read_blocks(const std::string& name, const Shape& shape, int64_t row_begin, int64_t row_end,
+                           uint8_t* data, float* scales, ThreadPool& pool) const;
 };
 
 class CheckpointWeights : public WeightSource {

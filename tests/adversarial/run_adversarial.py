@@ -547,6 +547,35 @@ def issue_cases(r, model, hf):
              lambda d: write_safetensors(os.path.join(d, "hf", "model.safetensors"), rng, poison(float("inf"))),
              hf=r.hf_random, stderr=("model.layers.0.mlp.up_proj.weight",), check=no_leftovers("out", False)),
     ]
+    # 6b. Hostile GGUF files: counts, lengths and dims far beyond the file, each refused before
+    #     anything is sized by it (the RSS bound checks that), naming the field.
+    def gstr(text):
+        b = text.encode()
+        return struct.pack("<Q", len(b)) + b
+
+    def gguf(n_tensors, n_kv, body):
+        return b"GGUF" + struct.pack("<IQQ", 3, n_tensors, n_kv) + body
+
+    arch = gstr("general.architecture") + struct.pack("<I", 8) + gstr("llama")
+    hostile = {
+        "tensor_count": (gguf(1 << 62, 1, arch), "tensor count"),
+        "metadata_count": (gguf(0, 1 << 62, arch), "metadata count"),
+        "string_length": (gguf(0, 1, gstr("general.architecture") + struct.pack("<IQ", 8, 1 << 62)), "length"),
+        "array_count": (gguf(0, 2, arch + gstr("tokenizer.ggml.tokens") + struct.pack("<IIQ", 9, 8, 1 << 60)),
+                        "element count"),
+        "nested_arrays": (gguf(0, 1, gstr("a") + struct.pack("<II", 9, 9) + b"".join(
+            struct.pack("<QI", 1, 9) for _ in range(20))), "nested"),
+        "dims": (gguf(1, 1, arch + gstr("t") + struct.pack("<I", 4) + struct.pack("<4Q", 1 << 40, 1 << 40, 1, 1)
+                      + struct.pack("<IQ", 0, 0)), "overflows"),
+        "data_offset": (gguf(1, 1, arch + gstr("t") + struct.pack("<IQ", 1, 64) + struct.pack("<IQ", 0, 1 << 50))
+                        + bytes(26 + 256), "data out of range"),
+        "tensor_type": (gguf(1, 1, arch + gstr("t") + struct.pack("<IQ", 1, 64) + struct.pack("<IQ", 1 << 30, 0)),
+                        "unknown tensor type"),
+    }
+    for hname, (data, message) in hostile.items():
+        cases.append(Case(f"6.build.gguf_{hname}", ["build", "-i", "{dir}/m.gguf", "-o", "{dir}/out", "-q"],
+                          lambda d, data=data: open(os.path.join(d, "m.gguf"), "wb").write(data),
+                          stderr=("m.gguf", message), check=no_leftovers("out", False)))
     # 7. Hostile chat templates end quickly with an error.
     quadratic = ("{% set ns = namespace(a=[]) %}{% for i in range(100000) %}{% set ns.a = ns.a + [i] %}"
                  "{% endfor %}{{ ns.a | length }}")

@@ -46,7 +46,11 @@ def files(tmp_path_factory, stories_hf):
     (tmp / "strings.json").write_text(json.dumps(["Hello", "Once upon a time"]))
     (tmp / "messages.json").write_text(json.dumps([{"role": "user", "content": "Hi"}]))
     (tmp / "tools.json").write_text(json.dumps([{"type": "function", "function": {"name": "f", "parameters": {}}}]))
-    return {"tmp": tmp, "fp32": fp32, "hf": stories_hf}
+    gguf = tmp / "model.gguf"  # the same weights as llama.cpp reads them (Q4_0 projections)
+    converter = stories_hf.parent.parent / "tools/llamacpp/hf_to_gguf.py"
+    subprocess.run(["/usr/bin/python3", str(converter), str(stories_hf), str(gguf), "--q4_0"], check=True,
+                   capture_output=True)
+    return {"tmp": tmp, "fp32": fp32, "hf": stories_hf, "gguf": gguf}
 
 
 def substitute(line, files, index):
@@ -74,6 +78,8 @@ def substitute(line, files, index):
             w = "/usr/share/libonnx-testdata/data/node/test_abs"
         elif w == "config.json":
             w = str(files["hf"] / "config.json")
+        elif w == "model.gguf":
+            w = str(files["gguf"])
         elif w == "model.onnx":
             w = str(files["fp32"] / "model.onnx")
         elif w == "model-int4.onnx":

@@ -1,0 +1,282 @@
+#include "builder/gguf_weights.h"
+
+#include <cstring>
+#include <regex>
+#include <vector>
+
+#include "core/error.h"
+#include "core/float16.h"
+#include "core/thread_pool.h"
+
+namespace onnxllm {
+namespace {
+
+constexpr int64_t kQk = 32;    // Q4_0 / Q8_0 block
+constexpr int64_t kQkK = 256;  // K-quant super-block
+
+float f16(const uint8_t* p) {
+  uint16_t bits;
+  std::memcpy(&bits, p, 2);
+  return half_bits_to_float(bits);
+}
+
+// One row of `n` elements of a ggml type -> float32, as ggml's dequantize_row_* computes it.
+void dequantize_blocks(uint32_t type, const uint8_t* src, int64_t n, float* out) {
+  switch (static_cast<GgmlType>(type)) {
+    case GgmlType::kF32:
+      std::memcpy(out, src, static_cast<size_t>(n) * 4);
+      return;
+    case GgmlType::kF16:
+      for (int64_t i = 0; i < n; ++i) out[i] = f16(src + 2 * i);
+      return;
+    case GgmlType::kBF16:
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t bits;
+        std::memcpy(&bits, src + 2 * i, 2);
+        out[i] = bfloat16_bits_to_float(bits);
+      }
+      return;
+    case GgmlType::kQ8_0:
+      for (int64_t b = 0; b < n / kQk; ++b, src += 34) {
+        const float d = f16(src);
+        for (int64_t j = 0; j < kQk; ++j) out[b * kQk + j] = static_cast<float>(static_cast<int8_t>(src[2 + j])) * d;
+      }
+      return;
+    case GgmlType::kQ4_0:
+      for (int64_t b = 0; b < n / kQk; ++b, src += 18) {
+        const float d = f16(src);
+        float* y = out + b * kQk;
+        for (int64_t j = 0; j < kQk / 2; ++j) {
+          y[j] = static_cast<float>((src[2 + j] & 0x0F) - 8) * d;
+          y[j + kQk / 2] = static_cast<float>((src[2 + j] >> 4) - 8) * d;
+        }
+      }
+      return;
+    case GgmlType::kQ4_K:
+      // d, dmin (fp16), 12 bytes of 6-bit sub-block scales and mins, 128 bytes of nibbles.
+      for (int64_t b = 0; b < n / kQkK; ++b, src += 144) {
+        const float d = f16(src), dmin = f16(src + 2);
+        const uint8_t* sc = src + 4;
+        const uint8_t* q = src + 16;
+        float* y = out + b * kQkK;
+        const auto scale_min = [sc](int j, uint8_t& s, uint8_t& m) {
+          if (j < 4) {
+            s = sc[j] & 63;
+            m = sc[j + 4] & 63;
+          } else {
+            s = static_cast<uint8_t>((sc[j + 4] & 0x0F) | ((sc[j - 4] >> 6) << 4));
+            m = static_cast<uint8_t>((sc[j + 4] >> 4) | ((sc[j] >> 6) << 4));
+          }
+        };
+        for (int j = 0, is = 0; j < kQkK; j += 64, is += 2, q += 32) {
+          uint8_t s, m;
+          scale_min(is, s, m);
+          const float d1 = d * s, m1 = dmin * m;
+          scale_min(is + 1, s, m);
+          const float d2 = d * s, m2 = dmin * m;
+          for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>(q[l] & 0x0F) - m1;
+          for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>(q[l] >> 4) - m2;
+        }
+      }
+      return;
+    case GgmlType::kQ6_K:
+      // 128 bytes of low nibbles, 64 of high 2-bit pairs, 16 int8 scales, fp16 d.
+      for (int64_t b = 0; b < n / kQkK; ++b, src += 210) {
+        const uint8_t* ql = src;
+        const uint8_t* qh = src + 128;
+        const int8_t* sc = reinterpret_cast<const int8_t*>(src + 192);
+        const float d = f16(src + 208);
+        float* y = out + b * kQkK;
+        for (int half = 0; half < 2; ++half, y += 128, ql += 64, qh += 32, sc += 8) {
+          for (int l = 0; l < 32; ++l) {
+            const int is = l / 16;
+            const int q1 = ((ql[l] & 0x0F) | (((qh[l] >> 0) & 3) << 4)) - 32;
+            const int q2 = ((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) - 32;
+            const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+            const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+            y[l] = d * static_cast<float>(sc[is]) * static_cast<float>(q1);
+            y[l + 32] = d * static_cast<float>(sc[is + 2]) * static_cast<float>(q2);
+            y[l + 64] = d * static_cast<float>(sc[is + 4]) * static_cast<float>(q3);
+            y[l + 96] = d * static_cast<float>(sc[is + 6]) * static_cast<float>(q4);
+          }
+        }
+      }
+      return;
+  }
+  throw_error(ErrorCode::kUnsupported, "tensor type ", ggml_type_name(type), " cannot be read");
+}
+
+uint64_t row_bytes(const GgufTensor& t) { return t.dims.empty() ? 0 : t.bytes / t.rows(); }
+
+Shape hf_shape(const GgufTensor& t) {
+  std::vector<int64_t> dims(t.dims.rbegin(), t.dims.rend());
+  return Shape(dims);
+}
+
+}  // namespace
+
+void GgufWeights::dequantize_row(const GgufTensor& t, uint64_t row, float* out) {
+  ONNXLLM_CHECK(row < t.rows(), kInvalidArgument, "row ", row, " of tensor '", t.name, "' (", t.rows(), " rows)");
+  dequantize_blocks(t.type, t.data + row_bytes(t) * row, static_cast<int64_t>(t.dims[0]), out);
+}
+
+bool GgufWeights::readable_type(uint32_t type) {
+  switch (static_cast<GgmlType>(type)) {
+    case GgmlType::kF32:
+    case GgmlType::kF16:
+    case GgmlType::kBF16:
+    case GgmlType::kQ8_0:
+    case GgmlType::kQ4_0:
+    case GgmlType::kQ4_K:
+    case GgmlType::kQ6_K:
+      return true;
+  }
+  return false;
+}
+
+std::string GgufWeights::gguf_name(const std::string& hf) {
+  if (hf == "model.embed_tokens.weight") return "token_embd.weight";
+  if (hf == "model.norm.weight") return "output_norm.weight";
+  if (hf == "lm_head.weight") return "output.weight";
+  static const std::regex kLayer(R"(model\.layers\.(\d+)\.(.+)\.(weight|bias))");
+  std::smatch m;
+  if (!std::regex_match(hf, m, kLayer)) return "";
+  static const std::pair<const char*, const char*> kParts[] = {
+      {"input_layernorm", "attn_norm"},    {"post_attention_layernorm", "ffn_norm"},
+      {"self_attn.q_proj", "attn_q"},      {"self_attn.k_proj", "attn_k"},
+      {"self_attn.v_proj", "attn_v"},      {"self_attn.o_proj", "attn_output"},
+      {"self_attn.q_norm", "attn_q_norm"}, {"self_attn.k_norm", "attn_k_norm"},
+      {"mlp.gate_proj", "ffn_gate"},       {"mlp.up_proj", "ffn_up"},
+      {"mlp.down_proj", "ffn_down"},
+  };
+  for (const auto& [from, to] : kParts)
+    if (m[2] == from) return str_cat("blk.", m[1].str(), ".", to, ".", m[3].str());
+  return "";
+}
+
+const GgufTensor* GgufWeights::tensor(const std::string& hf_name) const {
+  const std::string name = gguf_name(hf_name);
+  return name.empty() ? nullptr : file_.find_tensor(name);
+}
+
+void GgufWeights::check(const std::string& name, const Shape& shape, const std::string& fields) const {
+  const std::string file = file_.path().filename().string();
+  const std::string gname = gguf_name(name);
+  const std::string from = fields.empty() ? " from the metadata" : " from the metadata (" + fields + ")";
+  const GgufTensor* t = tensor(name);
+  ONNXLLM_CHECK(t != nullptr, kInvalidModel, file, " has no tensor '", gname.empty() ? name : gname, "' (", name,
+                ", expected ", shape.to_string(), from, ")");
+  ONNXLLM_CHECK(hf_shape(*t) == shape, kInvalidModel, file, ": tensor '", gname, "' has shape ",
+                hf_shape(*t).to_string(), " (GGUF dims reversed), expected ", shape.to_string(), from);
+  ONNXLLM_CHECK(readable_type(t->type), kUnsupported, file, ": tensor '", gname, "' has type ", ggml_type_name(t->type),
+                ", which onnxllm does not read (supported: F32, F16, BF16, "
+                "Q8_0, Q4_0, Q4_K, Q6_K)");
+}
+
+int64_t GgufWeights::source_row(const std::string& hf_name, int64_t row) const {
+  if (!permute_qk_) return row;
+  const auto is = [&](const char* part) { return hf_name.find(part) != std::string::npos; };
+  if (!is(".self_attn.q_proj.") && !is(".self_attn.k_proj.")) return row;
+  const int64_t hd = head_dim_, half = hd / 2;
+  const int64_t h = row / hd, rem = row % hd, j = rem / half, i = rem % half;
+  return h * hd + 2 * i + j;
+}
+
+void GgufWeights::read_rows(const std::string& name, const Shape& shape, int64_t row_begin, int64_t row_end, float* out,
+                            ThreadPool& pool) const {
+  check(name, shape);
+  const GgufTensor& t = *tensor(name);
+  if (t.dims.size() == 1) {  // a vector: its "rows" are elements
+    std::vector<float> all(t.dims[0]);
+    dequantize_blocks(t.type, t.data, static_cast<int64_t>(t.dims[0]), all.data());
+    for (int64_t r = row_begin; r < row_end; ++r) out[r - row_begin] = all[source_row(name, r)];
+    return;
+  }
+  const int64_t width = static_cast<int64_t>(t.dims[0]);
+  const uint64_t stride = row_bytes(t);
+  pool.parallel_for(row_end - row_begin, std::max<int64_t>(1, (int64_t{1} << 15) / width), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r)
+      dequantize_blocks(t.type, t.data + stride * source_row(name, row_begin + r), width, out + r * width);
+  });
+}
+
+std::optional<WeightSource::NativeBlocks> GgufWeights::native_blocks(const std::string& name) const {
+  const GgufTensor* t = tensor(name);
+  if (t == nullptr || t->dims.size() != 2) return std::nullopt;
+  if (t->type == static_cast<uint32_t>(GgmlType::kQ4_0)) return NativeBlocks{4, kQk};
+  if (t->type == static_cast<uint32_t>(GgmlType::kQ8_0)) return NativeBlocks{8, kQk};
+  if (t->type == static_cast<uint32_t>(GgmlType::kQ6_K)) return NativeBlocks{8, 16};
+  return std::nullopt;
+}
+
+std::optional<WeightSource::NativeBlocks> GgufWeights::requantized_blocks(const std::string& name) const {
+  const GgufTensor* t = tensor(name);
+  if (t == nullptr || t->dims.size() != 2) return std::nullopt;
+  if (t->type == static_cast<uint32_t>(GgmlType::kQ4_K)) return NativeBlocks{4, kQk, /*symmetric=*/false};
+  return std::nullopt;
+}
+
+void GgufWeights::read_blocks(const std::string& name, const Shape& shape, int64_t row_begin, int64_t row_end,
+                              uint8_t* data, float* scales, ThreadPool& pool) const {
+  check(name, shape);
+  const auto native = native_blocks(name);
+  ONNXLLM_CHECK(native.has_value(), kUnsupported, "tensor '", gguf_name(name), "' is not stored as Q4_0, Q8_0 or Q6_K");
+  const GgufTensor& t = *tensor(name);
+  const uint64_t stride = row_bytes(t);
+  if (t.type == static_cast<uint32_t>(GgmlType::kQ6_K)) {
+    // Per super-block of 256: 16 blocks of 16, block j with scale d * sc[j] and 6-bit values q - 32, stored as the
+    // 8-bit q + 96 (= (q - 32) + 128, the implicit zero point).
+    const int64_t supers = static_cast<int64_t>(t.dims[0]) / kQkK;
+    pool.parallel_for(row_end - row_begin, 64, [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        const uint8_t* src = t.data + stride * source_row(name, row_begin + r);
+        for (int64_t sb = 0; sb < supers; ++sb, src += 210) {
+          const int8_t* sc = reinterpret_cast<const int8_t*>(src + 192);
+          const float d = f16(src + 208);
+          uint8_t* dst = data + (r * supers + sb) * kQkK;
+          float* s = scales + (r * supers + sb) * 16;
+          for (int j = 0; j < 16; ++j) s[j] = d * static_cast<float>(sc[j]);
+          for (int half = 0; half < 2; ++half) {
+            const uint8_t* ql = src + 64 * half;
+            const uint8_t* qh = src + 128 + 32 * half;
+            uint8_t* y = dst + 128 * half;
+            for (int l = 0; l < 32; ++l) {
+              y[l] = static_cast<uint8_t>(((ql[l] & 0x0F) | (((qh[l] >> 0) & 3) << 4)) + 96);
+              y[l + 32] = static_cast<uint8_t>(((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) + 96);
+              y[l + 64] = static_cast<uint8_t>(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) + 96);
+              y[l + 96] = static_cast<uint8_t>(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) + 96);
+            }
+          }
+        }
+      }
+    });
+    return;
+  }
+  const int64_t n_blk = static_cast<int64_t>(t.dims[0]) / kQk;
+  const bool q4 = native->bits == 4;
+  const int64_t blob = q4 ? kQk / 2 : kQk;
+  pool.parallel_for(row_end - row_begin, 64, [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const uint8_t* src = t.data + stride * source_row(name, row_begin + r);
+      uint8_t* dst = data + r * n_blk * blob;
+      float* s = scales + r * n_blk;
+      for (int64_t k = 0; k < n_blk; ++k) {
+        if (q4) {
+          // Q4_0 keeps element j in the low nibble of byte j and element j+16 in its high nibble; MatMulNBits packs
+          // elements 2i (low) and 2i+1 (high) into byte i. Both are (q - 8) * d.
+          const uint8_t* qs = src + k * 18 + 2;
+          const auto nib = [qs](int e) { return e < 16 ? qs[e] & 0x0F : qs[e - 16] >> 4; };
+          for (int i = 0; i < 16; ++i) dst[k * 16 + i] = static_cast<uint8_t>(nib(2 * i) | (nib(2 * i + 1) << 4));
+          s[k] = f16(src + k * 18);
+        } else {
+          // Q8_0 is int8 * d; MatMulNBits' 8-bit implicit zero point is 128, so q + 128.
+          const uint8_t* qs = src + k * 34 + 2;
+          for (int i = 0; i < 32; ++i) dst[k * 32 + i] = static_cast<uint8_t>(qs[i] ^ 0x80);
+          s[k] = f16(src + k * 34);
+        }
+      }
+    }
+  });
+}
+
+}  // namespace onnxllm

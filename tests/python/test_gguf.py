@@ -1,0 +1,554 @@
+"""`onnxllm build -i model.gguf`: GGUF files (llama.cpp's format) built into model folders.
+
+- stories260K converted by ../shared/tools/llamacpp/hf_to_gguf.py (F32) generates the folder's
+  exact expected greedy text; with its real SentencePiece vocabulary written into the GGUF, the
+  tokenizer the builder makes from it does too (no --tokenizer).
+- Random-weight Llama / Qwen2 GGUFs written here (gguf_writer.py) with Q8_0, Q4_0, Q4_K, Q6_K and
+  F16 tensors match a NumPy forward pass over the dequantized blocks (the reference of
+  test_builder_families.py): logits close at every step, greedy tokens equal.
+- The F32 and Q4_0 stories GGUFs match llama.cpp's greedy tokens (skips when llama.cpp is not set
+  up: ONNXLLM_LLAMACPP_DIR, else BUILD/llamacpp from `make llamacpp`).
+- Bad files are clear errors naming what is wrong.
+"""
+
+import json
+import os
+import pathlib
+import shutil
+import struct
+import subprocess
+
+import numpy as np
+import pytest
+
+from conftest import CLI, SHARED_DIR, SOURCE_DIR, shared
+from gguf_writer import (ARR, BOOL, F32, GGML_F16, GGML_F32, GGML_Q4_0, GGML_Q4_K, GGML_Q5_K, GGML_Q6_K, GGML_Q8_0,
+                         I32, QUANTIZERS, STR, U32, Gguf, hf_to_meta_rows, requantize_asym4)
+from test_builder_families import decoder_forward, onnxllm_greedy
+
+# llama.cpp: ONNXLLM_LLAMACPP_DIR, else `make llamacpp`'s copy in the CLI's build folder, else build/llamacpp.
+LLAMACPP_DIR = pathlib.Path(os.environ.get("ONNXLLM_LLAMACPP_DIR") or next(
+    (p for p in (CLI.parent.parent / "llamacpp", SOURCE_DIR / "build/llamacpp") if p.exists()),
+    SOURCE_DIR / "build/llamacpp"))
+HF_TO_GGUF = SHARED_DIR / "tools/llamacpp/hf_to_gguf.py"
+
+
+def cli(*args, check=True):
+    r = subprocess.run([str(CLI), *map(str, args)], capture_output=True, text=True)
+    if check:
+        assert r.returncode == 0, r.stdout + r.stderr
+    return r
+
+
+def one_thread(out):
+    config_path = out / "genai_config.json"
+    config = json.loads(config_path.read_text())
+    config["model"]["decoder"].setdefault("session_options", {})["intra_op_num_threads"] = 1
+    config_path.write_text(json.dumps(config, indent=2))
+    return out
+
+
+def build(gguf, out, *extra):
+    cli("build", "-i", gguf, "-o", out, "-q", "--overwrite", *extra)
+    return one_thread(out)
+
+
+def hf_to_gguf(hf_dir, out, *flags):
+    if not HF_TO_GGUF.exists():
+        pytest.skip(f"../shared not found ({HF_TO_GGUF})")
+    subprocess.run(["/usr/bin/python3", str(HF_TO_GGUF), str(hf_dir), str(out), *flags], check=True,
+                   capture_output=True, text=True)
+    return out
+
+
+def greedy_text(model_dir, steps=200):
+    """Greedy text from BOS alone, as expected_greedy_200.txt was made."""
+    r = cli("generate", "-m", model_dir, "--ids", "1", "-n", steps, "--no-timings")
+    return r.stdout
+
+
+# ---- SentencePiece tokenizer.model pieces (protobuf wire format, just what a vocabulary needs) ----
+
+def _varint(b, i):
+    v = shift = 0
+    while True:
+        c = b[i]
+        i += 1
+        v |= (c & 0x7F) << shift
+        shift += 7
+        if c < 0x80:
+            return v, i
+
+
+def sentencepiece_pieces(path):
+    """[(piece, score, type)] of a tokenizer.model."""
+    b, i, pieces = path.read_bytes(), 0, []
+    while i < len(b):
+        tag, i = _varint(b, i)
+        field, wire = tag >> 3, tag & 7
+        if wire == 2:
+            n, i = _varint(b, i)
+            body, i = b[i:i + n], i + n
+            if field == 1:
+                j, piece, score, ptype = 0, "", 0.0, 1
+                while j < len(body):
+                    t, j = _varint(body, j)
+                    if t >> 3 == 1:
+                        n2, j = _varint(body, j)
+                        piece, j = body[j:j + n2].decode("utf-8"), j + n2
+                    elif t >> 3 == 2:
+                        score, j = struct.unpack("<f", body[j:j + 4])[0], j + 4
+                    elif t >> 3 == 3:
+                        ptype, j = _varint(body, j)
+                pieces.append((piece, score, ptype))
+        elif wire == 0:
+            _, i = _varint(b, i)
+        elif wire == 5:
+            i += 4
+        elif wire == 1:
+            i += 8
+    return pieces
+
+
+def replace_vocabulary(src, dst, pieces, add_bos):
+    """Rewrites hf_to_gguf's GGUF with a real vocabulary: the metadata is re-serialized here and the
+    tensor infos and data are copied as they are (the data section moves to the new alignment)."""
+    data = src.read_bytes()
+    pos = 4
+
+    def take(fmt):
+        nonlocal pos
+        v = struct.unpack_from(fmt, data, pos)
+        pos += struct.calcsize(fmt)
+        return v[0] if len(v) == 1 else v
+
+    def skip_string():
+        nonlocal pos
+        n = take("<Q")
+        s = data[pos:pos + n]
+        pos += n
+        return s.decode()
+
+    sizes = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+
+    def skip_value(t):
+        nonlocal pos
+        if t == 8:
+            skip_string()
+        elif t == 9:
+            et, n = take("<I"), take("<Q")
+            for _ in range(n):
+                skip_value(et)
+        else:
+            pos += sizes[t]
+
+    version, n_tensors, n_kv = take("<I"), take("<Q"), take("<Q")
+    kept = []
+    for _ in range(n_kv):
+        start = pos
+        key = skip_string()
+        t = take("<I")
+        skip_value(t)
+        if not key.startswith("tokenizer."):
+            kept.append(data[start:pos])
+    infos_start = pos
+    for _ in range(n_tensors):
+        skip_string()
+        nd = take("<I")
+        pos += 8 * nd + 12
+    infos = data[infos_start:pos]
+    old_data = data[pos + (-pos) % 32:]
+    g = Gguf()
+    g.add("tokenizer.ggml.model", STR, "llama")
+    g.add("tokenizer.ggml.tokens", ARR, (STR, [p for p, _, _ in pieces]))
+    g.add("tokenizer.ggml.scores", ARR, (F32, [s for _, s, _ in pieces]))
+    g.add("tokenizer.ggml.token_type", ARR, (I32, [t for _, _, t in pieces]))
+    g.add("tokenizer.ggml.bos_token_id", U32, 1)
+    g.add("tokenizer.ggml.eos_token_id", U32, 2)
+    g.add("tokenizer.ggml.unknown_token_id", U32, 0)
+    g.add("tokenizer.ggml.add_bos_token", BOOL, add_bos)
+    g.add("tokenizer.chat_template", STR, "{% for m in messages %}{{ m['content'] }}{% endfor %}")
+    from gguf_writer import value_bytes, gguf_string
+    kv = b"".join(kept) + b"".join(gguf_string(k) + struct.pack("<I", t) + value_bytes(t, v) for k, t, v in g.kv)
+    head = b"GGUF" + struct.pack("<IQQ", version, n_tensors, len(kept) + len(g.kv)) + kv + infos
+    dst.write_bytes(head + b"\0" * ((-len(head)) % 32) + old_data)
+    return dst
+
+
+# ---- stories260K through hf_to_gguf.py ----
+
+@pytest.fixture(scope="module")
+def stories_hf():
+    return shared("models/stories260K-hf")
+
+
+@pytest.fixture(scope="module")
+def stories_f32(stories_hf, tmp_path_factory):
+    return hf_to_gguf(stories_hf, tmp_path_factory.mktemp("gguf") / "stories-f32.gguf")
+
+
+@pytest.fixture(scope="module")
+def stories_q4_0(stories_hf, tmp_path_factory):
+    return hf_to_gguf(stories_hf, tmp_path_factory.mktemp("gguf") / "stories-q4_0.gguf", "--q4_0")
+
+
+def test_f32_gguf_generates_the_expected_text(stories_f32, stories_hf, tmp_path):
+    out = build(stories_f32, tmp_path / "m", "--tokenizer", stories_hf)
+    assert greedy_text(out) == (stories_hf / "expected_greedy_200.txt").read_text() + "\n"
+    config = json.loads((out / "genai_config.json").read_text())
+    assert config["model"]["type"] == "llama" and config["model"]["context_length"] == 512
+
+
+def test_gguf_vocabulary_becomes_a_working_tokenizer(stories_f32, stories_hf, tmp_path):
+    pieces = sentencepiece_pieces(stories_hf / "tokenizer.model")
+    assert len(pieces) == 512
+    gguf = replace_vocabulary(stories_f32, tmp_path / "vocab.gguf", pieces, add_bos=True)
+    out = build(gguf, tmp_path / "m")
+    assert (out / "tokenizer.model").exists()
+    assert greedy_text(out) == (stories_hf / "expected_greedy_200.txt").read_text() + "\n"
+    # The same ids as the original tokenizer, and the chat template carried over.
+    text = "Once upon a time, there was a little girl named Lily."
+    ref = cli("tokenize", "--tokenizer", stories_hf, "--text", text).stdout
+    assert cli("tokenize", "--tokenizer", out, "--text", text).stdout == ref
+    assert "chat_template" in json.loads((out / "tokenizer_config.json").read_text())
+    chat = cli("generate", "-m", out, "--chat", "Hi", "-n", "5", "--no-timings")
+    assert chat.returncode == 0
+
+
+def test_q4_0_gguf_keeps_its_blocks(stories_q4_0, tmp_path):
+    out = build(stories_q4_0, tmp_path / "m", "--tokenizer", shared("models/stories260K-hf"))
+    info = json.loads(cli("info", "-m", out, "--json").stdout)
+    text = json.dumps(info)
+    assert "MatMulNBits" in text and "MatMul" in text  # Q4_0 projections; ffn_down (K=172) stays F32
+    ids = [int(x) for x in cli("generate", "-m", out, "--ids", "1,2,3", "-n", 20, "--print-ids",
+                               "--no-timings").stdout.split(";")[0].split(",")]
+    assert len(ids) == 23
+
+
+def llamacpp_greedy(gguf, prompt, n):
+    if not (LLAMACPP_DIR / "node_modules/node-llama-cpp/package.json").exists():
+        pytest.skip(f"llama.cpp is not set up in {LLAMACPP_DIR} (run `make llamacpp`, or set ONNXLLM_LLAMACPP_DIR "
+                    "to a copy of ../shared/tools/llamacpp after `npm ci`; see its README)")
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed")
+    r = subprocess.run(["node", str(LLAMACPP_DIR / "bench.mjs"), str(gguf), "--prompt", ",".join(map(str, prompt)),
+                        "--n", str(n), "--threads", "1"], capture_output=True, text=True, cwd=LLAMACPP_DIR,
+                       timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return [int(x) for x in r.stdout.strip().splitlines()[-1].replace(";", ",").split(",") if x.strip()]
+
+
+def onnxllm_ids(model_dir, prompt, n):
+    r = cli("generate", "-m", model_dir, "--ids", ",".join(map(str, prompt)), "-n", n, "--print-ids", "--no-timings")
+    return [int(x) for x in r.stdout.strip().split(",")]
+
+
+@pytest.mark.parametrize("flavour", ["f32", "q4_0"])
+def test_matches_llamacpp_greedy(flavour, stories_f32, stories_q4_0, stories_hf, tmp_path):
+    gguf = stories_f32 if flavour == "f32" else stories_q4_0
+    prompt, n = [1, 2, 3], 20
+    ref = llamacpp_greedy(gguf, prompt, n)
+    out = build(gguf, tmp_path / "m", "--tokenizer", stories_hf)
+    got = onnxllm_ids(out, prompt, n)
+    assert got[len(prompt):][:n] == ref[-n:], (got, ref)
+
+
+# ---- random-weight GGUFs against the NumPy reference ----
+
+def llama_like(arch="llama", **overrides):
+    c = {"architectures": ["LlamaForCausalLM"], "model_type": arch, "hidden_size": 256, "intermediate_size": 512,
+         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256,
+         "max_position_embeddings": 128, "rope_theta": 10000.0, "rms_norm_eps": 1e-5, "tie_word_embeddings": False}
+    c.update(overrides)
+    return c
+
+
+def random_gguf(path, c, types, seed=0, bias=False, requantized=False):
+    """A GGUF of random weights; `types` maps a role (attn, ffn_gate, ffn_up, ffn_down, output, embd) to a
+    ggml type. Returns the Hugging Face tensors the file dequantizes to (the reference's weights)."""
+    rng = np.random.default_rng(seed)
+    arch, d, inter, v = c["model_type"], c["hidden_size"], c["intermediate_size"], c["vocab_size"]
+    nh, nkv = c["num_attention_heads"], c["num_key_value_heads"]
+    hd = d // nh
+    g = Gguf()
+    g.add("general.architecture", STR, arch)
+    g.add("general.alignment", U32, 32)
+    for key, value in (("context_length", c["max_position_embeddings"]), ("embedding_length", d),
+                       ("block_count", c["num_hidden_layers"]), ("feed_forward_length", inter),
+                       ("attention.head_count", nh), ("attention.head_count_kv", nkv), ("rope.dimension_count", hd)):
+        g.add(f"{arch}.{key}", U32, value)
+    g.add(f"{arch}.rope.freq_base", F32, c["rope_theta"])
+    g.add(f"{arch}.attention.layer_norm_rms_epsilon", F32, c["rms_norm_eps"])
+    g.add("tokenizer.ggml.model", STR, "llama")
+    g.add("tokenizer.ggml.tokens", ARR, (STR, ["<unk>", "<s>", "</s>"] + [f"\u2581t{i}" for i in range(3, v)]))
+    g.add("tokenizer.ggml.scores", ARR, (F32, [0.0] * v))
+    g.add("tokenizer.ggml.token_type", ARR, (I32, [2, 3, 3] + [1] * (v - 3)))
+    g.add("tokenizer.ggml.bos_token_id", U32, 1)
+    g.add("tokenizer.ggml.eos_token_id", U32, 2)
+    hf = {}
+    permute = arch == "llama"
+
+    def add(gname, hname, w, ttype, heads=None):
+        if w.ndim == 1:
+            ttype = GGML_F32
+        data, deq = QUANTIZERS[ttype](w if w.ndim == 2 else w[None, :])
+        deq = deq.reshape(w.shape)
+        if heads and permute:  # the file holds llama.cpp's row order; the reference keeps HF's
+            data, _ = QUANTIZERS[ttype](hf_to_meta_rows(w, heads) if w.ndim == 2 else hf_to_meta_rows(w, heads)[None])
+        g.tensor(gname, list(reversed(w.shape)), ttype, data)
+        if requantized and ttype == GGML_Q4_K and gname != "token_embd.weight":  # a MatMul weight: requantized
+            deq = requantize_asym4(deq)
+        hf[hname] = deq.astype(np.float32)
+
+    def normal(*shape, std=0.1):
+        return (rng.standard_normal(shape) * std).astype(np.float32)
+
+    add("token_embd.weight", "model.embed_tokens.weight", normal(v, d, std=0.5), types.get("embd", GGML_F32))
+    for i in range(c["num_hidden_layers"]):
+        b, p = f"blk.{i}.", f"model.layers.{i}."
+        add(b + "attn_norm.weight", p + "input_layernorm.weight", 1 + normal(d), GGML_F32)
+        for gn, hn, rows, heads in (("attn_q", "q_proj", nh * hd, nh), ("attn_k", "k_proj", nkv * hd, nkv),
+                                    ("attn_v", "v_proj", nkv * hd, None)):
+            add(b + gn + ".weight", p + f"self_attn.{hn}.weight", normal(rows, d), types.get("attn", GGML_F32), heads)
+            if bias:
+                add(b + gn + ".bias", p + f"self_attn.{hn}.bias", normal(rows), GGML_F32, heads)
+        add(b + "attn_output.weight", p + "self_attn.o_proj.weight", normal(d, nh * hd), types.get("attn", GGML_F32))
+        add(b + "ffn_norm.weight", p + "post_attention_layernorm.weight", 1 + normal(d), GGML_F32)
+        add(b + "ffn_gate.weight", p + "mlp.gate_proj.weight", normal(inter, d), types.get("ffn_gate", GGML_F32))
+        add(b + "ffn_up.weight", p + "mlp.up_proj.weight", normal(inter, d), types.get("ffn_up", GGML_F32))
+        add(b + "ffn_down.weight", p + "mlp.down_proj.weight", normal(d, inter), types.get("ffn_down", GGML_F32))
+    add("output_norm.weight", "model.norm.weight", 1 + normal(d), GGML_F32)
+    if not c["tie_word_embeddings"]:
+        add("output.weight", "lm_head.weight", normal(v, d, std=0.5), types.get("output", GGML_F32))
+    g.write(path)
+    return hf, g
+
+
+PROMPT, STEPS = [1, 17, 42, 99, 5], 12
+CASES = {
+    "q8_0": dict(types={"attn": GGML_Q8_0, "ffn_gate": GGML_Q8_0, "ffn_up": GGML_Q8_0, "ffn_down": GGML_Q8_0,
+                        "output": GGML_Q8_0}),
+    "q4_0": dict(types={"attn": GGML_Q4_0, "ffn_gate": GGML_Q4_0, "ffn_up": GGML_Q4_0, "ffn_down": GGML_Q4_0,
+                        "output": GGML_Q4_0, "embd": GGML_Q4_0}),
+    "mixed": dict(types={"attn": GGML_Q8_0, "ffn_gate": GGML_Q4_0, "ffn_up": GGML_Q6_K, "ffn_down": GGML_Q6_K,
+                         "output": GGML_Q6_K, "embd": GGML_F16}),
+    # Q4_K has no exact MatMulNBits form: -p fp32 checks its dequantization alone; the default build
+    # requantizes it to asymmetric 4-bit blocks of 32 (the reference does the same to the dequantized values).
+    "q4_k-fp32": dict(types={"attn": GGML_Q4_K, "ffn_gate": GGML_Q4_K, "ffn_up": GGML_Q4_K, "ffn_down": GGML_Q4_K,
+                             "output": GGML_Q4_K, "embd": GGML_Q4_K}, args=("-p", "fp32")),
+    "q4_k": dict(types={"attn": GGML_Q4_K, "ffn_gate": GGML_Q4_K, "ffn_up": GGML_Q4_K, "ffn_down": GGML_Q4_K,
+                        "output": GGML_Q4_K}, requantized=True),
+    "q4_0-tied": dict(types={"attn": GGML_Q4_0, "ffn_gate": GGML_Q4_0, "ffn_up": GGML_Q4_0, "ffn_down": GGML_Q4_0,
+                             "embd": GGML_Q4_0}, tie=True),
+    "qwen2-bias": dict(types={"attn": GGML_Q8_0, "ffn_gate": GGML_Q4_0, "ffn_up": GGML_Q4_0, "ffn_down": GGML_Q8_0,
+                              "output": GGML_Q4_0}, arch="qwen2", bias=True),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_quantized_gguf_matches_the_numpy_reference(case, tmp_path):
+    spec = CASES[case]
+    c = llama_like(spec.get("arch", "llama"), tie_word_embeddings=spec.get("tie", False))
+    hf, _ = random_gguf(tmp_path / "m.gguf", c, spec["types"], bias=spec.get("bias", False),
+                        requantized=spec.get("requantized", False))
+    # accuracy level 1: MatMulNBits in float32 over the stored blocks, so only float rounding differs.
+    out = build(tmp_path / "m.gguf", tmp_path / "m", "--accuracy-level", "1", *spec.get("args", ()))
+    ids, logits = onnxllm_greedy(out, PROMPT, STEPS)
+    ref_logits = decoder_forward(c, hf, ids[:-1])
+    for step, got in enumerate(logits):
+        ref = ref_logits[len(PROMPT) - 1 + step]
+        np.testing.assert_allclose(got, ref, atol=2e-3 * np.abs(ref).max(), err_msg=f"{case} step {step}")
+    assert ids[len(PROMPT):] == [int(np.argmax(ref_logits[len(PROMPT) - 1 + s])) for s in range(STEPS)]
+    ops = cli("info", "-m", out, "--json").stdout
+    assert ("MatMulNBits" in ops) == ("-p" not in spec.get("args", ())), ops[:2000]
+
+
+def test_quantized_blocks_are_not_requantized(tmp_path):
+    """Q4_0 and Q8_0 projections become MatMulNBits holding the file's own blocks (no float round trip):
+    the model data holds each block's values verbatim (Q8_0: int8 + 128; Q4_0: nibbles repacked)."""
+    c = llama_like(num_hidden_layers=1)
+    types = {"attn": GGML_Q8_0, "ffn_gate": GGML_Q4_0, "ffn_up": GGML_Q4_0, "ffn_down": GGML_Q8_0,
+             "output": GGML_Q4_0}
+    _, g = random_gguf(tmp_path / "m.gguf", c, types)
+    out = build(tmp_path / "m.gguf", tmp_path / "m")
+    assert "MatMulNBits" in cli("info", "-m", out, "--json").stdout
+    model_data = (out / "model.onnx.data").read_bytes()
+    tensors = {name: (ttype, data) for name, _, ttype, data in g.tensors}
+    for name in ("blk.0.attn_q.weight", "blk.0.ffn_down.weight", "blk.0.ffn_gate.weight", "output.weight"):
+        ttype, data = tensors[name]
+        for block in range(3):
+            if ttype == GGML_Q8_0:
+                raw = np.frombuffer(data[block * 34 + 2:block * 34 + 34], np.uint8) ^ 0x80
+            else:
+                qs = np.frombuffer(data[block * 18 + 2:block * 18 + 18], np.uint8)
+                q = np.concatenate([qs & 15, qs >> 4])
+                raw = q[0::2] | (q[1::2] << 4)
+            assert raw.astype(np.uint8).tobytes() in model_data, (name, block)
+    # -p int8 keeps the Q8_0 blocks too (8 bits, block 32); a requantized weight would not hold them.
+    int8 = (build(tmp_path / "m.gguf", tmp_path / "m8", "-p", "int8") / "model.onnx.data").read_bytes()
+    ttype, data = tensors["blk.0.attn_q.weight"]
+    assert (np.frombuffer(data[2:34], np.uint8) ^ 0x80).astype(np.uint8).tobytes() in int8
+
+
+def test_int4_build_of_f32_gguf_runs(stories_f32, stories_hf, tmp_path):
+    out = build(stories_f32, tmp_path / "m", "-p", "int4", "--tokenizer", stories_hf)
+    assert len(greedy_text(out, 20).split()) > 3
+
+
+def test_gpt2_vocabulary_becomes_a_byte_level_bpe_tokenizer(tmp_path):
+    """A 'gpt2' GGUF vocabulary (tokens, token types, merges) becomes a tokenizer.json that encodes and
+    decodes the hard strings as Hugging Face tokenizers does with the original files."""
+    folder = shared("tokenizers/gpt2-bytelevel")
+    tok = json.loads((folder / "tokenizer.json").read_text())
+    vocab = tok["model"]["vocab"]
+    added = {a["id"]: a for a in tok["added_tokens"]}
+    n = max(max(vocab.values()), max(added)) + 1
+    tokens, types = [""] * n, [1] * n
+    for t, i in vocab.items():
+        tokens[i] = t
+    for i, a in added.items():
+        tokens[i], types[i] = a["content"], 3 if a["special"] else 4
+    merges = [m if isinstance(m, str) else " ".join(m) for m in tok["model"]["merges"]]
+    g = Gguf()
+    d = 32
+    for key, t, v in (("general.architecture", STR, "llama"), ("llama.context_length", U32, 64),
+                      ("llama.embedding_length", U32, d), ("llama.block_count", U32, 1),
+                      ("llama.feed_forward_length", U32, d), ("llama.attention.head_count", U32, 1),
+                      ("llama.attention.layer_norm_rms_epsilon", F32, 1e-5), ("tokenizer.ggml.model", STR, "gpt2"),
+                      ("tokenizer.ggml.pre", STR, "gpt-2"), ("tokenizer.ggml.tokens", ARR, (STR, tokens)),
+                      ("tokenizer.ggml.token_type", ARR, (I32, types)), ("tokenizer.ggml.merges", ARR, (STR, merges)),
+                      ("tokenizer.ggml.bos_token_id", U32, 50256), ("tokenizer.ggml.eos_token_id", U32, 50256)):
+        g.add(key, t, v)
+    rng = np.random.default_rng(0)
+    for name, shape in (("token_embd.weight", (n, d)), ("output_norm.weight", (d,)), ("blk.0.attn_norm.weight", (d,)),
+                        ("blk.0.ffn_norm.weight", (d,)), ("blk.0.attn_q.weight", (d, d)),
+                        ("blk.0.attn_k.weight", (d, d)), ("blk.0.attn_v.weight", (d, d)),
+                        ("blk.0.attn_output.weight", (d, d)), ("blk.0.ffn_gate.weight", (d, d)),
+                        ("blk.0.ffn_up.weight", (d, d)), ("blk.0.ffn_down.weight", (d, d))):
+        g.tensor(name, list(reversed(shape)), GGML_F32, rng.standard_normal(shape).astype(np.float32).tobytes())
+    g.write(tmp_path / "gpt2.gguf")
+    out = build(tmp_path / "gpt2.gguf", tmp_path / "m")
+    assert (out / "tokenizer.json").exists()
+    cases = json.loads((folder / "expected.json").read_text())["cases"]
+    strings = tmp_path / "strings.json"
+    strings.write_text(json.dumps([c["text"] for c in cases]))
+    got = json.loads(cli("tokenize", "--tokenizer", out, "--strings", strings).stdout)
+    for c, r in zip(cases, got):
+        assert r["ids"] == c["ids"], c["text"]
+        assert r["decoded"] == c["decoded"], c["text"]
+    assert len(got) == len(cases) > 40
+
+
+# ---- bad files ----
+
+def small_gguf(**changes):
+    g = Gguf()
+    c = llama_like(hidden_size=256, intermediate_size=256, num_hidden_layers=1, vocab_size=32)
+    rng = np.random.default_rng(0)
+    for key, t, v in (("general.architecture", STR, "llama"), ("llama.context_length", U32, 64),
+                      ("llama.embedding_length", U32, 256), ("llama.block_count", U32, 1),
+                      ("llama.feed_forward_length", U32, 256), ("llama.attention.head_count", U32, 4),
+                      ("llama.attention.layer_norm_rms_epsilon", F32, 1e-5), ("tokenizer.ggml.model", STR, "llama"),
+                      ("tokenizer.ggml.tokens", ARR, (STR, [f"t{i}" for i in range(32)]))):
+        if key not in changes.get("drop", ()):
+            g.add(key, t, v)
+    d = 256
+    shapes = {"token_embd.weight": (32, d), "output_norm.weight": (d,), "blk.0.attn_norm.weight": (d,),
+              "blk.0.ffn_norm.weight": (d,), "blk.0.attn_q.weight": (d, d), "blk.0.attn_k.weight": (d, d),
+              "blk.0.attn_v.weight": (d, d), "blk.0.attn_output.weight": (d, d),
+              "blk.0.ffn_gate.weight": (d, d), "blk.0.ffn_up.weight": (d, d), "blk.0.ffn_down.weight": (d, d)}
+    for name, shape in shapes.items():
+        w = rng.standard_normal(shape).astype(np.float32)
+        data = w.tobytes()
+        g.tensor(name, list(reversed(shape)), GGML_F32, data)
+    return g, c
+
+
+def build_error(tmp_path, data):
+    path = tmp_path / "bad.gguf"
+    path.write_bytes(data)
+    r = cli("build", "-i", path, "-o", tmp_path / "out", "-q", check=False)
+    assert r.returncode != 0 and not (tmp_path / "out").exists(), r.stdout + r.stderr
+    assert "Traceback" not in r.stderr and "terminate" not in r.stderr, r.stderr
+    return r.stderr
+
+
+def test_the_small_gguf_builds(tmp_path):
+    g, _ = small_gguf()
+    g.write(tmp_path / "ok.gguf")
+    cli("build", "-i", tmp_path / "ok.gguf", "-o", tmp_path / "out", "-q")
+
+
+def with_tensor_type(g, name, ttype, data):
+    g.tensors = [(n, d, ttype, data) if n == name else (n, d, t, b) for n, d, t, b in g.tensors]
+    return g
+
+
+BAD_CASES = {
+    "truncated header": (lambda g: g.to_bytes()[:100], "truncated"),
+    "truncated data": (lambda g: g.to_bytes()[:-100], "data out of range"),
+    "bad magic": (lambda g: b"GGUX" + g.to_bytes()[4:], "bad magic"),
+    "bad version": (lambda g: g.to_bytes()[:4] + struct.pack("<I", 7) + g.to_bytes()[8:], "bad GGUF version 7"),
+    "version 1": (lambda g: g.to_bytes()[:4] + struct.pack("<I", 1) + g.to_bytes()[8:], "GGUF version 1 is not supported"),
+    "tensor count": (lambda g: g.to_bytes()[:8] + struct.pack("<Q", 1 << 60) + g.to_bytes()[16:], "tensor count"),
+    "metadata count": (lambda g: g.to_bytes()[:16] + struct.pack("<Q", 1 << 62) + g.to_bytes()[24:], "metadata count"),
+    "huge string": (lambda g: g.to_bytes()[:24] + struct.pack("<Q", 1 << 63) + g.to_bytes()[32:], "length"),
+    "array count": (lambda g: patch_array_count(g), "element count"),
+    "dims overflow": (lambda g: patch_dims(g, [1 << 40, 1 << 40], ), "overflows"),
+    "zero dim": (lambda g: patch_dims(g, [0, 64]), "dimensions must be at least 1"),
+    "offset out of range": (lambda g: patch_offset(g, 1 << 40), "data out of range"),
+    "offset misaligned": (lambda g: patch_offset(g, 4), "not a multiple of the alignment"),
+    "unknown tensor type": (lambda g: with_tensor_type(g, "blk.0.ffn_up.weight", 77, b"").to_bytes(), "unknown tensor type 77"),
+    "unsupported tensor type": (lambda g: with_tensor_type(g, "blk.0.ffn_up.weight", GGML_Q5_K, b"\0" * 176 * 256).to_bytes(),
+                                "tensor 'blk.0.ffn_up.weight' has type Q5_K"),
+    "missing key": (None, "missing metadata key 'llama.embedding_length'"),
+    "wrong key type": (None, "metadata 'llama.block_count' should be an integer, got string"),
+    "unsupported architecture": (None, "general.architecture 'mamba' is not supported"),
+    "wrong shape": (None, "tensor 'blk.0.attn_k.weight' has shape"),
+    "alignment": (None, "general.alignment"),
+}
+
+
+def patch_array_count(g):
+    data = g.to_bytes()
+    key = gguf_key_offset(data, "tokenizer.ggml.tokens")
+    # key string, value type (4), element type (4), then the count
+    return data[:key + 4 + 4] + struct.pack("<Q", 1 << 59) + data[key + 16:]
+
+
+def gguf_key_offset(data, key):
+    k = key.encode()
+    i = data.index(struct.pack("<Q", len(k)) + k)
+    return i + 8 + len(k)
+
+
+def patch_dims(g, dims):
+    name = "blk.0.attn_q.weight"
+    g.tensors = [(n, dims if n == name else d, t, b) for n, d, t, b in g.tensors]
+    return g.to_bytes()
+
+
+def patch_offset(g, offset):
+    h, offs = g.header()
+    offs[1] = offset
+    h2, _ = g.header(offsets=offs)
+    return h2 + g.to_bytes()[len(h):]
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CASES))
+def test_bad_gguf_is_a_clear_error(case, tmp_path):
+    make, message = BAD_CASES[case]
+    g, _ = small_gguf(drop=("llama.embedding_length",) if case == "missing key" else ())
+    if case == "wrong key type":
+        g.kv = [(k, STR, "five") if k == "llama.block_count" else (k, t, v) for k, t, v in g.kv]
+    if case == "unsupported architecture":
+        g.kv = [(k, t, "mamba") if k == "general.architecture" else (k, t, v) for k, t, v in g.kv]
+    if case == "wrong shape":
+        k = "blk.0.attn_k.weight"
+        g.tensors = [(n, [256, 128] if n == k else d, t, b[:256 * 128 * 4] if n == k else b) for n, d, t, b in g.tensors]
+    if case == "alignment":
+        g.kv.append(("general.alignment", U32, 24))
+    data = make(g) if make else g.to_bytes()
+    err = build_error(tmp_path, data)
+    assert message in err, err
+    assert "bad.gguf" in err, err
