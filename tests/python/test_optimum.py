@@ -97,13 +97,52 @@ def test_greedy_matches_onnx_runtime(folders, kind, layout):
     assert generate_ids(folder) == expected
 
 
+# ---- fusions (runtime/fusion.cc): fused against unfused ----
+
+LOGITS_SCRIPT = """
+import sys, numpy as np, onnxllm as og
+model = og.Model(sys.argv[1])
+params = og.GeneratorParams(model)
+params.set_search_options(max_length=32, do_sample=False)
+g = og.Generator(model, params)
+g.append_tokens([int(t) for t in sys.argv[2].split(",")])
+rows = [np.array(g.get_logits())[0, -1]]
+for _ in range(6):
+    g.generate_next_token()
+    rows.append(np.array(g.get_logits())[0, -1])
+np.save(sys.argv[3], np.stack(rows))
+"""
+
+FUSED_OPS = {"llama": {"SimplifiedLayerNormalization", "com.microsoft.MultiHeadAttention", "com.microsoft.QuickGelu"},
+             "gpt2": {"LayerNormalization", "com.microsoft.MultiHeadAttention", "com.microsoft.FastGelu"}}
+
+
+def ops_of(folder, fusions):
+    env = dict(os.environ, ONNXLLM_FUSIONS="1" if fusions else "0")
+    return {o["op"] for o in json.loads(cli("info", "-m", folder, "--json", env=env).stdout)["ops"]}
+
+
+def logits_of(folder, fusions, out):
+    env = dict(os.environ, ONNXLLM_FUSIONS="1" if fusions else "0")
+    subprocess.run(["/usr/bin/python3", "-c", LOGITS_SCRIPT, str(folder), ",".join(map(str, PROMPT)), str(out)],
+                   check=True, env=env, timeout=120)
+    import numpy as np
+    return np.load(out)
+
+
+@pytest.mark.parametrize("kind", ["llama", "gpt2"])
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_fusions_off_gives_the_same_tokens(folders, layout):
-    folder = folders["llama", layout]
-    env = dict(os.environ, ONNXLLM_FUSIONS="0")
-    p = cli("generate", "-m", folder, "--ids", ",".join(map(str, PROMPT)), "-n", STEPS, "--print-ids",
-            "--no-timings", "--threads", 1, env=env)
-    assert [int(t) for t in p.stdout.strip().split(",")] == generate_ids(folder)
+def test_fused_nodes_appear_and_match_unfused(folders, kind, layout, tmp_path):
+    import numpy as np
+    folder = folders[kind, layout]
+    fused, unfused = ops_of(folder, True), ops_of(folder, False)
+    assert FUSED_OPS[kind] <= fused, fused  # also inside the If branches of merged and pair
+    assert not (FUSED_OPS[kind] & unfused), unfused
+    assert "Softmax" in unfused and "Softmax" not in fused
+    on, off = logits_of(folder, True, tmp_path / "on.npy"), logits_of(folder, False, tmp_path / "off.npy")
+    assert on.shape == off.shape == (7, 256)
+    np.testing.assert_allclose(on, off, rtol=1e-4, atol=1e-4 * np.abs(off).max())
+    assert (on.argmax(-1) == off.argmax(-1)).all()
 
 
 def test_python_package_and_c_api(folders):
@@ -119,7 +158,7 @@ def test_python_package_and_c_api(folders):
         generator.generate_next_token()
     assert list(generator.get_sequence(0)) == expected
     tokenizer = og.Tokenizer(model)  # the tokenizer files of the export
-    assert list(tokenizer.encode("#$%")) == [3, 4, 5]
+    assert list(tokenizer.encode("#$%")) == [5, 6, 7]  # "!" is id 3
 
 
 def test_config_command(folders, tmp_path):
