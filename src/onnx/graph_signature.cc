@@ -31,9 +31,8 @@ constexpr uint32_t kDimParam = 2;
 // truncated or hostile file is an error naming the file, never a read past the
 // mapping.
 class WireReader {
-public:
-  WireReader(const uint8_t *begin, const uint8_t *end, const std::string *file)
-      : p_(begin), end_(end), file_(file) {}
+ public:
+  WireReader(const uint8_t* begin, const uint8_t* end, const std::string* file) : p_(begin), end_(end), file_(file) {}
 
   bool done() const { return p_ >= end_; }
 
@@ -41,30 +40,25 @@ public:
   std::pair<uint32_t, uint32_t> tag() {
     const uint64_t t = varint();
     const uint32_t field = static_cast<uint32_t>(t >> 3);
-    if (field == 0)
-      fail("a field number of 0");
+    if (field == 0) fail("a field number of 0");
     return {field, static_cast<uint32_t>(t & 7)};
   }
 
   uint64_t varint() {
     uint64_t v = 0;
     for (int shift = 0; shift < 64; shift += 7) {
-      if (p_ >= end_)
-        fail("a truncated varint");
+      if (p_ >= end_) fail("a truncated varint");
       const uint8_t b = *p_++;
       v |= static_cast<uint64_t>(b & 0x7f) << shift;
-      if (!(b & 0x80))
-        return v;
+      if (!(b & 0x80)) return v;
     }
     fail("a varint longer than 10 bytes");
   }
 
   WireReader message(uint32_t wire) {
-    if (wire != 2)
-      fail("a submessage with wire type " + std::to_string(wire));
+    if (wire != 2) fail("a submessage with wire type " + std::to_string(wire));
     const uint64_t n = varint();
-    if (n > static_cast<uint64_t>(end_ - p_))
-      fail("a field longer than the rest of the file");
+    if (n > static_cast<uint64_t>(end_ - p_)) fail("a field longer than the rest of the file");
     WireReader sub(p_, p_ + n, file_);
     p_ += n;
     return sub;
@@ -72,46 +66,45 @@ public:
 
   std::string string(uint32_t wire) {
     WireReader s = message(wire);
-    return std::string(reinterpret_cast<const char *>(s.p_), s.end_ - s.p_);
+    return std::string(reinterpret_cast<const char*>(s.p_), s.end_ - s.p_);
   }
 
   void skip(uint32_t wire) {
     switch (wire) {
-    case 0:
-      varint();
-      return;
-    case 1:
-      advance(8);
-      return;
-    case 2:
-      message(wire);
-      return;
-    case 5:
-      advance(4);
-      return;
-    default:
-      fail("wire type " + std::to_string(wire));
+      case 0:
+        varint();
+        return;
+      case 1:
+        advance(8);
+        return;
+      case 2:
+        message(wire);
+        return;
+      case 5:
+        advance(4);
+        return;
+      default:
+        fail("wire type " + std::to_string(wire));
     }
   }
 
-  [[noreturn]] void fail(const std::string &what) const {
-    throw_error(ErrorCode::kInvalidModel, *file_, ": not a valid ONNX model (",
-                what, "); the file may be truncated or not an ONNX file");
+  [[noreturn]] void fail(const std::string& what) const {
+    throw_error(ErrorCode::kInvalidModel, *file_, ": not a valid ONNX model (", what,
+                "); the file may be truncated or not an ONNX file");
   }
 
-private:
+ private:
   void advance(size_t n) {
-    if (n > static_cast<size_t>(end_ - p_))
-      fail("a truncated fixed-size field");
+    if (n > static_cast<size_t>(end_ - p_)) fail("a truncated fixed-size field");
     p_ += n;
   }
 
-  const uint8_t *p_;
-  const uint8_t *end_;
-  const std::string *file_;
+  const uint8_t* p_;
+  const uint8_t* end_;
+  const std::string* file_;
 };
 
-void read_shape(WireReader r, SignatureValue &v) {
+void read_shape(WireReader r, SignatureValue& v) {
   v.has_shape = true;
   while (!r.done()) {
     auto [field, wire] = r.tag();
@@ -136,13 +129,12 @@ void read_shape(WireReader r, SignatureValue &v) {
   }
 }
 
-void read_tensor_type(WireReader r, SignatureValue &v) {
+void read_tensor_type(WireReader r, SignatureValue& v) {
   while (!r.done()) {
     auto [field, wire] = r.tag();
     if (field == kTensorTypeElem && wire == 0) {
       v.dtype = static_cast<DType>(r.varint());
-      if (!dtype_is_known(v.dtype))
-        v.dtype = DType::kUndefined;
+      if (!dtype_is_known(v.dtype)) v.dtype = DType::kUndefined;
     } else if (field == kTensorTypeShape) {
       read_shape(r.message(wire), v);
     } else {
@@ -187,25 +179,21 @@ std::string tensor_name(WireReader r) {
   return name;
 }
 
-} // namespace
+}  // namespace
 
-const SignatureValue *
-GraphSignature::find_input(const std::string &name) const {
-  for (const auto &v : inputs)
-    if (v.name == name)
-      return &v;
+const SignatureValue* GraphSignature::find_input(const std::string& name) const {
+  for (const auto& v : inputs)
+    if (v.name == name) return &v;
   return nullptr;
 }
 
-const SignatureValue *
-GraphSignature::find_output(const std::string &name) const {
-  for (const auto &v : outputs)
-    if (v.name == name)
-      return &v;
+const SignatureValue* GraphSignature::find_output(const std::string& name) const {
+  for (const auto& v : outputs)
+    if (v.name == name) return &v;
   return nullptr;
 }
 
-GraphSignature read_graph_signature(const std::filesystem::path &path) {
+GraphSignature read_graph_signature(const std::filesystem::path& path) {
   const auto file = MappedFile::open(path);
   const std::string name = path.string();
   WireReader model(file->data(), file->data() + file->size(), &name);
@@ -244,15 +232,13 @@ GraphSignature read_graph_signature(const std::filesystem::path &path) {
     }
   }
   ONNXLLM_CHECK(has_graph, kInvalidModel, name, ": the model has no graph");
-  ONNXLLM_CHECK(
-      !sig.outputs.empty(), kInvalidModel, name,
-      ": the model's graph has no outputs; the model may be truncated");
+  ONNXLLM_CHECK(!sig.outputs.empty(), kInvalidModel, name,
+                ": the model's graph has no outputs; the model may be truncated");
   // Older IR versions list initializers among the inputs: those are weights,
   // not inputs to feed.
-  for (auto &v : inputs)
-    if (!initializers.count(v.name))
-      sig.inputs.push_back(std::move(v));
+  for (auto& v : inputs)
+    if (!initializers.count(v.name)) sig.inputs.push_back(std::move(v));
   return sig;
 }
 
-} // namespace onnxllm
+}  // namespace onnxllm

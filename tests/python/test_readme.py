@@ -12,6 +12,8 @@ import subprocess
 import pytest
 from conftest import CLI, SOURCE_DIR, shared
 
+import optimum_export
+
 README = (SOURCE_DIR / "README.md").read_text()
 BUILD_DIR = CLI.parent.parent
 
@@ -40,7 +42,9 @@ def files(tmp_path_factory, stories_hf):
     (tmp / "strings.json").write_text(json.dumps(["Hello", "Once upon a time"]))
     (tmp / "messages.json").write_text(json.dumps([{"role": "user", "content": "Hi"}]))
     (tmp / "tools.json").write_text(json.dumps([{"type": "function", "function": {"name": "f", "parameters": {}}}]))
-    return {"tmp": tmp, "fp32": fp32, "hf": stories_hf}
+    # An Optimum export (merged layout, no genai_config.json) for the `config` and OPTIMUM_DIR lines.
+    optimum = optimum_export.write_folder(tmp / "optimum", "llama", optimum_export.llama_config(), "merged")
+    return {"tmp": tmp, "fp32": fp32, "hf": stories_hf, "optimum": optimum}
 
 
 def substitute(line, files, index):
@@ -58,6 +62,10 @@ def substitute(line, files, index):
             w = str(out if not out.exists() else tmp / f"out{index}")
         elif w in ("OUT", "OUT|model.onnx", "DIR"):
             w = str(out)
+        elif w == "OPTIMUM_DIR":
+            w = str(files["optimum"])
+        elif w == "FILE" and before == "-o":
+            w = str(tmp / f"genai_config{index}.json")
         elif w == "DIR...":
             w = "/usr/share/libonnx-testdata/data/node/test_abs"
         elif w == "config.json":
@@ -94,7 +102,7 @@ def test_readme_cli_lines(files):
         r = subprocess.run(argv, capture_output=True, text=True, input=stdin, timeout=300,
                            stdin=None if stdin is not None else subprocess.DEVNULL)
         assert r.returncode == 0, f"README line `{line}` as {argv}: exit {r.returncode}\n{r.stderr[-2000:]}"
-        assert r.stdout.strip() or argv[1] in ("build", "quantize"), f"`{line}` printed nothing"
+        assert r.stdout.strip() or argv[1] in ("build", "quantize", "config"), f"`{line}` printed nothing"
         out = files["tmp"] / "out"
         if argv[1] == "build" and not (out / "chat_template.jinja").exists():
             # stories260K has no chat template; the chat lines need one, as a chat model has.

@@ -9,19 +9,18 @@
 #pragma once
 
 #include <filesystem>
-
 #include <nlohmann/json.hpp>
 
 namespace onnxllm::genai {
 
 // A folder without genai_config.json whose config.json suggests an export
 // Optimum wrote.
-bool is_optimum_folder(const std::filesystem::path &dir);
+bool is_optimum_folder(const std::filesystem::path& dir);
 
 // The genai_config.json content for such a folder (what `onnxllm config` writes
 // and Config::load parses). Throws kInvalidModel naming what could not be
 // inferred, the inputs of a graph that fits no known layout, or both sides of a
 // contradiction between config.json and the graph.
-nlohmann::ordered_json infer_optimum_config(const std::filesystem::path &dir);
+nlohmann::ordered_json infer_optimum_config(const std::filesystem::path& dir);
 
-} // namespace onnxllm::genai
+}  // namespace onnxllm::genai
