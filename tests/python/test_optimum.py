@@ -261,3 +261,16 @@ def test_missing_pieces(tmp_path):
     data = (trunc / "model.onnx").read_bytes()
     (trunc / "model.onnx").write_bytes(data[: len(data) // 2])
     failing(trunc, "model.onnx: not a valid ONNX model")
+
+
+def test_token_ids_from_the_tokenizer_files(tmp_path):
+    folder = oe.write_folder(tmp_path / "m", "llama", oe.llama_config(), "single")
+    for name in ("config.json", "generation_config.json"):
+        j = json.loads((folder / name).read_text())
+        del j["eos_token_id"], j["bos_token_id"]
+        (folder / name).write_text(json.dumps(j))
+    model = json.loads(cli("config", "-m", folder).stdout)["model"]
+    # tokenizer_config.json names </s> and <s>; tokenizer.json's added tokens give their ids.
+    assert (model["eos_token_id"], model["bos_token_id"], model["pad_token_id"]) == (2, 1, 2)
+    (folder / "tokenizer_config.json").write_text(json.dumps({"eos_token": {"content": 5}}))
+    failing(folder, "cannot infer eos_token_id")

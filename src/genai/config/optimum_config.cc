@@ -107,14 +107,21 @@ std::optional<int> tokenizer_token_id(const fs::path& dir, const Json& tokenizer
   std::error_code ec;
   if (!fs::exists(dir / "tokenizer.json", ec)) return std::nullopt;
   const Json tok = read_ordered_json_file(dir / "tokenizer.json", JsonKind::kTokenizer);
+  // Ids outside int32 are not token ids (a hostile file must not wrap around).
+  auto id_of = [](const Json& v) -> std::optional<int> {
+    if (!v.is_number_integer()) return std::nullopt;
+    const int64_t id = v.get<int64_t>();
+    if (id < 0 || id > std::numeric_limits<int32_t>::max()) return std::nullopt;
+    return static_cast<int>(id);
+  };
   if (auto added = tok.find("added_tokens"); added != tok.end() && added->is_array())
     for (const auto& t : *added)
-      if (t.is_object() && t.value("content", std::string()) == content && t.contains("id") &&
-          t["id"].is_number_integer())
-        return t["id"].get<int>();
+      if (t.is_object() && t.contains("content") && t["content"].is_string() && t["content"] == content &&
+          t.contains("id"))
+        if (auto id = id_of(t["id"])) return id;
   if (auto model = tok.find("model"); model != tok.end() && model->is_object())
     if (auto vocab = model->find("vocab"); vocab != model->end() && vocab->is_object())
-      if (auto v = vocab->find(content); v != vocab->end() && v->is_number_integer()) return v->get<int>();
+      if (auto v = vocab->find(content); v != vocab->end()) return id_of(*v);
   return std::nullopt;
 }
 
@@ -244,7 +251,8 @@ Json infer_optimum_config(const fs::path& dir) {
   const auto heads = int_field(hf, hf_file, {"num_attention_heads", "n_head", "num_heads"});
   const auto hidden = int_field(hf, hf_file, {"hidden_size", "n_embd", "d_model"});
   std::optional<Field> kv_heads = int_field(hf, hf_file, {"num_key_value_heads", "num_kv_heads", "n_head_kv"});
-  if (!kv_heads && hf.value("multi_query", false)) kv_heads = Field{"multi_query", 1};
+  if (auto mq = hf.find("multi_query"); !kv_heads && mq != hf.end() && mq->is_boolean() && mq->get<bool>())
+    kv_heads = Field{"multi_query", 1};
   // GPT-2's config has no key for it: every head has its own K and V.
   if (!kv_heads && heads && model_type == "gpt2") kv_heads = Field{heads->key, heads->value};
   std::optional<Field> head_dim = int_field(hf, hf_file, {"head_dim"});
