@@ -4,6 +4,12 @@
 #include <optional>
 #include <set>
 #include <tuple>
+#include <cmath>
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
 
 namespace onnxllm {
 namespace {
@@ -73,6 +79,418 @@ int fuse_matmul_nbits_siblings(Graph& g) {
   g.nodes = std::move(kept);
   g.relink();
   return static_cast<int>(removed.size());
+}
+
+}  // namespace onnxllm
+
+namespace onnxllm {
+namespace {
+
+// Pattern matching over a graph whose producer links are current.
+class Matcher {
+ public:
+  explicit Matcher(const Graph& g) : g_(g) {}
+
+  // The default-domain node of type `op` producing v, or nullptr.
+  const Node* op(int v, const char* type) const {
+    if (v < 0 || g_.values[v].producer < 0) return nullptr;
+    const Node& n = g_.nodes[g_.values[v].producer];
+    return n.domain.empty() && n.op_type == type ? &n : nullptr;
+  }
+
+  // The value of a one-element float or integer initializer.
+  std::optional<double> scalar(int v) const {
+    if (v < 0 || !g_.values[v].initializer) return std::nullopt;
+    const TensorView& t = g_.values[v].initializer->view;
+    if (t.numel() != 1) return std::nullopt;
+    switch (t.dtype()) {
+      case DType::kFloat32:
+        return *t.data<float>();
+      case DType::kFloat64:
+        return *t.data<double>();
+      case DType::kInt64:
+        return static_cast<double>(*t.data<int64_t>());
+      case DType::kInt32:
+        return *t.data<int32_t>();
+      default:
+        return std::nullopt;
+    }
+  }
+
+  bool is_scalar(int v, double want, double tolerance = 1e-6) const {
+    auto s = scalar(v);
+    return s && std::abs(*s - want) <= tolerance * std::max(1.0, std::abs(want));
+  }
+
+  // The constant int64 values of v (an initializer), or nullopt.
+  std::optional<std::vector<int64_t>> ints(int v) const {
+    if (v < 0 || !g_.values[v].initializer) return std::nullopt;
+    const TensorView& t = g_.values[v].initializer->view;
+    if (t.dtype() != DType::kInt64 || t.rank() > 1) return std::nullopt;
+    return std::vector<int64_t>(t.data<int64_t>(), t.data<int64_t>() + t.numel());
+  }
+
+  // ReduceMean over the last axis keeping it (axes as attribute before opset
+  // 18, as input after).
+  bool is_mean_last_axis(const Node& n) const {
+    if (n.attr_int("keepdims", 1) != 1) return false;
+    std::vector<int64_t> axes = n.attr_ints("axes");
+    if (n.has_input(1)) {
+      auto a = ints(n.inputs[1]);
+      if (!a) return false;
+      axes = *a;
+    }
+    return axes == std::vector<int64_t>{-1};
+  }
+
+  // x^2 as Pow(x, 2) or Mul(x, x): x, or -1.
+  int square_of(int v) const {
+    if (const Node* p = op(v, "Pow"); p && is_scalar(p->inputs[1], 2.0)) return p->inputs[0];
+    if (const Node* m = op(v, "Mul"); m && m->inputs[0] == m->inputs[1]) return m->inputs[0];
+    return -1;
+  }
+
+  // Sqrt(var + eps) with eps a constant: var and eps.
+  std::optional<std::pair<int, float>> sqrt_plus_eps(int v) const {
+    const Node* sq = op(v, "Sqrt");
+    if (!sq) return std::nullopt;
+    const Node* add = op(sq->inputs[0], "Add");
+    if (!add) return std::nullopt;
+    for (int side = 0; side < 2; ++side)
+      if (auto eps = scalar(add->inputs[side]); eps && *eps >= 0 && *eps < 1)
+        return std::pair<int, float>{add->inputs[1 - side], static_cast<float>(*eps)};
+    return std::nullopt;
+  }
+
+  // Whether v is known to be float32: declared so, or produced by an op whose output has its
+  // inputs' dtype from a value known to be float32. The fused kernels compute in float32 (some take
+  // only float32), so a 16-bit graph keeps its own rounding unfused.
+  bool is_float32(int v, int depth = 0) const {
+    if (v < 0 || depth > 12) return false;
+    const Value& val = g_.values[v];
+    if (val.initializer) return val.initializer->view.dtype() == DType::kFloat32;
+    if (val.dtype != DType::kUndefined) return val.dtype == DType::kFloat32;
+    if (val.producer < 0) return false;
+    const Node& n = g_.nodes[val.producer];
+    static const std::set<std::string> kSameDtype = {
+        "Add",     "Sub",       "Mul",     "Div",      "MatMul",  "Neg",        "Sigmoid",
+        "Tanh",    "Transpose", "Reshape", "Concat",   "Slice",   "Softmax",    "Unsqueeze",
+        "Squeeze", "Identity",  "Expand",  "Split",    "Sqrt",    "Reciprocal", "Pow",
+        "Relu",    "Gemm",      "ReduceMean", "LayerNormalization", "SimplifiedLayerNormalization"};
+    if (n.domain.empty() && n.op_type == "Gather") return is_float32(n.inputs[0], depth + 1);
+    if (n.domain.empty() && n.op_type == "Cast") return n.attr_int("to", 0) == static_cast<int64_t>(DType::kFloat32);
+    if (n.domain.empty() ? !kSameDtype.count(n.op_type)
+                         : n.op_type != "QuickGelu" && n.op_type != "FastGelu" && n.op_type != "MultiHeadAttention")
+      return false;
+    const size_t inputs = n.op_type == "Pow" ? 1 : n.inputs.size();  // Pow's exponent may differ
+    for (size_t i = 0; i < inputs; ++i)
+      if (is_float32(n.inputs[i], depth + 1)) return true;
+    return false;
+  }
+
+  const Graph& graph() const { return g_; }
+
+ private:
+  const Graph& g_;
+};
+
+Attribute float_attr(const char* name, float value) {
+  Attribute a;
+  a.name = name;
+  a.kind = Attribute::Kind::kFloat;
+  a.f = value;
+  return a;
+}
+
+Attribute int_attr(const char* name, int64_t value) {
+  Attribute a;
+  a.name = name;
+  a.kind = Attribute::Kind::kInt;
+  a.i = value;
+  return a;
+}
+
+Attribute ints_attr(const char* name, std::vector<int64_t> values) {
+  Attribute a;
+  a.name = name;
+  a.kind = Attribute::Kind::kInts;
+  a.ints = std::move(values);
+  return a;
+}
+
+Node make_node(const char* domain, const char* type, int opset, std::string name, std::vector<int> inputs,
+               std::vector<int> outputs, std::vector<Attribute> attributes = {}) {
+  Node n;
+  n.domain = domain;
+  n.op_type = type;
+  n.opset = opset;
+  n.name = std::move(name);
+  n.inputs = std::move(inputs);
+  n.outputs = std::move(outputs);
+  n.attributes = std::move(attributes);
+  return n;
+}
+
+// Replaces nodes (by index) with new ones, then drops what no output needs any
+// more.
+int apply(Graph& g, std::map<int, std::vector<Node>>& replacements) {
+  if (replacements.empty()) return 0;
+  std::vector<Node> kept;
+  for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) {
+    auto it = replacements.find(i);
+    if (it == replacements.end()) {
+      kept.push_back(std::move(g.nodes[i]));
+      continue;
+    }
+    for (Node& n : it->second) kept.push_back(std::move(n));
+  }
+  g.nodes = std::move(kept);
+  g.relink();
+  g.remove_dead_nodes();
+  return static_cast<int>(replacements.size());
+}
+
+int add_const(Graph& g, const std::string& name, Tensor t) {
+  auto owner = std::make_shared<Tensor>(std::move(t));
+  return g.add_initializer(name, Initializer{owner->view(), owner});
+}
+
+// The [.., .., N, H] split that made `v` per head, looking back through the
+// elementwise ops of rotary embeddings: Transpose(Reshape(x, [0|B, 0|S, N, H]),
+// [0, 2, 1, 3]).
+std::optional<std::pair<int64_t, int64_t>> heads_of(const Matcher& m, int v, int depth = 0) {
+  if (v < 0 || depth > 4) return std::nullopt;
+  if (const Node* t = m.op(v, "Transpose"); t && t->attr_ints("perm") == std::vector<int64_t>{0, 2, 1, 3}) {
+    if (const Node* r = m.op(t->inputs[0], "Reshape"))
+      if (auto shape = m.ints(r->inputs[1]); shape && shape->size() == 4 && (*shape)[2] > 0 && (*shape)[3] > 0)
+        return std::pair<int64_t, int64_t>{(*shape)[2], (*shape)[3]};
+    return std::nullopt;
+  }
+  const int p = m.graph().values[v].producer;
+  if (p < 0) return std::nullopt;
+  const Node& n = m.graph().nodes[p];
+  if (!n.domain.empty() || (n.op_type != "Add" && n.op_type != "Mul" && n.op_type != "Sub")) return std::nullopt;
+  for (int in : n.inputs)
+    if (auto r = heads_of(m, in, depth + 1)) return r;
+  return std::nullopt;
+}
+
+}  // namespace
+
+int fuse_rms_norm(Graph& g) {
+  Matcher m(g);
+  std::map<int, std::vector<Node>> out;
+  for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) {
+    const Node& last = g.nodes[i];
+    if (!last.domain.empty() || last.op_type != "Mul" || last.num_inputs() != 2 || !last.has_output(0)) continue;
+    for (int side = 0; side < 2; ++side) {
+      const int w = last.inputs[side], normed = last.inputs[1 - side];
+      const Value& wv = g.values[w];
+      if (!wv.initializer || wv.initializer->view.rank() != 1 || wv.initializer->view.dtype() != DType::kFloat32)
+        continue;
+      // normed = x * Reciprocal(Sqrt(mean + eps)) or x / Sqrt(mean + eps)
+      int x = -1, denom = -1;
+      if (const Node* mul = m.op(normed, "Mul")) {
+        for (int s = 0; s < 2 && x < 0; ++s)
+          if (const Node* r = m.op(mul->inputs[s], "Reciprocal")) {
+            x = mul->inputs[1 - s];
+            denom = r->inputs[0];
+          }
+      } else if (const Node* div = m.op(normed, "Div")) {
+        x = div->inputs[0];
+        denom = div->inputs[1];
+      }
+      if (x < 0) continue;
+      auto se = m.sqrt_plus_eps(denom);
+      if (!se) continue;
+      const Node* mean = m.op(se->first, "ReduceMean");
+      if (!mean || !m.is_mean_last_axis(*mean) || m.square_of(mean->inputs[0]) != x) continue;
+      out[i] = {make_node("", "SimplifiedLayerNormalization", 1, last.name + "/fused_rms_norm", {x, w},
+                          {last.outputs[0]}, {int_attr("axis", -1), float_attr("epsilon", se->second)})};
+      break;
+    }
+  }
+  return apply(g, out);
+}
+
+int fuse_layer_norm(Graph& g) {
+  Matcher m(g);
+  std::map<int, std::vector<Node>> out;
+  for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) {
+    const Node& last = g.nodes[i];
+    if (!last.domain.empty() || last.op_type != "Add" || last.num_inputs() != 2 || !last.has_output(0)) continue;
+    for (int side = 0; side < 2; ++side) {
+      const int b = last.inputs[side];
+      const Node* scaled = m.op(last.inputs[1 - side], "Mul");
+      if (!g.values[b].initializer || g.values[b].initializer->view.rank() != 1 || !scaled) continue;
+      int w = -1, normed = -1;
+      for (int s = 0; s < 2; ++s)
+        if (g.values[scaled->inputs[s]].initializer && g.values[scaled->inputs[s]].initializer->view.rank() == 1) {
+          w = scaled->inputs[s];
+          normed = scaled->inputs[1 - s];
+        }
+      const Node* div = m.op(normed, "Div");
+      if (w < 0 || !div) continue;
+      const int centered = div->inputs[0];
+      auto se = m.sqrt_plus_eps(div->inputs[1]);
+      const Node* sub = m.op(centered, "Sub");
+      if (!se || !sub) continue;
+      const Node* var = m.op(se->first, "ReduceMean");
+      const Node* mean = m.op(sub->inputs[1], "ReduceMean");
+      if (!var || !mean || !m.is_mean_last_axis(*var) || !m.is_mean_last_axis(*mean)) continue;
+      const int x = sub->inputs[0];
+      if (mean->inputs[0] != x || m.square_of(var->inputs[0]) != centered) continue;
+      if (g.values[w].initializer->view.dtype() != DType::kFloat32 ||
+          g.values[b].initializer->view.dtype() != DType::kFloat32)
+        continue;
+      out[i] = {make_node("", "LayerNormalization", 17, last.name + "/fused_layer_norm", {x, w, b}, {last.outputs[0]},
+                          {int_attr("axis", -1), float_attr("epsilon", se->second)})};
+      break;
+    }
+  }
+  return apply(g, out);
+}
+
+int fuse_activations(Graph& g) {
+  Matcher m(g);
+  std::map<int, std::vector<Node>> out;
+  // x (1 + Tanh(sqrt(2/pi) (x + 0.044715 x^3))) -> x, or -1.
+  auto tanh_gelu_input = [&](int v) -> int {
+    const Node* add1 = m.op(v, "Add");
+    if (!add1) return -1;
+    for (int s = 0; s < 2; ++s) {
+      const Node* tanh = m.op(add1->inputs[1 - s], "Tanh");
+      if (!m.is_scalar(add1->inputs[s], 1.0) || !tanh) continue;
+      const Node* k = m.op(tanh->inputs[0], "Mul");
+      if (!k) continue;
+      for (int t = 0; t < 2; ++t) {
+        if (!m.is_scalar(k->inputs[t], std::sqrt(2.0 / 3.14159265358979323846), 1e-5)) continue;
+        const Node* inner = m.op(k->inputs[1 - t], "Add");
+        if (!inner) continue;
+        for (int u = 0; u < 2; ++u) {
+          const int x = inner->inputs[u];
+          const Node* cubic = m.op(inner->inputs[1 - u], "Mul");
+          if (!cubic) continue;
+          for (int w = 0; w < 2; ++w) {
+            const Node* pow = m.op(cubic->inputs[1 - w], "Pow");
+            if (m.is_scalar(cubic->inputs[w], 0.044715, 1e-5) && pow && pow->inputs[0] == x &&
+                m.is_scalar(pow->inputs[1], 3.0))
+              return x;
+          }
+        }
+      }
+    }
+    return -1;
+  };
+  for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) {
+    const Node& last = g.nodes[i];
+    if (!last.domain.empty() || last.op_type != "Mul" || last.num_inputs() != 2 || !last.has_output(0)) continue;
+    const int y = last.outputs[0];
+    if (!m.is_float32(last.inputs[0]) && !m.is_float32(last.inputs[1])) continue;
+    for (int s = 0; s < 2; ++s) {
+      const int a = last.inputs[s], b = last.inputs[1 - s];
+      if (const Node* sig = m.op(b, "Sigmoid"); sig && sig->inputs[0] == a) {
+        out[i] = {make_node("com.microsoft", "QuickGelu", 1, last.name + "/fused_silu", {a}, {y},
+                            {float_attr("alpha", 1.0f)})};
+        break;
+      }
+      // Mul(Mul(0.5, x), 1 + tanh(...)) as transformers' NewGELUActivation
+      // writes it.
+      if (const Node* half = m.op(a, "Mul")) {
+        for (int t = 0; t < 2; ++t) {
+          if (!m.is_scalar(half->inputs[t], 0.5)) continue;
+          const int x = half->inputs[1 - t];
+          if (tanh_gelu_input(b) == x) {
+            out[i] = {make_node("com.microsoft", "FastGelu", 1, last.name + "/fused_gelu", {x}, {y})};
+            break;
+          }
+        }
+        if (out.count(i)) break;
+      }
+    }
+  }
+  return apply(g, out);
+}
+
+int fuse_attention(Graph& g) {
+  Matcher m(g);
+  std::map<int, std::vector<Node>> out;
+  std::vector<std::pair<std::string, Tensor>> consts;
+  for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) {
+    const Node& last = g.nodes[i];
+    if (!last.domain.empty() || last.op_type != "Transpose" || !last.has_output(0) ||
+        last.attr_ints("perm") != std::vector<int64_t>{0, 2, 1, 3})
+      continue;
+    const Node* pv = m.op(last.inputs[0], "MatMul");
+    if (!pv) continue;
+    const Node* softmax = m.op(pv->inputs[0], "Softmax");
+    // Before opset 13 Softmax's default axis is 1 (over the flattened trailing
+    // dims).
+    if (!softmax || (softmax->opset < 13 && !softmax->has_attr("axis")) ||
+        (softmax->attr_int("axis", -1) != -1 && softmax->attr_int("axis", -1) != 3))
+      continue;
+    const Node* masked = m.op(softmax->inputs[0], "Add");
+    if (!masked) continue;
+    // One side of the Add is the (scaled) scores Q K^T, the other the mask.
+    const Node* qk = nullptr;
+    int mask = -1;
+    float scale = 1.0f;
+    for (int s = 0; s < 2 && !qk; ++s) {
+      const int scores = masked->inputs[s];
+      if (const Node* d = m.op(scores, "Div"); d && m.scalar(d->inputs[1]) && *m.scalar(d->inputs[1]) > 0) {
+        qk = m.op(d->inputs[0], "MatMul");
+        scale = static_cast<float>(1.0 / *m.scalar(d->inputs[1]));
+      } else if (const Node* mu = m.op(scores, "Mul"); mu && m.scalar(mu->inputs[1]) && *m.scalar(mu->inputs[1]) > 0) {
+        qk = m.op(mu->inputs[0], "MatMul");
+        scale = static_cast<float>(*m.scalar(mu->inputs[1]));
+      } else {
+        qk = m.op(scores, "MatMul");
+        scale = 1.0f;
+      }
+      if (qk) mask = masked->inputs[1 - s];
+    }
+    if (!qk) continue;
+    const Node* kt = m.op(qk->inputs[1], "Transpose");
+    if (!kt || kt->attr_ints("perm") != std::vector<int64_t>{0, 1, 3, 2}) continue;
+    const int q = qk->inputs[0], k = kt->inputs[0], v = pv->inputs[1];
+    if (!m.is_float32(q) && !m.is_float32(k) && !m.is_float32(v)) continue;  // the kernel is float32 only
+    auto heads = heads_of(m, q);
+    if (!heads) continue;
+    const auto [n, h] = *heads;
+    const std::string base = last.name.empty() ? "attention" + std::to_string(i) : last.name;
+    const int q_t = g.get_or_add_value(base + "/fused_q_bsnh");
+    const int q_flat = g.get_or_add_value(base + "/fused_q_bsd");
+    const int attn = g.get_or_add_value(base + "/fused_attention");
+    const int flat_shape = g.get_or_add_value(base + "/fused_shape_bsd");
+    const int heads_shape = g.get_or_add_value(base + "/fused_shape_bsnh");
+    consts.emplace_back(g.values[flat_shape].name, Tensor::from<int64_t>(Shape{3}, std::vector<int64_t>{0, 0, -1}));
+    consts.emplace_back(g.values[heads_shape].name, Tensor::from<int64_t>(Shape{4}, std::vector<int64_t>{0, 0, n, -1}));
+    out[i] = {
+        make_node("", "Transpose", 13, base + "/fused_q_transpose", {q}, {q_t}, {ints_attr("perm", {0, 2, 1, 3})}),
+        make_node("", "Reshape", 14, base + "/fused_q_reshape", {q_t, flat_shape}, {q_flat}),
+        make_node("com.microsoft", "MultiHeadAttention", 1, base + "/fused_mha", {q_flat, k, v, -1, -1, mask}, {attn},
+                  {int_attr("num_heads", n), float_attr("scale", scale)}),
+        make_node("", "Reshape", 14, base + "/fused_out_reshape", {attn, heads_shape}, {last.outputs[0]}),
+    };
+    (void)h;
+  }
+  for (auto& [name, t] : consts) add_const(g, name, std::move(t));
+  return apply(g, out);
+}
+
+int run_fusions(Graph& g) {
+  int n = fuse_matmul_nbits_siblings(g);
+  // LayerNorm first: its tail is an RMSNorm of the centered input.
+  n += fuse_layer_norm(g);
+  n += fuse_rms_norm(g);
+  n += fuse_activations(g);
+  n += fuse_attention(g);
+  for (Node& node : g.nodes)
+    for (Attribute& a : node.attributes) {
+      if (a.g) n += run_fusions(*a.g);
+      for (auto& sub : a.graphs) n += run_fusions(*sub);
+    }
+  return n;
 }
 
 }  // namespace onnxllm

@@ -1,6 +1,8 @@
 // Graph fusions run at session creation (after constant folding). Each rewrites a pattern into a
-// node whose kernel gives the same bits as the nodes it replaces (tests compare fused and unfused
-// runs); SessionOptions::fusions = false (or ONNXLLM_FUSIONS=0) turns them off.
+// node (or a few) computing what the nodes it replaces computed; SessionOptions::fusions = false
+// (or ONNXLLM_FUSIONS=0) turns them off. The MatMulNBits siblings give the same bits; the fusions
+// of exported PyTorch patterns (normalizations, activations, attention) run their float operations
+// in another order, so their results agree within rounding (tests compare fused and unfused runs).
 #pragma once
 
 #include "graph/graph.h"
@@ -13,5 +15,29 @@ namespace onnxllm {
 // several. Members need constant 4-bit weights without zero points, g_idx or bias, N a multiple
 // of 16 and float32 A. Returns the number of nodes replaced.
 int fuse_matmul_nbits_siblings(Graph& g);
+
+// transformers' RMSNorm as torch.onnx.export writes it, w * (x * Reciprocal(Sqrt(ReduceMean(x^2)
+// + eps))) (or x / Sqrt(...); x^2 as Pow(x, 2) or Mul(x, x); the mean over the last axis), becomes
+// SimplifiedLayerNormalization(x, w) when w is a float32 initializer. Returns the patterns fused.
+int fuse_rms_norm(Graph& g);
+
+// nn.LayerNorm decomposed (opset < 17 exports), (x - mean) / Sqrt(var + eps) * w + b with var the
+// mean of the centered square over the last axis, becomes LayerNormalization(x, w, b).
+int fuse_layer_norm(Graph& g);
+
+// On float32 values: x * Sigmoid(x) (SiLU) becomes com.microsoft.QuickGelu(alpha = 1), and
+// transformers' gelu_new, 0.5 x (1 + Tanh(sqrt(2/pi) (x + 0.044715 x^3))), com.microsoft.FastGelu.
+int fuse_activations(Graph& g);
+
+// Eager attention, Transpose(MatMul(Softmax(MatMul(Q, Transpose(K)) / c + mask), V), [0,2,1,3])
+// with float32 Q, K, V per head ([B, N, S, H]), becomes com.microsoft.MultiHeadAttention (Q
+// transposed back to [B, S, N*H], K and V in BNSH, the mask as attention_bias, scale 1/c): one pass
+// per head instead of two batched products, a softmax and the copies between them. N comes from
+// the Reshape that split Q into heads.
+int fuse_attention(Graph& g);
+
+// Every fusion above, in an order where each sees the others' results, in `g` and in its If
+// branches. Returns the number of fused patterns.
+int run_fusions(Graph& g);
 
 }  // namespace onnxllm

@@ -17,6 +17,7 @@ from conftest import CLI, SOURCE_DIR, shared
 
 sys.path.insert(0, str(SOURCE_DIR / "tests" / "hub"))
 from mock_hub import MockHub, Repo  # noqa: E402
+import optimum_export
 
 README = (SOURCE_DIR / "README.md").read_text()
 BUILD_DIR = CLI.parent.parent
@@ -50,7 +51,9 @@ def files(tmp_path_factory, stories_hf):
     converter = stories_hf.parent.parent / "tools/llamacpp/hf_to_gguf.py"
     subprocess.run(["/usr/bin/python3", str(converter), str(stories_hf), str(gguf), "--q4_0"], check=True,
                    capture_output=True)
-    return {"tmp": tmp, "fp32": fp32, "hf": stories_hf, "gguf": gguf}
+    # An Optimum export (merged layout, no genai_config.json) for the `config` and OPTIMUM_DIR lines.
+    optimum = optimum_export.write_folder(tmp / "optimum", "llama", optimum_export.llama_config(), "merged")
+    return {"tmp": tmp, "fp32": fp32, "hf": stories_hf, "optimum": optimum, "gguf": gguf}
 
 
 def substitute(line, files, index):
@@ -74,6 +77,10 @@ def substitute(line, files, index):
             w = str(out if not out.exists() else tmp / f"out{index}")
         elif w in ("OUT", "OUT|model.onnx", "DIR"):
             w = str(out)
+        elif w == "OPTIMUM_DIR":
+            w = str(files["optimum"])
+        elif w == "FILE" and before == "-o":
+            w = str(tmp / f"genai_config{index}.json")
         elif w == "DIR...":
             w = "/usr/share/libonnx-testdata/data/node/test_abs"
         elif w == "config.json":
@@ -136,7 +143,7 @@ def test_readme_cli_lines(files, hub):
         r = subprocess.run(argv, capture_output=True, text=True, input=stdin, timeout=300, env=env,
                            stdin=None if stdin is not None else subprocess.DEVNULL)
         assert r.returncode == 0, f"README line `{line}` as {argv}: exit {r.returncode}\n{r.stderr[-2000:]}"
-        assert r.stdout.strip() or argv[1] in ("build", "quantize"), f"`{line}` printed nothing"
+        assert r.stdout.strip() or argv[1] in ("build", "quantize", "config"), f"`{line}` printed nothing"
         if argv[1] == "pull" and "-o" in argv:
             pulled = pathlib.Path(argv[argv.index("-o") + 1])
             assert (pulled / "genai_config.json").read_bytes() == (files["tmp"] / "out" / "genai_config.json").read_bytes()

@@ -1,5 +1,4 @@
 #include <CLI/CLI.hpp>
-
 #include <string>
 
 #include "core/thread_pool.h"
@@ -9,9 +8,8 @@
 namespace onnxllm::cli {
 
 CLI::Option *add_threads_option(CLI::App *cmd, int &threads, const char *help) {
-  const std::string text = std::string(help) +
-                           " (0 = one per available core; at most " +
-                           std::to_string(ThreadPool::kMaxThreads) + ")";
+  const std::string text =
+      std::string(help) + " (0 = one per available core; at most " + std::to_string(ThreadPool::kMaxThreads) + ")";
   return cmd->add_option("--threads", threads, text)
       ->check(CLI::Range(0, ThreadPool::kMaxThreads))
       ->capture_default_str();
@@ -27,8 +25,7 @@ CLI::Option *add_kv_cache_option(CLI::App *cmd, std::string &dtype) {
 }
 
 DType kv_cache_dtype(const std::string &option) {
-  return option.empty() ? DType::kUndefined
-                        : genai::parse_kv_cache_dtype(option, "--kv-cache");
+  return option.empty() ? DType::kUndefined : genai::parse_kv_cache_dtype(option, "--kv-cache");
 }
 
-} // namespace onnxllm::cli
+}  // namespace onnxllm::cli

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/json_file.h"
 #include "core/mapped_file.h"
+#include "genai/config/optimum_config.h"
 
 namespace onnxllm::genai {
 
@@ -250,6 +251,7 @@ void parse_decoder(const Source& src, const Json& v, const std::string& path, De
   for (const auto& [key, value] : object(src, v, path).items()) {
     const std::string p = join(path, key);
     if (key == "filename") d.filename = as_string(src, value, p);
+    else if (key == "no_past_filename") d.no_past_filename = as_string(src, value, p);
     else if (key == "hidden_size") d.hidden_size = as_int(src, value, p);
     else if (key == "num_attention_heads") d.num_attention_heads = as_int(src, value, p);
     else if (key == "num_key_value_heads") d.num_key_value_heads = as_int(src, value, p);
@@ -345,6 +347,7 @@ void validate(const Source& src, const Config& c) {
   if (c.model.context_length <= 0)
     fail(src, "'model.context_length' must be greater than 0, got " + std::to_string(c.model.context_length));
   check_relative(src, "model.decoder.filename", c.model.decoder.filename);
+  check_relative(src, "model.decoder.no_past_filename", c.model.decoder.no_past_filename);
   check_relative(src, "model.tokenizer_dir", c.model.tokenizer_dir);
   check_relative(src, "model.decoder.session_options.custom_ops_library",
                  c.model.decoder.session_options.custom_ops_library);
@@ -354,6 +357,14 @@ void validate(const Source& src, const Config& c) {
 
 Config Config::load(const std::filesystem::path& dir) {
   const auto path = dir / "genai_config.json";
+  if (is_optimum_folder(dir)) {
+    Config c;
+    c.dir = dir;
+    const Source src{(dir / "genai_config.json (inferred from config.json)").string(), ErrorCode::kInvalidModel};
+    parse_root(src, infer_optimum_config(dir), c);
+    validate(src, c);
+    return c;
+  }
   const std::string text = read_file(path, max_file_size(JsonKind::kConfig));
   Config c;
   c.dir = dir;

@@ -74,6 +74,10 @@ struct DecoderOutputNames {
 
 struct DecoderConfig {
   std::string filename;
+  // onnxllm's extension for Optimum's decoder_model.onnx + decoder_with_past_model.onnx pair: the
+  // graph of the first step (no past inputs); `filename` is then the with-past graph. The model
+  // joins them into one graph with an If on "past is empty".
+  std::string no_past_filename;
   int hidden_size = 0;          // informational
   int num_attention_heads = 0;  // informational
   int num_key_value_heads = 0;  // sizes the KV cache
@@ -126,7 +130,8 @@ struct SearchConfig {
 
 class Config {
  public:
-  // Reads <dir>/genai_config.json.
+  // Reads <dir>/genai_config.json; a folder without one whose config.json marks an Optimum export
+  // gets the config inferred from its files (genai/config/optimum_config.h).
   static Config load(const std::filesystem::path& dir);
   // Parses a genai_config.json text; `dir` resolves relative file names.
   static Config parse(std::string_view json, const std::filesystem::path& dir = {});

@@ -12,6 +12,7 @@
 #include "core/thread_pool.h"
 #include "genai/model/half_kv_cache.h"
 #include "genai/model/lm_head.h"
+#include "genai/model/optimum_graph.h"
 #include "onnx/model_loader.h"
 
 namespace onnxllm::genai {
@@ -91,6 +92,10 @@ std::shared_ptr<const Model> Model::create(Config config, const ModelOptions& op
                 "' is not supported (onnxllm runs gpt2 and decoder-only models such as llama, mistral, phi3, qwen2)");
   ONNXLLM_CHECK(!config.model.decoder.filename.empty(), kInvalidModel, "model.decoder.filename is not set");
   auto decoder = load_onnx_model(config.file(config.model.decoder.filename));
+  if (const std::string& first = config.model.decoder.no_past_filename; !first.empty()) {
+    const std::string past = layer_name(config.model.decoder.inputs.past_key_names, "model.decoder.inputs.past_key_names", 0);
+    decoder = join_decoder_pair(load_onnx_model(config.file(first)), std::move(decoder), past);
+  }
   return std::shared_ptr<const Model>(new Model(std::move(config), std::move(decoder), options));
 }
 
@@ -107,6 +112,11 @@ const Session& Model::lm_head() const {
 }
 
 Model::Model(Config config, std::shared_ptr<Graph> decoder, const ModelOptions& options) : config_(std::move(config)) {
+  // Optimum's merged decoder: the branch switch follows from the past length.
+  if (decoder->find_value(kUseCacheBranchInput) >= 0)
+    bind_use_cache_branch(*decoder, layer_name(config_.model.decoder.inputs.past_key_names,
+                                               "model.decoder.inputs.past_key_names", 0));
+  inline_outer_initializers(*decoder);
   SessionOptions so = session_options(config_, options);
   if (!so.pool) so.pool = std::make_shared<ThreadPool>(so.num_threads);  // the LM head session shares it
   const char* fusions_env = std::getenv("ONNXLLM_FUSIONS");
@@ -172,7 +182,10 @@ Model::Model(Config config, std::shared_ptr<Graph> decoder, const ModelOptions& 
   // KV cache: combined [2,B,H,S,D] per layer (gpt2's past_%d) or separate K and V [B,H,S,D].
   std::string past_key = dc.inputs.past_key_names, past_value = dc.inputs.past_value_names;
   std::string present_key = dc.outputs.present_key_names, present_value = dc.outputs.present_value_names;
-  const bool combined = !dc.inputs.past_names.empty() || type() == "gpt2";
+  // gpt2 folders of onnxruntime-genai combine K and V (past_%d); Optimum's GPT-2 exports do not.
+  const bool combined =
+      !dc.inputs.past_names.empty() ||
+      (type() == "gpt2" && session_->input_index(layer_name(past_key, "model.decoder.inputs.past_key_names", 0)) < 0);
   if (combined) {
     io_.kv_layout = KvLayout::kCombined;
     past_key = dc.inputs.past_names.empty() ? "past_%d" : dc.inputs.past_names;

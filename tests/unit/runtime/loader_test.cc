@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/mapped_file.h"
+#include "onnx/graph_signature.h"
 #include "onnx/model_loader.h"
 #include "onnx/model_writer.h"
 #include "runtime/session.h"
@@ -142,6 +143,52 @@ TEST(Loader, MatMulMatchesOnnxRuntime) {
   ASSERT_EQ(theirs.size(), 1u);
   ASSERT_EQ(theirs[0].second.shape(), ours[0].shape());
   for (int i = 0; i < 32; ++i) EXPECT_NEAR(ours[0].data<float>()[i], theirs[0].second.data<float>()[i], 1e-4);
+}
+
+}  // namespace
+}  // namespace onnxllm
+
+namespace onnxllm {
+namespace {
+
+// onnx/graph_signature: inputs (initializers excluded), outputs, dtypes and
+// dims, read without loading the weights; a truncated file is an error naming
+// it, never a read past the end.
+TEST(GraphSignature, ReadsInputsAndOutputsOnly) {
+  const fs::path dir = test::temp_dir("graph_signature");
+  auto g = matmul_graph();
+  test::add_input(*g, "past_key_values.0.key", DType::kFloat32, {-1, 2, -1, 16}, {"batch", "", "past", ""});
+  g->add_node("Identity", "", {"past_key_values.0.key"}, {"present.0.key"}, "id");
+  test::add_output(*g, "present.0.key");
+  save_onnx_model(*g, dir / "inline.onnx", {});
+  ModelWriteOptions external;
+  external.external_data_file = "external.onnx.data";
+  save_onnx_model(*g, dir / "external.onnx", external);
+  for (const char* file : {"inline.onnx", "external.onnx"}) {
+    const GraphSignature sig = read_graph_signature(dir / file);
+    ASSERT_EQ(sig.inputs.size(), 2u) << file;  // the weight "w" is not an input
+    EXPECT_EQ(sig.inputs[0].name, "x");
+    EXPECT_EQ(sig.inputs[0].dtype, DType::kFloat32);
+    EXPECT_EQ(sig.inputs[0].dims, (std::vector<int64_t>{1, 64}));
+    const SignatureValue* past = sig.find_input("past_key_values.0.key");
+    ASSERT_NE(past, nullptr);
+    EXPECT_EQ(past->dims, (std::vector<int64_t>{-1, 2, -1, 16}));
+    EXPECT_EQ(past->dim_names[2], "past");
+    ASSERT_EQ(sig.outputs.size(), 2u);
+    EXPECT_NE(sig.find_output("present.0.key"), nullptr);
+    EXPECT_EQ(sig.find_input("w"), nullptr);
+  }
+  const std::string bytes = [&] {
+    std::ifstream in(dir / "inline.onnx", std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }();
+  for (size_t cut : {size_t{1}, size_t{10}, bytes.size() / 2, bytes.size() - 3}) {
+    write_bytes(dir / "cut.onnx", bytes.substr(0, cut));
+    expect_error([&] { read_graph_signature(dir / "cut.onnx"); }, ErrorCode::kInvalidModel, "cut.onnx");
+  }
+  write_bytes(dir / "empty.onnx", "");
+  expect_error([&] { read_graph_signature(dir / "empty.onnx"); }, ErrorCode::kInvalidModel, "has no graph");
+  expect_error([&] { read_graph_signature(dir / "missing.onnx"); }, ErrorCode::kNotFound, "missing.onnx");
 }
 
 }  // namespace
