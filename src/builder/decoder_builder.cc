@@ -18,53 +18,11 @@ constexpr const char* kMs = "com.microsoft";
 // compute attention in float32), so fp16 graphs cast around the attention op.
 constexpr DType kAttentionDType = DType::kFloat32;
 
-Attribute attr_int(const std::string& name, int64_t v) {
-  Attribute a;
-  a.name = name;
-  a.kind = Attribute::Kind::kInt;
-  a.i = v;
-  return a;
-}
 
-Attribute attr_float(const std::string& name, double v) {
-  Attribute a;
-  a.name = name;
-  a.kind = Attribute::Kind::kFloat;
-  a.f = static_cast<float>(v);
-  return a;
-}
 
-Attribute attr_string(const std::string& name, const std::string& v) {
-  Attribute a;
-  a.name = name;
-  a.kind = Attribute::Kind::kString;
-  a.s = v;
-  return a;
-}
 
-Attribute attr_ints(const std::string& name, std::vector<int64_t> v) {
-  Attribute a;
-  a.name = name;
-  a.kind = Attribute::Kind::kInts;
-  a.ints = std::move(v);
-  return a;
-}
 
-Attribute attr_tensor(const std::string& name, Tensor t) {
-  Attribute a;
-  a.name = name;
-  a.kind = Attribute::Kind::kTensor;
-  a.t = std::make_shared<const Tensor>(std::move(t));
-  return a;
-}
 
-Attribute attr_graph(const std::string& name, std::shared_ptr<Graph> g) {
-  Attribute a;
-  a.name = name;
-  a.kind = Attribute::Kind::kGraph;
-  a.g = std::move(g);
-  return a;
-}
 
 // "/model/layers.0/attn/qkv_proj/MatMul" -> "model.layers.0.attn.qkv_proj.MatMul" (genai's initializer names)
 std::string dotted(const std::string& node_name) {
@@ -241,7 +199,7 @@ class Builder {
   std::string constant(Tensor value, const std::string& dtype_tag, const std::string& text) {
     const std::string name = "/model/constants/" + dtype_tag + "/" + text;
     if (constants_.insert(name).second)
-      node("Constant", "/model/constant_nodes/" + dtype_tag + "/" + text, {}, {name}, {attr_tensor("value", std::move(value))});
+      node("Constant", "/model/constant_nodes/" + dtype_tag + "/" + text, {}, {name}, {tensor_attribute("value", std::move(value))});
     return name;
   }
   std::string const_i64(const std::vector<int64_t>& values) {
@@ -359,8 +317,8 @@ class Builder {
                                                {scales, io, Shape{n * n_blk}}};
     if (!q.symmetric) outputs.push_back({zeros, DType::kUInt8, Shape{n * (q.bits == 4 ? (n_blk + 1) / 2 : n_blk)}});
     node("MatMulNBits", basename + "_Q" + bits, {input, data, scales, q.symmetric ? "" : zeros}, {out},
-         {attr_int("K", k), attr_int("N", n), attr_int("bits", q.bits), attr_int("block_size", q.block_size),
-          attr_int("accuracy_level", o_.accuracy_level)},
+         {int_attribute("K", k), int_attribute("N", n), int_attribute("bits", q.bits), int_attribute("block_size", q.block_size),
+          int_attribute("accuracy_level", o_.accuracy_level)},
          kMs);
     add_task(std::move(outputs), n * k, [=](const auto& emit) {
       QuantizedWeight qw;
@@ -421,8 +379,8 @@ class Builder {
     const std::string data = weight + "_Q" + bits, scales = weight + "_scales";
     const int64_t n_blk = k / nb.block_size, blob = nb.block_size * nb.bits / 8;
     node("MatMulNBits", basename + "_Q" + bits, {input, data, scales}, {out},
-         {attr_int("K", k), attr_int("N", n), attr_int("bits", nb.bits), attr_int("block_size", nb.block_size),
-          attr_int("accuracy_level", o_.accuracy_level)},
+         {int_attribute("K", k), int_attribute("N", n), int_attribute("bits", nb.bits), int_attribute("block_size", nb.block_size),
+          int_attribute("accuracy_level", o_.accuracy_level)},
          kMs);
     const WeightSource* src = &source_;
     ThreadPool* pool = &pool_;
@@ -499,10 +457,10 @@ class Builder {
     if (skip.empty()) {
       if (layer_norm)
         node("LayerNormalization", base + "/LayerNorm", {root, weight, beta}, {r.out0},
-             {attr_float("epsilon", c_.norm_eps), attr_int("axis", -1), attr_int("stash_type", 1)});
+             {float_attribute("epsilon", c_.norm_eps), int_attribute("axis", -1), int_attribute("stash_type", 1)});
       else
         node("SimplifiedLayerNormalization", base + "/LayerNorm", {root, weight}, {r.out0},
-             {attr_float("epsilon", c_.norm_eps), attr_int("axis", -1), attr_int("stash_type", 1)});
+             {float_attribute("epsilon", c_.norm_eps), int_attribute("axis", -1), int_attribute("stash_type", 1)});
       return r;
     }
     std::vector<std::string> outputs = {r.out0};
@@ -512,10 +470,10 @@ class Builder {
     }
     if (layer_norm)
       node("SkipLayerNormalization", base + "/SkipLayerNorm", {root, skip, weight, beta}, outputs,
-           {attr_float("epsilon", c_.norm_eps)}, kMs);
+           {float_attribute("epsilon", c_.norm_eps)}, kMs);
     else
       node("SkipSimplifiedLayerNormalization", base + "/SkipLayerNorm", {root, skip, weight}, outputs,
-           {attr_float("epsilon", c_.norm_eps)}, kMs);
+           {float_attribute("epsilon", c_.norm_eps)}, kMs);
     return r;
   }
 
@@ -525,13 +483,13 @@ class Builder {
   void mask_subgraph() {
     const std::string base = "/model/attn_mask_reformat/attn_mask_subgraph";
     const std::string sum = node("ReduceSum", base + "/ReduceSum", {"attention_mask", const_i64({1})}, {},
-                                 {attr_int("keepdims", 0)});
+                                 {int_attribute("keepdims", 0)});
     const std::string sub = node("Sub", base + "/Sub", {sum, const_i64({1})});
-    seqlens_k_ = node("Cast", base + "/Sub/Cast", {sub}, {}, {attr_int("to", static_cast<int64_t>(DType::kInt32))});
+    seqlens_k_ = node("Cast", base + "/Sub/Cast", {sub}, {}, {int_attribute("to", static_cast<int64_t>(DType::kInt32))});
     const std::string shape = node("Shape", base + "/Shape", {"attention_mask"});
-    total_length_i64_ = node("Gather", base + "/Gather", {shape, const_i64_scalar(1)}, {}, {attr_int("axis", 0)});
+    total_length_i64_ = node("Gather", base + "/Gather", {shape, const_i64_scalar(1)}, {}, {int_attribute("axis", 0)});
     total_seq_len_ = node("Cast", base + "/Gather/Cast", {total_length_i64_}, {},
-                          {attr_int("to", static_cast<int64_t>(DType::kInt32))});
+                          {int_attribute("to", static_cast<int64_t>(DType::kInt32))});
   }
 
   void cache_pair(const std::string& cos_name, const std::string& sin_name, std::vector<float> inv_freq,
@@ -555,7 +513,7 @@ class Builder {
       const std::string out = str_cat(kind, "_cache_", size);
       const Shape shape = tensor->shape();
       Node& n = g->add_node("Constant", "", {}, {out}, str_cat("/", size, "/", kind, "_cache/Constant"));
-      n.attributes = {attr_tensor("value", std::move(*tensor))};
+      n.attributes = {tensor_attribute("value", std::move(*tensor))};
       const int v = g->find_value(out);
       g->value(v).dtype = kAttentionDType;
       g->value(v).dims = std::vector<int64_t>(shape.begin(), shape.end());
@@ -578,7 +536,7 @@ class Builder {
       const std::string base = "/model/rotemb_caches_subgraph";
       const std::string greater = node("Greater", base + "/Greater", {total_length_i64_, const_i64_scalar(original)});
       node("If", base + "/If", {greater}, {"cos_cache", "sin_cache"},
-           {attr_graph("then_branch", large), attr_graph("else_branch", small)});
+           {graph_attribute("then_branch", large), graph_attribute("else_branch", small)});
       global_caches_ = {"cos_cache", "sin_cache"};
       local_caches_ = global_caches_;
       return;
@@ -607,7 +565,7 @@ class Builder {
     std::string table;
     if (tied_float_embedding()) {
       // Tied float weights live once, as the LM head's [hidden, vocab] MatMul weight.
-      table = node("Transpose", base + "/Transpose", {"lm_head.MatMul.weight"}, {}, {attr_ints("perm", {1, 0})});
+      table = node("Transpose", base + "/Transpose", {"lm_head.MatMul.weight"}, {}, {ints_attribute("perm", {1, 0})});
     } else {
       table = "model.embed_tokens.weight";
       const Rows part = all_rows(c_.layout.embed_tokens + ".weight", shape, kVocabFields);
@@ -636,13 +594,13 @@ class Builder {
                               which == "q" ? kQOutField : kKvOutField)},
                     c_.norm_weight_offset ? 1.0f : 0.0f);
       return node("SimplifiedLayerNormalization", base + "/SimplifiedLayerNormalization", {input, weight}, {},
-                  {attr_float("epsilon", c_.norm_eps), attr_int("axis", -1), attr_int("stash_type", 1)});
+                  {float_attribute("epsilon", c_.norm_eps), int_attribute("axis", -1), int_attribute("stash_type", 1)});
     }
     vector_weight(weight, {all_rows(hf_attn(i) + which + "_norm.weight", Shape{c_.head_dim}, "head_dim")},
                   c_.norm_weight_offset ? 1.0f : 0.0f);
     const std::string r1 = node("Reshape", base + "/Reshape_1", {input, const_i64({0, -1, c_.head_dim})});
     const std::string ln = node("SimplifiedLayerNormalization", base + "/SimplifiedLayerNormalization", {r1, weight}, {},
-                                {attr_float("epsilon", c_.norm_eps), attr_int("axis", -1), attr_int("stash_type", 1)});
+                                {float_attribute("epsilon", c_.norm_eps), int_attribute("axis", -1), int_attribute("stash_type", 1)});
     return node("Reshape", base + "/Reshape_2", {ln, const_i64({0, -1, heads * c_.head_dim})});
   }
 
@@ -698,7 +656,7 @@ class Builder {
     }
     if (io_ != kAttentionDType) {  // fp16 graphs: attention (and the KV cache) stays float32
       const auto to_float = [&](const std::string& x, const std::string& name) {
-        return x.empty() ? x : node("Cast", base + "/" + name + "/Cast", {x}, {}, {attr_int("to", static_cast<int64_t>(kAttentionDType))});
+        return x.empty() ? x : node("Cast", base + "/" + name + "/Cast", {x}, {}, {int_attribute("to", static_cast<int64_t>(kAttentionDType))});
       };
       q = to_float(q, c_.qk_norm ? "q_proj" : "qkv_proj");
       k = to_float(k, "k_proj");
@@ -712,14 +670,14 @@ class Builder {
              {q, k, v, str_cat("past_key_values.", i, ".key"), str_cat("past_key_values.", i, ".value"), seqlens_k_,
               total_seq_len_, rotary ? caches.first : "", rotary ? caches.second : ""},
              {base + "/GroupQueryAttention/output_0", str_cat("present.", i, ".key"), str_cat("present.", i, ".value")},
-             {attr_int("num_heads", c_.num_heads), attr_int("kv_num_heads", c_.num_kv_heads),
-              attr_float("scale", c_.attention_scale), attr_int("local_window_size", sliding ? c_.sliding_window : -1),
-              attr_float("softcap", c_.attn_softcap), attr_int("do_rotary", rotary ? 1 : 0),
-              attr_int("rotary_interleaved", c_.layout.rotary_interleaved ? 1 : 0)},
+             {int_attribute("num_heads", c_.num_heads), int_attribute("kv_num_heads", c_.num_kv_heads),
+              float_attribute("scale", c_.attention_scale), int_attribute("local_window_size", sliding ? c_.sliding_window : -1),
+              float_attribute("softcap", c_.attn_softcap), int_attribute("do_rotary", rotary ? 1 : 0),
+              int_attribute("rotary_interleaved", c_.layout.rotary_interleaved ? 1 : 0)},
              kMs);
     const std::string attn_io = io_ == kAttentionDType ? attn
                                                        : node("Cast", base + "/GroupQueryAttention/Cast", {attn}, {},
-                                                              {attr_int("to", static_cast<int64_t>(io_))});
+                                                              {int_attribute("to", static_cast<int64_t>(io_))});
     const std::string& o = c_.layout.o_proj;
     return linear(base + "/o_proj", attn_io, {all_rows(hf + o + ".weight", Shape{d, q_size}, kOFields)},
                   {all_rows(hf + o + ".bias", Shape{d}, kHiddenField)}, q_size);
@@ -729,13 +687,13 @@ class Builder {
     const std::string base = layer_prefix(i) + "/mlp/act_fn";
     const std::string& a = c_.activation;
     if (a == "silu" || a == "swish") return node("Mul", base + "/Mul", {gate, node("Sigmoid", base + "/Sigmoid", {gate})});
-    if (a == "gelu") return node("Gelu", base + "/Gelu", {gate}, {}, {attr_string("approximate", "none")});
+    if (a == "gelu") return node("Gelu", base + "/Gelu", {gate}, {}, {string_attribute("approximate", "none")});
     if (a == "relu") return node("Relu", base + "/Relu", {gate});
     if (a == "relu2") {  // Nemotron's squared ReLU
       const std::string r = node("Relu", base + "/Relu", {gate});
       return node("Mul", base + "/Mul", {r, r});
     }
-    return node("Gelu", base + "/FastGelu", {gate}, {}, {attr_string("approximate", "tanh")});  // tanh forms
+    return node("Gelu", base + "/FastGelu", {gate}, {}, {string_attribute("approximate", "tanh")});  // tanh forms
   }
 
   // Gated (act(gate) * up -> down) or plain (act(up) -> down, Phi's fc1 / fc2) MLP.

@@ -21,13 +21,6 @@ namespace {
 
 constexpr const char* kMs = "com.microsoft";
 
-Attribute int_attr(const std::string& name, int64_t v) {
-  Attribute a;
-  a.name = name;
-  a.kind = Attribute::Kind::kInt;
-  a.i = v;
-  return a;
-}
 
 // A MatMul weight [K, N] (float32 or float16) as float32 rows of the transpose, [N, K].
 Tensor transposed_rows(const TensorView& w, ThreadPool& pool) {
@@ -85,8 +78,8 @@ class ModelQuantizer {
       node.name += "_Q" + bits;
       node.inputs = {node.inputs[0], g_.get_or_add_value(q.data), g_.get_or_add_value(q.scales)};
       if (!o_.symmetric) node.inputs.push_back(g_.get_or_add_value(q.zeros));
-      node.attributes = {int_attr("K", q.k), int_attr("N", q.n), int_attr("bits", o_.bits),
-                         int_attr("block_size", o_.block_size), int_attr("accuracy_level", o_.accuracy_level)};
+      node.attributes = {int_attribute("K", q.k), int_attribute("N", q.n), int_attribute("bits", o_.bits),
+                         int_attribute("block_size", o_.block_size), int_attribute("accuracy_level", o_.accuracy_level)};
       ++matmuls_;
     }
   }
@@ -122,8 +115,8 @@ class ModelQuantizer {
       n.opset = g_.opset(kMs);
       n.name = base + "/GatherBlockQuantized";
       n.inputs = {g_.find_value(data), n.inputs[1], g_.find_value(scales)};
-      n.attributes = {int_attr("bits", o_.bits), int_attr("block_size", o_.block_size), int_attr("gather_axis", 0),
-                      int_attr("quantize_axis", 1)};
+      n.attributes = {int_attribute("bits", o_.bits), int_attribute("block_size", o_.block_size), int_attribute("gather_axis", 0),
+                      int_attribute("quantize_axis", 1)};
       ++gathers_;
     }
   }

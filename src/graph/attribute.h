@@ -31,4 +31,12 @@ struct Attribute {
 
 const char* attribute_kind_name(Attribute::Kind kind);
 
+// Attributes of one value, for code that builds or rewrites graphs (builder, fusions, graph joins).
+Attribute int_attribute(std::string name, int64_t value);
+Attribute float_attribute(std::string name, float value);
+Attribute string_attribute(std::string name, std::string value);
+Attribute ints_attribute(std::string name, std::vector<int64_t> values);
+Attribute tensor_attribute(std::string name, Tensor value);
+Attribute graph_attribute(std::string name, std::shared_ptr<Graph> value);
+
 }  // namespace onnxllm

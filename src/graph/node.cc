@@ -4,23 +4,6 @@
 
 namespace onnxllm {
 
-const char* attribute_kind_name(Attribute::Kind kind) {
-  switch (kind) {
-    case Attribute::Kind::kFloat: return "float";
-    case Attribute::Kind::kInt: return "int";
-    case Attribute::Kind::kString: return "string";
-    case Attribute::Kind::kTensor: return "tensor";
-    case Attribute::Kind::kGraph: return "graph";
-    case Attribute::Kind::kFloats: return "floats";
-    case Attribute::Kind::kInts: return "ints";
-    case Attribute::Kind::kStrings: return "strings";
-    case Attribute::Kind::kTensors: return "tensors";
-    case Attribute::Kind::kGraphs: return "graphs";
-    case Attribute::Kind::kUndefined: break;
-  }
-  return "undefined";
-}
-
 std::string Node::label() const {
   std::string op = domain.empty() ? op_type : domain + "." + op_type;
   return str_cat(op, " node '", name, "'");

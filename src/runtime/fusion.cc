@@ -194,29 +194,8 @@ class Matcher {
   const Graph& g_;
 };
 
-Attribute float_attr(const char* name, float value) {
-  Attribute a;
-  a.name = name;
-  a.kind = Attribute::Kind::kFloat;
-  a.f = value;
-  return a;
-}
 
-Attribute int_attr(const char* name, int64_t value) {
-  Attribute a;
-  a.name = name;
-  a.kind = Attribute::Kind::kInt;
-  a.i = value;
-  return a;
-}
 
-Attribute ints_attr(const char* name, std::vector<int64_t> values) {
-  Attribute a;
-  a.name = name;
-  a.kind = Attribute::Kind::kInts;
-  a.ints = std::move(values);
-  return a;
-}
 
 Node make_node(const char* domain, const char* type, int opset, std::string name, std::vector<int> inputs,
                std::vector<int> outputs, std::vector<Attribute> attributes = {}) {
@@ -306,7 +285,7 @@ int fuse_rms_norm(Graph& g) {
       const Node* mean = m.op(se->first, "ReduceMean");
       if (!mean || !m.is_mean_last_axis(*mean) || m.square_of(mean->inputs[0]) != x) continue;
       out[i] = {make_node("", "SimplifiedLayerNormalization", 1, last.name + "/fused_rms_norm", {x, w},
-                          {last.outputs[0]}, {int_attr("axis", -1), float_attr("epsilon", se->second)})};
+                          {last.outputs[0]}, {int_attribute("axis", -1), float_attribute("epsilon", se->second)})};
       break;
     }
   }
@@ -344,7 +323,7 @@ int fuse_layer_norm(Graph& g) {
           g.values[b].initializer->view.dtype() != DType::kFloat32)
         continue;
       out[i] = {make_node("", "LayerNormalization", 17, last.name + "/fused_layer_norm", {x, w, b}, {last.outputs[0]},
-                          {int_attr("axis", -1), float_attr("epsilon", se->second)})};
+                          {int_attribute("axis", -1), float_attribute("epsilon", se->second)})};
       break;
     }
   }
@@ -391,7 +370,7 @@ int fuse_activations(Graph& g) {
       const int a = last.inputs[s], b = last.inputs[1 - s];
       if (const Node* sig = m.op(b, "Sigmoid"); sig && sig->inputs[0] == a) {
         out[i] = {make_node("com.microsoft", "QuickGelu", 1, last.name + "/fused_silu", {a}, {y},
-                            {float_attr("alpha", 1.0f)})};
+                            {float_attribute("alpha", 1.0f)})};
         break;
       }
       // Mul(Mul(0.5, x), 1 + tanh(...)) as transformers' NewGELUActivation
@@ -466,10 +445,10 @@ int fuse_attention(Graph& g) {
     consts.emplace_back(g.values[flat_shape].name, Tensor::from<int64_t>(Shape{3}, std::vector<int64_t>{0, 0, -1}));
     consts.emplace_back(g.values[heads_shape].name, Tensor::from<int64_t>(Shape{4}, std::vector<int64_t>{0, 0, n, -1}));
     out[i] = {
-        make_node("", "Transpose", 13, base + "/fused_q_transpose", {q}, {q_t}, {ints_attr("perm", {0, 2, 1, 3})}),
+        make_node("", "Transpose", 13, base + "/fused_q_transpose", {q}, {q_t}, {ints_attribute("perm", {0, 2, 1, 3})}),
         make_node("", "Reshape", 14, base + "/fused_q_reshape", {q_t, flat_shape}, {q_flat}),
         make_node("com.microsoft", "MultiHeadAttention", 1, base + "/fused_mha", {q_flat, k, v, -1, -1, mask}, {attn},
-                  {int_attr("num_heads", n), float_attr("scale", scale)}),
+                  {int_attribute("num_heads", n), float_attribute("scale", scale)}),
         make_node("", "Reshape", 14, base + "/fused_out_reshape", {attn, heads_shape}, {last.outputs[0]}),
     };
     (void)h;

@@ -40,13 +40,6 @@ void make_branch(Graph& g, const std::string& name) {
   g.name = name;
 }
 
-Attribute graph_attr(const char* name, std::shared_ptr<Graph> g) {
-  Attribute a;
-  a.name = name;
-  a.kind = Attribute::Kind::kGraph;
-  a.g = std::move(g);
-  return a;
-}
 
 // The enclosing graph's values a subgraph reads, as ids in `parent`.
 void collect_outer(const Graph& sub, const Graph& parent, std::set<int>& out) {
@@ -115,7 +108,7 @@ std::shared_ptr<Graph> join_decoder_pair(std::shared_ptr<Graph> no_past, std::sh
   make_branch(*with_past, "with_past");
   make_branch(*no_past, "no_past");
   Node& node = g->add_node("If", "", {cond}, outs, "onnxllm/optimum_pair_If");
-  node.attributes = {graph_attr("then_branch", with_past), graph_attr("else_branch", no_past)};
+  node.attributes = {graph_attribute("then_branch", with_past), graph_attribute("else_branch", no_past)};
   std::set<int> implicit;
   collect_outer(*with_past, *g, implicit);
   collect_outer(*no_past, *g, implicit);
