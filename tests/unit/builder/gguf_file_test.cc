@@ -43,16 +43,6 @@ fs::path write_file(const std::string& name, const std::string& bytes) {
   return path;
 }
 
-template <typename Fn>
-std::string error_of(Fn fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 TEST(GgufFile, ReadsEveryMetadataType) {
   Bytes h;
   h.b = "GGUF";
@@ -97,11 +87,11 @@ TEST(GgufFile, ReadsEveryMetadataType) {
   ASSERT_EQ(f.find("nested")->arrays.size(), 1u);
   EXPECT_EQ(f.find("nested")->arrays[0].count, 1u);
   // Typed access names the key and the problem.
-  EXPECT_NE(error_of([&] { f.integer("u64", 0, INT64_MAX); }).find("metadata 'u64' is 18446744073709551615"),
+  EXPECT_NE(error_message([&] { f.integer("u64", 0, INT64_MAX); }).find("metadata 'u64' is 18446744073709551615"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { f.integer("str", 0, 1); }).find("'str' should be an integer, got string"),
+  EXPECT_NE(error_message([&] { f.integer("str", 0, 1); }).find("'str' should be an integer, got string"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { f.string("absent"); }).find("missing metadata key 'absent'"), std::string::npos);
+  EXPECT_NE(error_message([&] { f.string("absent"); }).find("missing metadata key 'absent'"), std::string::npos);
 }
 
 // A Llama-shaped file with one 2-head q projection (head size 4, 2 rows per half) in `type`.
@@ -185,7 +175,7 @@ TEST(GgufFile, BadHeadersNameTheField) {
   const std::string ok = q_file(0, std::string(8 * 32 * 4, '\0'), 32);
   EXPECT_NO_THROW(GgufFile::open(write_file("ok.gguf", ok)));
   const auto open_error = [](const std::string& name, const std::string& bytes) {
-    return error_of([&] { GgufFile::open(write_file(name, bytes)); });
+    return error_message([&] { GgufFile::open(write_file(name, bytes)); });
   };
   EXPECT_NE(open_error("empty.gguf", "").find("too short for the GGUF magic"), std::string::npos);
   EXPECT_NE(open_error("magic.gguf", "GGML" + ok.substr(4)).find("bad magic"), std::string::npos);
@@ -203,7 +193,7 @@ TEST(GgufFile, BadHeadersNameTheField) {
             std::string::npos);
   const GgufFile iq = GgufFile::open(write_file("iq.gguf", q_file(17, std::string(8 * 74, '\0'), 256)));
   const GgufWeights w(iq, false, 4);
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(error_message([&] {
               w.check("model.layers.0.self_attn.q_proj.weight", Shape{8, 256});
             }).find("tensor 'blk.0.attn_q.weight' has type IQ2_XS"),
             std::string::npos);

@@ -12,16 +12,6 @@ namespace fs = std::filesystem;
 
 std::string u16_bytes(std::vector<uint16_t> v) { return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 2); }
 
-template <typename Fn>
-std::string error_of(Fn fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 TEST(Safetensors, ConvertsF32F16AndBf16Rows) {
   const auto dir = temp_dir("safetensors_dtypes");
   // fp16 bits: 0x3C00 = 1, 0xC000 = -2, 0x3E00 = 1.5, 0x3400 = 0.25; bf16 bits: 0x4040 = 3, 0xBF80 = -1.
@@ -55,7 +45,7 @@ TEST(Safetensors, ShardedIndexAndMissingShard) {
   EXPECT_EQ(reader.find("y")->file.filename(), "model-00002-of-00002.safetensors");
 
   fs::remove(dir / "model-00002-of-00002.safetensors");
-  const std::string msg = error_of([&] { SafetensorsReader::open_folder(dir); });
+  const std::string msg = error_message([&] { SafetensorsReader::open_folder(dir); });
   EXPECT_NE(msg.find("model-00002-of-00002.safetensors"), std::string::npos) << msg;
   EXPECT_NE(msg.find("missing"), std::string::npos) << msg;
 }
@@ -65,7 +55,7 @@ TEST(Safetensors, IndexPointingAtTheWrongShardIsRejected) {
   write_safetensors(dir / "a.safetensors", {{"x", "F32", {1}, float_bytes({5.0f})}});
   write_safetensors(dir / "b.safetensors", {{"y", "F32", {1}, float_bytes({6.0f})}});
   write_text(dir / "model.safetensors.index.json", R"({"weight_map": {"x": "b.safetensors", "y": "b.safetensors"}})");
-  const std::string msg = error_of([&] { SafetensorsReader::open_folder(dir); });
+  const std::string msg = error_message([&] { SafetensorsReader::open_folder(dir); });
   EXPECT_NE(msg.find("'x'"), std::string::npos) << msg;
 }
 
@@ -92,7 +82,7 @@ TEST(Safetensors, MalformedFilesNameTheProblem) {
   };
   for (const auto& c : cases) {
     write_text(dir / "model.safetensors", c.bytes);
-    const std::string msg = error_of([&] { SafetensorsReader::open_folder(dir); });
+    const std::string msg = error_message([&] { SafetensorsReader::open_folder(dir); });
     EXPECT_NE(msg.find(c.expected), std::string::npos) << "expected '" << c.expected << "' in: " << msg;
   }
 }
@@ -103,14 +93,14 @@ TEST(CheckpointWeights, ShapeAndDtypeErrorsNameTheTensor) {
                     {{"w", "F32", {2, 3}, float_bytes({1, 2, 3, 4, 5, 6})}, {"ids", "I64", {1}, std::string(8, '\0')}});
   CheckpointWeights weights(SafetensorsReader::open_folder(dir));
   EXPECT_NO_THROW(weights.check("w", Shape{2, 3}));
-  std::string msg = error_of([&] { weights.check("w", Shape{3, 2}); });
+  std::string msg = error_message([&] { weights.check("w", Shape{3, 2}); });
   EXPECT_NE(msg.find("'w'"), std::string::npos);
   EXPECT_NE(msg.find("[2,3]"), std::string::npos);
   EXPECT_NE(msg.find("[3,2]"), std::string::npos) << msg;
-  msg = error_of([&] { weights.check("ids", Shape{1}); });
+  msg = error_message([&] { weights.check("ids", Shape{1}); });
   EXPECT_NE(msg.find("'ids'"), std::string::npos);
   EXPECT_NE(msg.find("I64"), std::string::npos) << msg;
-  msg = error_of([&] { weights.check("missing.weight", Shape{1}); });
+  msg = error_message([&] { weights.check("missing.weight", Shape{1}); });
   EXPECT_NE(msg.find("'missing.weight'"), std::string::npos) << msg;
 }
 
