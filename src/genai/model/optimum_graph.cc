@@ -41,6 +41,13 @@ void make_branch(Graph& g, const std::string& name) {
 }
 
 
+// The joined graph's inputs and outputs are declared as the with-past graph declares them.
+void copy_value_type(const Value& src, Value& dst) {
+  dst.dtype = src.dtype;
+  dst.dims = src.dims;
+  dst.dim_names = src.dim_names;
+}
+
 // The enclosing graph's values a subgraph reads, as ids in `parent`.
 void collect_outer(const Graph& sub, const Graph& parent, std::set<int>& out) {
   for (const Value& v : sub.values)
@@ -76,11 +83,8 @@ std::shared_ptr<Graph> join_decoder_pair(std::shared_ptr<Graph> no_past, std::sh
   for (int v : with_past->inputs) {
     const Value& src = with_past->values[v];
     const int id = g->get_or_add_value(src.name);
-    Value& dst = g->values[id];
-    dst.dtype = src.dtype;
-    dst.dims = src.dims;
-    dst.dim_names = src.dim_names;
-    dst.is_graph_input = true;
+    copy_value_type(src, g->values[id]);
+    g->values[id].is_graph_input = true;
     g->inputs.push_back(id);
   }
   for (int v : no_past->inputs)
@@ -114,13 +118,9 @@ std::shared_ptr<Graph> join_decoder_pair(std::shared_ptr<Graph> no_past, std::sh
   collect_outer(*no_past, *g, implicit);
   g->nodes.back().implicit_inputs.assign(implicit.begin(), implicit.end());
   for (size_t i = 0; i < outs.size(); ++i) {
-    const Value& src = with_past->values[with_past->outputs[i]];
     const int id = g->find_value(outs[i]);
-    Value& dst = g->values[id];
-    dst.dtype = src.dtype;
-    dst.dims = src.dims;
-    dst.dim_names = src.dim_names;
-    dst.is_graph_output = true;
+    copy_value_type(with_past->values[with_past->outputs[i]], g->values[id]);
+    g->values[id].is_graph_output = true;
     g->outputs.push_back(id);
   }
   g->relink();
