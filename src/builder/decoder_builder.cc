@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <charconv>
 #include <optional>
+#include <map>
 #include <set>
 
+#include "builder/prequantized_weights.h"
 #include "builder/quantizer.h"
 #include "builder/rope.h"
 #include "core/error.h"
@@ -143,6 +145,13 @@ class Builder {
     quant_.block_size = o.block_size;
     quant_.symmetric = o.symmetric;
     quant_.scale_dtype = io_;
+    if (c.quantization.enabled() && s.checkpoint() != nullptr) {  // random weights have no integers to keep
+      prequant_ = std::make_shared<const PrequantizedWeights>(*s.checkpoint(), c.quantization);
+      const Precision want = c.quantization.bits == 8 ? Precision::kInt8 : Precision::kInt4;
+      ONNXLLM_CHECK(o.precision == want, kInvalidArgument, "the checkpoint is ", c.quantization.method_name(), " ",
+                    c.quantization.bits, "-bit (config.json quantization_config): build it with -p ",
+                    precision_name(want), ", which keeps its integer weights, not -p ", precision_name(o.precision));
+    }
     if (quantized_) {
       validate_block_quant_config(quant_);
       ONNXLLM_CHECK(o.accuracy_level >= 0 && o.accuracy_level <= 4, kInvalidArgument,
@@ -286,6 +295,7 @@ class Builder {
   // the transposed weight, or MatMulNBits with the quantized rows. Returns the output value.
   std::string matmul(const std::string& basename, const std::string& input, std::vector<Rows> parts, int64_t k,
                      const std::string& output = "") {
+    if (prequant_) return prequantized_matmul(basename, input, std::move(parts), k, output);
     for (const auto& p : parts) use(p);
     const int64_t n = count_rows(parts);
     const std::string out = output.empty() ? basename + "/output_0" : output;
@@ -296,14 +306,7 @@ class Builder {
     const auto native = native_blocks(parts);
     if (native) return native_matmul(basename, input, parts, k, *native, out);
     const auto requantized = requantized_blocks(parts);
-    if (!requantized && (o_.follow_source || !quantized_)) {
-      node("MatMul", basename, {input, weight}, {out});
-      add_task({{weight, io, Shape{k, n}}}, n * k, [=](const auto& emit) {
-        Tensor w = read_stacked(*src, parts, k, *pool);
-        emit(weight, transpose_convert(w.data<float>(), n, k, io, *pool));
-      });
-      return out;
-    }
+    if (!requantized && (o_.follow_source || !quantized_)) return plain_matmul(basename, input, parts, k, out);
     BlockQuantConfig q = quant_;
     if (requantized) {
       q.bits = requantized->bits;
@@ -397,6 +400,117 @@ class Builder {
                emit(data, std::move(d));
                emit(scales, std::move(s));
              });
+    return out;
+  }
+
+  // MatMul with the stacked parts transposed to [k, n] in the io dtype (the parts are checked).
+  std::string plain_matmul(const std::string& basename, const std::string& input, const std::vector<Rows>& parts,
+                           int64_t k, const std::string& out) {
+    const int64_t n = count_rows(parts);
+    const std::string weight = dotted(basename) + ".weight";
+    const WeightSource* src = &source_;
+    ThreadPool* pool = &pool_;
+    const DType io = io_;
+    node("MatMul", basename, {input, weight}, {out});
+    add_task({{weight, io, Shape{k, n}}}, n * k, [=](const auto& emit) {
+      Tensor w = read_stacked(*src, parts, k, *pool);
+      emit(weight, transpose_convert(w.data<float>(), n, k, io, *pool));
+    });
+    return out;
+  }
+
+  // The checkpoint linear a weight part belongs to ("....q_proj.weight" -> "....q_proj").
+  static std::string module_of(const Rows& part) {
+    const std::string suffix = ".weight";
+    const std::string& t = part.tensor;
+    return t.size() > suffix.size() && t.compare(t.size() - suffix.size(), suffix.size(), suffix) == 0
+               ? t.substr(0, t.size() - suffix.size())
+               : t;
+  }
+
+  // The K order that makes the groups of a pre-quantized part contiguous (empty: as stored, or a float part).
+  const std::vector<int64_t>& k_order(const Rows& part, int64_t k) {
+    static const std::vector<int64_t> kAsStored;
+    const std::string module = module_of(part);
+    if (!prequant_ || !prequant_->quantized(module)) return kAsStored;
+    auto it = k_orders_.find(module);
+    if (it == k_orders_.end())
+      it = k_orders_.emplace(module, prequant_->check(module, part.shape[0], k, config_fields(part.fields))).first;
+    return it->second;
+  }
+
+  // `input` with its last axis gathered in `order` (act-order GPTQ), once per (input, order).
+  std::string gather_k(const std::string& basename, const std::string& input, const std::vector<int64_t>& order) {
+    auto key = std::make_pair(input, order);
+    auto it = gathers_.find(key);
+    if (it != gathers_.end()) return it->second;
+    const std::string indices = dotted(basename) + ".k_order";
+    const auto k = static_cast<int64_t>(order.size());
+    add_task({{indices, DType::kInt64, Shape{k}}}, 0,
+             [=](const auto& emit) { emit(indices, Tensor::from<int64_t>(Shape{k}, order)); });
+    const std::string out = node("Gather", basename + "/Gather", {input, indices}, {}, {int_attribute("axis", -1)});
+    gathers_.emplace(std::move(key), out);
+    return out;
+  }
+
+  // A linear layer of a GPTQ / AWQ checkpoint: MatMulNBits holding the checkpoint's own codes,
+  // scales and zero points (prequantized_weights.h); a float MatMul for the layers it left float
+  // (lm_head, modules_to_not_convert).
+  std::string prequantized_matmul(const std::string& basename, const std::string& input, std::vector<Rows> parts,
+                                  int64_t k, const std::string& output) {
+    size_t quantized = 0;
+    for (const auto& p : parts) {
+      const std::string module = module_of(p);
+      if (prequant_->quantized(module)) {
+        ++quantized;
+      } else if (!p.tensor.empty() && !source_.has(p.tensor)) {
+        throw_error(ErrorCode::kInvalidModel, "the checkpoint has neither '", module, ".qweight' (",
+                    c_.quantization.method_name(), ") nor '", p.tensor, "' (a float layer",
+                    prequant_->not_converted(module) ? ", as modules_to_not_convert says" : "", ")");
+      }
+    }
+    if (quantized == 0) {
+      // A layer the checkpoint left float keeps its float weights: MatMul, not round-to-nearest quantization.
+      for (const auto& p : parts) use(p);
+      return plain_matmul(basename, input, parts, k, output.empty() ? basename + "/output_0" : output);
+    }
+    ONNXLLM_CHECK(quantized == parts.size(), kUnsupported, "'", basename, "' packs checkpoint linears of which ",
+                  quantized, " of ", parts.size(), " are ", c_.quantization.method_name(),
+                  "-quantized and the rest float; the builder packs only alike layers");
+    std::vector<PrequantizedPart> pparts;
+    const std::vector<int64_t>& order = k_order(parts[0], k);
+    for (const auto& p : parts) {
+      ONNXLLM_CHECK(k_order(p, k) == order, kUnsupported, "'", basename,
+                    "' packs act-order linears whose g_idx orders differ (", module_of(parts[0]), ", ", module_of(p),
+                    ")");
+      if (used_.insert(p.tensor).second) parameters_ += p.shape.numel();
+      pparts.push_back({module_of(p), p.shape[0], p.begin, p.end});
+    }
+    const int64_t n = count_rows(parts);
+    const int bits = prequant_->bits();
+    const int64_t block = prequant_->block_size(k), n_blk = (k + block - 1) / block;
+    const bool zero_points = !prequant_->default_zero_points(pparts, k);
+    const std::string out = output.empty() ? basename + "/output_0" : output;
+    const std::string weight = dotted(basename) + ".weight";
+    const std::string data = weight + "_Q" + std::to_string(bits), scales = weight + "_scales",
+                      zeros = weight + "_zero_points";
+    std::vector<WeightTask::Output> outputs = {{data, DType::kUInt8, Shape{n, n_blk, block * bits / 8}},
+                                               {scales, io_, Shape{n * n_blk}}};
+    if (zero_points) outputs.push_back({zeros, DType::kUInt8, Shape{n * (bits == 4 ? (n_blk + 1) / 2 : n_blk)}});
+    const std::string a = order.empty() ? input : gather_k(basename, input, order);
+    node("MatMulNBits", basename + "_Q" + std::to_string(bits), {a, data, scales, zero_points ? zeros : ""}, {out},
+         {int_attribute("K", k), int_attribute("N", n), int_attribute("bits", bits), int_attribute("block_size", block),
+          int_attribute("accuracy_level", o_.accuracy_level)},
+         kMs);
+    std::shared_ptr<const PrequantizedWeights> pq = prequant_;  // the tasks run after this Builder is gone
+    ThreadPool* pool = &pool_;
+    const DType io = io_;
+    add_task(std::move(outputs), n * k, [=](const auto& emit) {
+      QuantizedWeight qw = pq->read(pparts, k, order, io, zero_points, *pool);
+      emit(data, std::move(qw.data));
+      emit(scales, std::move(qw.scales));
+      if (zero_points) emit(zeros, std::move(qw.zero_points));
+    });
     return out;
   }
 
@@ -555,8 +669,9 @@ class Builder {
   }
 
   bool tied_float_embedding() const {
-    return c_.tie_word_embeddings && !o_.exclude_lm_head &&
-           float_matmul({all_rows(c_.layout.embed_tokens + ".weight", Shape{c_.vocab_size, c_.hidden_size}, "")});
+    if (!c_.tie_word_embeddings || o_.exclude_lm_head) return false;
+    if (prequant_) return !prequant_->quantized(c_.layout.embed_tokens);
+    return float_matmul({all_rows(c_.layout.embed_tokens + ".weight", Shape{c_.vocab_size, c_.hidden_size}, "")});
   }
 
   std::string embedding() {
@@ -609,7 +724,14 @@ class Builder {
     const std::string hf = hf_attn(i);
     const int64_t d = c_.hidden_size, q_size = c_.num_heads * c_.head_dim, kv_size = c_.num_kv_heads * c_.head_dim;
     std::string q, k, v;
-    if (!c_.qk_norm) {  // one packed QKV projection
+    bool packed = !c_.qk_norm;
+    if (packed && prequant_ && c_.layout.qkv == QkvPacking::kSeparate) {
+      // Act-order GPTQ orders each projection's K its own way: one shared input needs one order.
+      const std::vector<int64_t>& order = k_order(all_rows(hf + "q_proj.weight", Shape{q_size, d}, kQFields), d);
+      packed = k_order(all_rows(hf + "k_proj.weight", Shape{kv_size, d}, kKvFields), d) == order &&
+               k_order(all_rows(hf + "v_proj.weight", Shape{kv_size, d}, kKvFields), d) == order;
+    }
+    if (packed) {  // one packed QKV projection
       std::vector<Rows> w, b;
       if (c_.layout.qkv == QkvPacking::kStacked) {
         w = {all_rows(hf + c_.layout.qkv_proj + ".weight", Shape{q_size + 2 * kv_size, d}, kQkvFields)};
@@ -635,22 +757,24 @@ class Builder {
              all_rows(hf + "v_proj.bias", Shape{kv_size}, kKvOutField)};
       }
       q = linear(base + "/qkv_proj", input, w, b, d);
-    } else {  // separate projections, then per-head norms on Q and K
+    } else {  // separate projections, then per-head norms on Q and K where the family has them
       q = linear(base + "/q_proj", input, {all_rows(hf + "q_proj.weight", Shape{q_size, d}, kQFields)},
                  {all_rows(hf + "q_proj.bias", Shape{q_size}, kQOutField)}, d);
       k = linear(base + "/k_proj", input, {all_rows(hf + "k_proj.weight", Shape{kv_size, d}, kKvFields)},
                  {all_rows(hf + "k_proj.bias", Shape{kv_size}, kKvOutField)}, d);
       v = linear(base + "/v_proj", input, {all_rows(hf + "v_proj.weight", Shape{kv_size, d}, kKvFields)},
                  {all_rows(hf + "v_proj.bias", Shape{kv_size}, kKvOutField)}, d);
-      q = qk_norm(i, "q", q, c_.num_heads);
-      k = qk_norm(i, "k", k, c_.num_kv_heads);
+      if (c_.qk_norm) {
+        q = qk_norm(i, "q", q, c_.num_heads);
+        k = qk_norm(i, "k", k, c_.num_kv_heads);
+      }
     }
     if (c_.clip_qkv > 0) {  // OLMo clamps the projections (elementwise, so the packed QKV at once)
       const std::string lo = const_io(-c_.clip_qkv), hi = const_io(c_.clip_qkv);
       const auto clip = [&](const std::string& x, const std::string& name) {
         return x.empty() ? x : node("Clip", base + "/" + name + "/Clip", {x, lo, hi});
       };
-      q = clip(q, c_.qk_norm ? "q_proj" : "qkv_proj");
+      q = clip(q, packed ? "qkv_proj" : "q_proj");
       k = clip(k, "k_proj");
       v = clip(v, "v_proj");
     }
@@ -658,7 +782,7 @@ class Builder {
       const auto to_float = [&](const std::string& x, const std::string& name) {
         return x.empty() ? x : node("Cast", base + "/" + name + "/Cast", {x}, {}, {int_attribute("to", static_cast<int64_t>(kAttentionDType))});
       };
-      q = to_float(q, c_.qk_norm ? "q_proj" : "qkv_proj");
+      q = to_float(q, packed ? "qkv_proj" : "q_proj");
       k = to_float(k, "k_proj");
       v = to_float(v, "v_proj");
     }
@@ -799,6 +923,9 @@ class Builder {
   ThreadPool& pool_;
   std::shared_ptr<Graph> graph_;
   bool quantized_ = false;
+  std::shared_ptr<const PrequantizedWeights> prequant_;  // a GPTQ / AWQ checkpoint's integers; tasks share it
+  std::map<std::string, std::vector<int64_t>> k_orders_;
+  std::map<std::pair<std::string, std::vector<int64_t>>, std::string> gathers_;
   DType io_ = DType::kFloat32;
   BlockQuantConfig quant_;
   std::vector<WeightTask> tasks_;

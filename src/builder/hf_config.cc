@@ -492,6 +492,7 @@ HfConfig parse_hf_config(const json& config, const json& generation, const std::
   c.sliding_layers = sliding_layers(f, c, info->window);
 
   c.initializer_range = f.positive_or("initializer_range", 0.02);
+  c.quantization = parse_quantization_config(f.has("quantization_config") ? f.at("quantization_config") : json(), source);
 
   c.bos_token_id = f.integer_or("bos_token_id", 1, 0, kMaxVocab);
   c.eos_token_id = token_ids(f, "eos_token_id");

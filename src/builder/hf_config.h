@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "builder/quantization_config.h"
+
 namespace onnxllm {
 
 enum class ModelFamily {
@@ -142,6 +144,7 @@ struct HfConfig {
   std::vector<bool> rope_layers;    // per layer: is rotary applied (SmolLM3's no_rope_layers: 0 = NoPE)
 
   double initializer_range = 0.02;  // std of random weights
+  QuantizationConfig quantization;  // a GPTQ / AWQ checkpoint's quantization_config (kNone otherwise)
 
   int64_t bos_token_id = 1;
   nlohmann::json eos_token_id;      // int or array, as in the HF config; null when absent

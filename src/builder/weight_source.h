@@ -45,6 +45,8 @@ class WeightSource {
   // cols / block_size blocks of block_size * bits / 8 bytes) and float32 scales (one per block).
   virtual void read_blocks(const std::string& name, const Shape& shape, int64_t row_begin, int64_t row_end,
                            uint8_t* data, float* scales, ThreadPool& pool) const;
+  // The checkpoint's tensors as stored (a GPTQ / AWQ checkpoint's int32 words); null for random weights.
+  virtual const SafetensorsReader* checkpoint() const { return nullptr; }
 };
 
 class CheckpointWeights : public WeightSource {
@@ -54,6 +56,7 @@ class CheckpointWeights : public WeightSource {
   void check(const std::string& name, const Shape& shape, const std::string& fields = "") const override;
   void read_rows(const std::string& name, const Shape& shape, int64_t row_begin, int64_t row_end, float* out,
                  ThreadPool& pool) const override;
+  const SafetensorsReader* checkpoint() const override { return &reader_; }
 
  private:
   SafetensorsReader reader_;
