@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <optional>
 #include <map>
 #include <set>
@@ -856,6 +857,126 @@ class Builder {
                   {all_rows(hf + l.down_proj + ".bias", Shape{d}, kHiddenField)}, inter);
   }
 
+  // The experts' weights as one [num_experts, rows, cols] initializer (MoE) or its symmetric
+  // block quantization (QMoE: uint8 [E, rows, cols * bits / 8] and scales [E, rows, cols / block]).
+  // `experts[e]` are expert e's source rows, stacked; with `interleave` the two stacked halves
+  // (gate, up) alternate row by row, the fused SwiGLU layout ORT's CPU kernel reads (swiglu_fusion 1).
+  std::vector<std::string> expert_weights(const std::string& name, std::vector<std::vector<Rows>> experts,
+                                          int64_t rows, int64_t cols, bool interleave) {
+    for (const auto& parts : experts)
+      for (const auto& p : parts) use(p);
+    const int64_t e_n = static_cast<int64_t>(experts.size());
+    const WeightSource* src = &source_;
+    ThreadPool* pool = &pool_;
+    const DType io = io_;
+    const auto read_expert = [=](const std::vector<Rows>& parts) {
+      Tensor w = read_stacked(*src, parts, cols, *pool);
+      if (!interleave) return w;
+      Tensor out;
+      out.resize(DType::kFloat32, Shape{rows, cols});
+      const int64_t half = rows / 2;
+      for (int64_t r = 0; r < rows; ++r)
+        std::copy_n(w.data<float>() + ((r % 2) * half + r / 2) * cols, cols, out.data<float>() + r * cols);
+      return out;
+    };
+    if (!quantized_) {
+      const std::string weight = name + ".weight";
+      add_task({{weight, io, Shape{e_n, rows, cols}}}, e_n * rows * cols, [=](const auto& emit) {
+        Tensor all;
+        all.resize(DType::kFloat32, Shape{e_n, rows, cols});
+        for (int64_t e = 0; e < e_n; ++e) {
+          const Tensor w = read_expert(experts[static_cast<size_t>(e)]);
+          std::copy_n(w.data<float>(), rows * cols, all.data<float>() + e * rows * cols);
+        }
+        emit(weight, convert(all.data<float>(), io, all.shape(), *pool));
+      });
+      return {weight};
+    }
+    BlockQuantConfig q = quant_;
+    q.symmetric = true;  // QMoE has no zero points on CPU
+    ONNXLLM_CHECK(cols % q.block_size == 0, kUnsupported, name, ": ", cols, " inputs per expert row are not a multiple of",
+                  " the block size ", q.block_size, " (QMoE stores whole blocks); choose another --block-size");
+    const std::string data = name + ".qweight", scales = name + ".scales";
+    const int64_t blocks = cols / q.block_size, row_bytes = cols * q.bits / 8;
+    add_task({{data, DType::kUInt8, Shape{e_n, rows, row_bytes}}, {scales, io, Shape{e_n, rows, blocks}}},
+             e_n * rows * cols, [=](const auto& emit) {
+               Tensor d(DType::kUInt8, Shape{e_n, rows, row_bytes});
+               Tensor s(io, Shape{e_n, rows, blocks});
+               const size_t scale_bytes = static_cast<size_t>(rows * blocks) * dtype_size(io);
+               for (int64_t e = 0; e < e_n; ++e) {
+                 const Tensor w = read_expert(experts[static_cast<size_t>(e)]);
+                 const QuantizedWeight qw = quantize_blockwise(w.data<float>(), rows, cols, q, *pool);
+                 std::memcpy(d.data<uint8_t>() + e * rows * row_bytes, qw.data.data(),
+                             static_cast<size_t>(rows * row_bytes));
+                 std::memcpy(static_cast<uint8_t*>(s.data()) + e * scale_bytes, qw.scales.data(), scale_bytes);
+               }
+               emit(data, std::move(d));
+               emit(scales, std::move(s));
+             });
+    return {data, scales};
+  }
+
+  // A sparse MLP, as genai's builder emits it: the router MatMul, reshaped to [tokens, num_experts],
+  // feeds MoE (float weights) or QMoE (int4/int8 experts) with the fused SwiGLU; a shared expert
+  // (Qwen2-MoE) is a dense gated MLP scaled by sigmoid(shared_expert_gate(x)) and added.
+  std::string moe(int64_t i, const std::string& input) {
+    const std::string base = layer_prefix(i) + "/moe";
+    const std::string hf = hf_mlp(i);
+    const int64_t d = c_.hidden_size, e_n = c_.num_experts, inter = c_.moe_intermediate_size;
+    const std::string router = matmul(base + "/router/MatMul", input,
+                                      {all_rows(hf + "gate.weight", Shape{e_n, d}, "num_experts, hidden_size")}, d);
+    const std::string probs = node("Reshape", base + "/router/Reshape", {router, const_i64({-1, e_n})});
+    std::vector<std::vector<Rows>> fc1(static_cast<size_t>(e_n)), fc2(static_cast<size_t>(e_n));
+    const char* up_fields = "moe_intermediate_size, hidden_size";
+    for (int64_t e = 0; e < e_n; ++e) {
+      const std::string x = str_cat(hf, "experts.", e, ".");
+      fc1[e] = {all_rows(x + "gate_proj.weight", Shape{inter, d}, up_fields),
+                all_rows(x + "up_proj.weight", Shape{inter, d}, up_fields)};
+      fc2[e] = {all_rows(x + "down_proj.weight", Shape{d, inter}, "hidden_size, moe_intermediate_size")};
+    }
+    const std::string prefix = str_cat("model.layers.", i, ".moe.experts.");
+    const auto w1 = expert_weights(prefix + "gate_up_proj", fc1, 2 * inter, d, true);
+    const auto w2 = expert_weights(prefix + "down_proj", fc2, d, inter, false);
+    std::vector<Attribute> attrs = {int_attribute("k", c_.num_experts_per_tok), string_attribute("activation_type", "swiglu"),
+                                    int_attribute("swiglu_fusion", 1), float_attribute("activation_alpha", 1.0),
+                                    float_attribute("activation_beta", 0.0),
+                                    int_attribute("normalize_routing_weights", c_.norm_topk_prob ? 1 : 0)};
+    std::string out;
+    if (!quantized_) {
+      out = node("MoE", base + "/MoE", {input, probs, w1[0], "", w2[0]}, {}, attrs, kMs);
+    } else {
+      attrs.push_back(int_attribute("expert_weight_bits", quant_.bits));
+      attrs.push_back(int_attribute("block_size", quant_.block_size));
+      out = node("QMoE", base + "/QMoE", {input, probs, w1[0], w1[1], "", w2[0], w2[1]}, {}, attrs, kMs);
+    }
+    if (c_.shared_expert_intermediate_size == 0) return out;
+    const int64_t si = c_.shared_expert_intermediate_size;
+    const std::string sbase = layer_prefix(i) + "/shared_expert", shf = hf + "shared_expert.";
+    const char* sfields = "shared_expert_intermediate_size, hidden_size";
+    const std::string gate = matmul(sbase + "/gate_proj/MatMul", input, {all_rows(shf + "gate_proj.weight", Shape{si, d}, sfields)}, d);
+    const std::string up = matmul(sbase + "/up_proj/MatMul", input, {all_rows(shf + "up_proj.weight", Shape{si, d}, sfields)}, d);
+    const std::string act = node("Mul", sbase + "/act_fn/Mul", {gate, node("Sigmoid", sbase + "/act_fn/Sigmoid", {gate})});
+    const std::string hidden = node("Mul", sbase + "/Mul", {act, up});
+    const std::string down = matmul(sbase + "/down_proj/MatMul", hidden,
+                                    {all_rows(shf + "down_proj.weight", Shape{d, si}, "hidden_size, shared_expert_intermediate_size")}, si);
+    // The 1-row gate stays a float MatMul: a block-quantized single column would only add error.
+    const std::string gate_weight = str_cat("model.layers.", i, ".shared_expert_gate.MatMul.weight");
+    const Rows gate_rows = all_rows(hf + "shared_expert_gate.weight", Shape{1, d}, "1, hidden_size");
+    use(gate_rows);
+    {
+      const WeightSource* src = &source_;
+      ThreadPool* pool = &pool_;
+      const DType io = io_;
+      add_task({{gate_weight, io, Shape{d, 1}}}, d, [=](const auto& emit) {
+        Tensor w = read_stacked(*src, {gate_rows}, d, *pool);
+        emit(gate_weight, convert(w.data<float>(), io, Shape{d, 1}, *pool));
+      });
+    }
+    const std::string logit = node("MatMul", sbase + "_gate/MatMul", {input, gate_weight});
+    const std::string scaled = node("Mul", sbase + "_gate/Mul", {down, node("Sigmoid", sbase + "_gate/Sigmoid", {logit})});
+    return node("Add", base + "/Add", {out, scaled});
+  }
+
   // Granite scales each sub-block's output before it joins the residual stream.
   std::string residual_scaled(int64_t i, const std::string& x, int which) {
     if (c_.residual_scale == 1.0) return x;
@@ -888,7 +1009,7 @@ class Builder {
       n = norm(i, "post_attention", hf + c_.layout.post_attention_norm + ".weight", root, residual_scaled(i, attn, 1));
     }
     root = n.out3;
-    skip = residual_scaled(i, mlp(i, n.out0), 2);
+    skip = residual_scaled(i, c_.num_experts > 0 && c_.moe_layers[static_cast<size_t>(i)] ? moe(i, n.out0) : mlp(i, n.out0), 2);
     if (c_.post_norms) skip = norm(i, "post_feedforward", hf + "post_feedforward_layernorm.weight", skip, "").out0;
   }
 

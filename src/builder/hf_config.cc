@@ -48,6 +48,8 @@ struct ArchitectureInfo {
   bool nope_layers = false;  // no_rope_layers / no_rope_layer_interval choose layers without rotary (SmolLM3)
   bool glm = false;          // ChatGLM's config: multi_query_attention, rope_ratio, switches we only build one way
   bool multipliers = false;  // Granite: embedding_, residual_, attention_multiplier and logits_scaling
+  bool moe = false;            // sparse MLPs: num_experts, num_experts_per_tok, moe_intermediate_size, ...
+  bool shared_expert = false;  // ... and a sigmoid-gated shared expert (Qwen2-MoE)
   const char* activation = "silu";     // hidden_act when config.json has none (transformers' default)
   double partial_rotary_factor = 1.0;  // when config.json has none
   double norm_eps = 1e-6;              // when config.json has none
@@ -62,6 +64,11 @@ const std::vector<ArchitectureInfo>& architecture_table() {
        .window = Window::kOptIn, .bias_covers_o = false, .qkv_bias = true},
       {.architecture = "Qwen3ForCausalLM", .family = ModelFamily::kQwen3, .genai_type = "qwen3", .layout = {},
        .qk_norm = true},
+      {.architecture = "Qwen2MoeForCausalLM", .family = ModelFamily::kQwen2Moe, .genai_type = "qwen2_moe",
+       .layout = {}, .window = Window::kOptIn, .bias_covers_o = false, .qkv_bias = true, .moe = true,
+       .shared_expert = true},
+      {.architecture = "Qwen3MoeForCausalLM", .family = ModelFamily::kQwen3Moe, .genai_type = "qwen3_moe",
+       .layout = {}, .window = Window::kOptIn, .qk_norm = true, .moe = true},
       {.architecture = "PhiForCausalLM",
        .family = ModelFamily::kPhi,
        .genai_type = "phi",
@@ -360,6 +367,30 @@ std::vector<bool> rope_layers(const Fields& f, const HfConfig& c, bool nope_laye
   return rope;
 }
 
+// The sparse-MLP fields, with transformers' Qwen2MoeConfig / Qwen3MoeConfig defaults for the optional ones.
+void parse_moe(const Fields& f, bool shared_expert, HfConfig& c) {
+  c.num_experts = f.integer("num_experts", 1, 1 << 16);
+  c.num_experts_per_tok = f.integer("num_experts_per_tok", 1, c.num_experts);
+  c.moe_intermediate_size = f.integer("moe_intermediate_size", 1, 4 * kMaxDim);
+  if (shared_expert) c.shared_expert_intermediate_size = f.integer_or("shared_expert_intermediate_size", 0, 0, 4 * kMaxDim);
+  c.norm_topk_prob = f.boolean_or("norm_topk_prob", false);
+  const int64_t step = f.integer_or("decoder_sparse_step", 1, 1, kMaxLayers);
+  std::vector<bool> dense(static_cast<size_t>(c.num_layers), false);
+  if (f.has("mlp_only_layers")) {
+    const json& list = f.at("mlp_only_layers");
+    ONNXLLM_CHECK(list.is_array(), kInvalidModel, f.source(), ": 'mlp_only_layers' should be a list of layer indices");
+    for (const json& v : list) {
+      ONNXLLM_CHECK(v.is_number_integer() && v.get<int64_t>() >= 0 && v.get<int64_t>() < c.num_layers, kInvalidModel,
+                    f.source(), ": 'mlp_only_layers' entries should be layer indices 0..", c.num_layers - 1,
+                    ", found ", json_excerpt(v));
+      dense[static_cast<size_t>(v.get<int64_t>())] = true;
+    }
+  }
+  c.moe_layers.assign(static_cast<size_t>(c.num_layers), false);
+  for (size_t i = 0; i < dense.size(); ++i)
+    c.moe_layers[i] = !dense[i] && (static_cast<int64_t>(i) + 1) % step == 0;
+}
+
 }  // namespace
 
 const std::vector<std::string>& supported_architectures() {
@@ -490,6 +521,8 @@ HfConfig parse_hf_config(const json& config, const json& generation, const std::
     c.sliding_window = f.integer("sliding_window", 1, kMaxPositions);
   c.rope_layers = rope_layers(f, c, info->nope_layers);
   c.sliding_layers = sliding_layers(f, c, info->window);
+
+  if (info->moe) parse_moe(f, info->shared_expert, c);
 
   c.initializer_range = f.positive_or("initializer_range", 0.02);
   c.quantization = parse_quantization_config(f.has("quantization_config") ? f.at("quantization_config") : json(), source);

@@ -15,7 +15,7 @@ namespace onnxllm {
 
 enum class ModelFamily {
   kLlama, kMistral, kQwen2, kQwen3, kPhi, kPhi3, kGemma, kGemma2, kGemma3,
-  kGranite, kOlmo, kOlmo2, kSmolLM3, kNemotron, kInternLM2, kErnie4_5, kChatGLM,
+  kGranite, kOlmo, kOlmo2, kSmolLM3, kNemotron, kInternLM2, kErnie4_5, kChatGLM, kQwen2Moe, kQwen3Moe,
 };
 
 enum class NormKind {
@@ -142,6 +142,16 @@ struct HfConfig {
   int64_t sliding_window = -1;      // keys to the left a local layer sees; -1 = none
   std::vector<bool> sliding_layers; // per layer: does it use sliding_window
   std::vector<bool> rope_layers;    // per layer: is rotary applied (SmolLM3's no_rope_layers: 0 = NoPE)
+
+  // Mixture of experts (Qwen2-MoE, Qwen3-MoE): the MLP of each `moe_layers` layer is a router
+  // (mlp.gate) over num_experts gated experts (mlp.experts.N), of which num_experts_per_tok run,
+  // plus, when shared_expert_intermediate_size > 0, a shared expert scaled by sigmoid(shared_expert_gate).
+  int64_t num_experts = 0;  // 0 = dense
+  int64_t num_experts_per_tok = 0;
+  int64_t moe_intermediate_size = 0;
+  int64_t shared_expert_intermediate_size = 0;
+  bool norm_topk_prob = false;     // renormalize the chosen experts' softmax weights
+  std::vector<bool> moe_layers;    // per layer: sparse MLP (else the dense one of intermediate_size)
 
   double initializer_range = 0.02;  // std of random weights
   QuantizationConfig quantization;  // a GPTQ / AWQ checkpoint's quantization_config (kNone otherwise)

@@ -6,6 +6,7 @@
 
 #include "onnx/model_writer.h"
 #include "runtime/session.h"
+#include "tests/unit/kernels/quant/moe_test_util.h"
 #include "tests/unit/kernels/quant/quant_test_util.h"
 #include "tests/util/ort_oracle.h"
 #include "tests/util/test_util.h"
@@ -199,6 +200,31 @@ TEST(QuantOrt, GeluFamily) {
   act("QuickGelu", {"x"}, "4").attributes = {test::float_attr("alpha", 1.25f)};
   act("Gelu", {"x"}, "5");
   compare_with_ort(*ort, g, feeds, "gelu_family", 1e-5, 1e-5);
+}
+
+// MoE and QMoE in the modes ONNX Runtime's CPU kernels implement: fused interleaved SwiGLU (the
+// form genai's builder emits), top-k softmax routing with and without renormalization.
+void compare_moe_with_ort(const test::OrtOracle& ort, const test::MoeCase& c, uint32_t seed, const std::string& name,
+                          double atol) {
+  const test::MoeData d = test::moe_data(c, seed);
+  Feeds feeds;
+  feeds.emplace_back("x", Tensor::from<float>(Shape{c.tokens, c.hidden}, d.x));
+  feeds.emplace_back("router", Tensor::from<float>(Shape{c.tokens, c.experts}, d.router));
+  compare_with_ort(ort, test::moe_graph(d), feeds, name, atol, 1e-4);
+}
+
+TEST(QuantOrt, MoE) {
+  REQUIRE_ORT(ort);
+  compare_moe_with_ort(*ort, {}, 40, "moe_swiglu", 1e-5);
+  compare_moe_with_ort(*ort, {.tokens = 1, .biases = true, .normalize = false}, 41, "moe_swiglu_bias", 1e-5);
+  compare_moe_with_ort(*ort, {.biases = true, .alpha = 1.702f, .beta = 1.0f, .limit = 0.3f}, 42, "moe_clamped", 1e-5);
+}
+
+TEST(QuantOrt, QMoE) {
+  REQUIRE_ORT(ort);
+  compare_moe_with_ort(*ort, {.hidden = 32, .inter = 16, .bits = 4}, 43, "qmoe_int4", 1e-4);
+  compare_moe_with_ort(*ort, {.hidden = 32, .inter = 16, .biases = true, .bits = 8}, 44, "qmoe_int8", 1e-4);
+  compare_moe_with_ort(*ort, {.hidden = 64, .inter = 32, .bits = 4, .block = 32}, 45, "qmoe_int4_blocks", 1e-4);
 }
 
 }  // namespace
