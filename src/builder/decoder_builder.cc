@@ -906,9 +906,9 @@ class Builder {
                for (int64_t e = 0; e < e_n; ++e) {
                  const Tensor w = read_expert(experts[static_cast<size_t>(e)]);
                  const QuantizedWeight qw = quantize_blockwise(w.data<float>(), rows, cols, q, *pool);
-                 std::memcpy(d.data<uint8_t>() + e * rows * row_bytes, qw.data.data(),
+                 std::memcpy(d.data<uint8_t>() + e * rows * row_bytes, qw.data.data<uint8_t>(),
                              static_cast<size_t>(rows * row_bytes));
-                 std::memcpy(static_cast<uint8_t*>(s.data()) + e * scale_bytes, qw.scales.data(), scale_bytes);
+                 std::memcpy(s.data<uint8_t>() + e * scale_bytes, qw.scales.data<uint8_t>(), scale_bytes);
                }
                emit(data, std::move(d));
                emit(scales, std::move(s));
@@ -920,6 +920,8 @@ class Builder {
   // feeds MoE (float weights) or QMoE (int4/int8 experts) with the fused SwiGLU; a shared expert
   // (Qwen2-MoE) is a dense gated MLP scaled by sigmoid(shared_expert_gate(x)) and added.
   std::string moe(int64_t i, const std::string& input) {
+    ONNXLLM_CHECK(!prequant_, kUnsupported, "a ", c_.quantization.method_name(),
+                  " checkpoint of a mixture-of-experts model: pre-quantized experts are not read (build the float checkpoint with -p int4)");
     const std::string base = layer_prefix(i) + "/moe";
     const std::string hf = hf_mlp(i);
     const int64_t d = c_.hidden_size, e_n = c_.num_experts, inter = c_.moe_intermediate_size;

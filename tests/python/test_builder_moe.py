@@ -154,11 +154,28 @@ def graph_ops(model_dir):
     return {n.op_type for n in onnx.load(str(model_dir / "model.onnx"), load_external_data=False).graph.node}
 
 
+def ort_greedy_unaliased(model_dir, prompt, steps):
+    """ort_greedy with each MoE / QMoE input also a graph output. ONNX Runtime 1.30's CPU MoE may run
+    in place (MayInplace(0, 0)) and, with normalize_routing_weights 0, zeroes its output before it
+    reads the input; when its planner reuses the input buffer the tokens go wrong (seen on qwen2_moe:
+    greedy diverges at step 2, and matches the reference once the input is kept alive)."""
+    import onnx
+    path = model_dir / "model.onnx"
+    m = onnx.load(str(path), load_external_data=False)
+    outputs = {o.name for o in m.graph.output}
+    for n in m.graph.node:
+        if n.op_type in ("MoE", "QMoE") and n.input[0] not in outputs:
+            m.graph.output.append(onnx.helper.make_tensor_value_info(n.input[0], onnx.TensorProto.FLOAT, None))
+            outputs.add(n.input[0])
+    onnx.save(m, str(path))
+    return ort_greedy(model_dir, prompt, steps)
+
+
 def test_fp32_matches_the_numpy_reference(family):
     name, config, tensors, hf = family
     out = build(hf, hf.parent / "fp32")
     genai = json.loads((out / "genai_config.json").read_text())
-    assert genai["model"]["type"] == config["model_type"]
+    assert genai["model"]["type"] == config["architectures"][0].split("For")[0].lower()  # genai builder: "qwen2moe"
     assert "MoE" in graph_ops(out)
     expected_ids, expected_logits = reference_greedy(config, tensors, PROMPT, STEPS)
     assert len(expected_ids) >= len(PROMPT) + 8, f"{name}: EOS after {len(expected_ids) - len(PROMPT)} tokens"
@@ -169,7 +186,7 @@ def test_fp32_matches_the_numpy_reference(family):
         err = float(np.abs(got - want).max())
         assert err <= 2e-4 * scale, f"{name} step {step}: max |logit error| {err} (logits up to {scale})"
     assert ids == expected_ids, name
-    assert ort_greedy(out, PROMPT, STEPS)[:len(expected_ids)] == expected_ids, name
+    assert ort_greedy_unaliased(out, PROMPT, STEPS)[:len(expected_ids)] == expected_ids, name
 
 
 def test_int4_runs_like_ort(family):
@@ -180,7 +197,7 @@ def test_int4_runs_like_ort(family):
     assert len(ids) > len(PROMPT) and all(0 <= t < config["vocab_size"] for t in ids)
     expected_ids, _ = reference_greedy(config, tensors, PROMPT, STEPS)
     print(f"[{name} int4] {sum(a == b for a, b in zip(ids, expected_ids)) - len(PROMPT)} of {STEPS} tokens equal fp32's")
-    assert ort_greedy(out, PROMPT, STEPS)[:len(ids)] == ids, name
+    assert ort_greedy_unaliased(out, PROMPT, STEPS)[:len(ids)] == ids, name
 
 
 @pytest.mark.parametrize("changes,message", [

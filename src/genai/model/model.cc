@@ -25,7 +25,7 @@ namespace {
 constexpr std::string_view kDecoderOnlyTypes[] = {
     "chatglm", "decoder", "ernie4_5", "gemma",  "gemma2", "gemma3", "gemma3_text", "gpt2",  "gptoss",
     "granite", "hunyuandensev1", "internlm2", "llama", "mistral", "nemotron", "olmo", "phi", "phimoe",
-    "phi3",    "phi3small", "qwen2", "qwen3", "smollm3"};
+    "phi3",    "phi3small", "qwen2", "qwen2moe", "qwen3", "qwen3moe", "smollm3"};
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });

@@ -217,6 +217,7 @@ TEST(QuantOrt, MoE) {
   REQUIRE_ORT(ort);
   compare_moe_with_ort(*ort, {}, 40, "moe_swiglu", 1e-5);
   compare_moe_with_ort(*ort, {.tokens = 1, .biases = true, .normalize = false}, 41, "moe_swiglu_bias", 1e-5);
+  compare_moe_with_ort(*ort, {.normalize = false}, 46, "moe_swiglu_unnormalized", 1e-5);
   compare_moe_with_ort(*ort, {.biases = true, .alpha = 1.702f, .beta = 1.0f, .limit = 0.3f}, 42, "moe_clamped", 1e-5);
 }
 
