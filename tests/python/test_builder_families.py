@@ -495,6 +495,24 @@ def ort_greedy(model_dir, prompt, steps):
     return [int(x) for x in r.stdout.strip().split(",")]
 
 
+def assert_matches_reference(name, config, tensors, out, ort=None, reference=None, min_steps=8):
+    """The built model in `out` against the numpy reference over `tensors`: logits at every step
+    within 2e-4 of the largest, the same greedy tokens, and ONNX Runtime's greedy tokens equal too
+    (`ort`: ort_greedy or a variant; `reference`: reference_greedy or another family's)."""
+    expected_ids, expected_logits = (reference or reference_greedy)(config, tensors, PROMPT, STEPS)
+    assert len(expected_ids) >= len(PROMPT) + min_steps, f"{name}: EOS after {len(expected_ids) - len(PROMPT)} tokens"
+    ids, logits = onnxllm_greedy(out, PROMPT, STEPS)
+    assert len(logits) == len(expected_logits), (ids, expected_ids)
+    for step, (got, want) in enumerate(zip(logits, expected_logits)):
+        scale = max(1.0, float(np.abs(want).max()))
+        err = float(np.abs(got - want).max())
+        assert err <= 2e-4 * scale, f"{name} step {step}: max |logit error| {err} (logits up to {scale})"
+    assert ids == expected_ids, name
+    # ort_greedy.js does not stop at EOS: its first tokens are the ones to compare.
+    assert (ort or ort_greedy)(out, PROMPT, STEPS)[:len(expected_ids)] == expected_ids, name
+    return expected_ids
+
+
 def build_error(hf_dir, out):
     r = subprocess.run([str(CLI), "build", "-i", hf_dir, "-o", out, "-q"], capture_output=True, text=True)
     assert r.returncode == 1, r.stdout + r.stderr
@@ -573,17 +591,7 @@ def test_fp32_matches_the_numpy_reference(family):
     assert genai["model"]["type"] == {"olmo2": "olmo"}.get(config["model_type"], config["model_type"])
     assert genai["model"]["decoder"]["head_size"] == (config.get("kv_channels") or head_dim(config))
 
-    expected_ids, expected_logits = reference_greedy(config, tensors, PROMPT, STEPS)
-    assert len(expected_ids) >= len(PROMPT) + 8, f"{name}: EOS after {len(expected_ids) - len(PROMPT)} tokens"
-    ids, logits = onnxllm_greedy(out, PROMPT, STEPS)
-    assert len(logits) == len(expected_logits), (ids, expected_ids)
-    for step, (got, want) in enumerate(zip(logits, expected_logits)):
-        scale = max(1.0, float(np.abs(want).max()))
-        err = float(np.abs(got - want).max())
-        assert err <= 2e-4 * scale, f"{name} step {step}: max |logit error| {err} (logits up to {scale})"
-    assert ids == expected_ids, name
-    # ort_greedy.js does not stop at EOS: its first tokens are the ones to compare.
-    assert ort_greedy(out, PROMPT, STEPS)[:len(expected_ids)] == expected_ids, name
+    assert_matches_reference(name, config, tensors, out)
 
 
 def test_int4_runs_like_ort(family):

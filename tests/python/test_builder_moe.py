@@ -11,8 +11,8 @@ import json
 import numpy as np
 import pytest
 
-from test_builder_families import (PROMPT, STEPS, attend, base_config, build, build_error, onnxllm_greedy,
-                                   ort_greedy, rms_norm, rope, silu, write_checkpoint)
+from test_builder_families import (PROMPT, STEPS, assert_matches_reference, attend, base_config, build, build_error,
+                                   onnxllm_greedy, ort_greedy, rms_norm, rope, silu, write_checkpoint)
 
 
 def moe_config(architecture, model_type, **overrides):
@@ -177,16 +177,7 @@ def test_fp32_matches_the_numpy_reference(family):
     genai = json.loads((out / "genai_config.json").read_text())
     assert genai["model"]["type"] == config["architectures"][0].split("For")[0].lower()  # genai builder: "qwen2moe"
     assert "MoE" in graph_ops(out)
-    expected_ids, expected_logits = reference_greedy(config, tensors, PROMPT, STEPS)
-    assert len(expected_ids) >= len(PROMPT) + 8, f"{name}: EOS after {len(expected_ids) - len(PROMPT)} tokens"
-    ids, logits = onnxllm_greedy(out, PROMPT, STEPS)
-    assert len(logits) == len(expected_logits), (ids, expected_ids)
-    for step, (got, want) in enumerate(zip(logits, expected_logits)):
-        scale = max(1.0, float(np.abs(want).max()))
-        err = float(np.abs(got - want).max())
-        assert err <= 2e-4 * scale, f"{name} step {step}: max |logit error| {err} (logits up to {scale})"
-    assert ids == expected_ids, name
-    assert ort_greedy_unaliased(out, PROMPT, STEPS)[:len(expected_ids)] == expected_ids, name
+    assert_matches_reference(name, config, tensors, out, ort=ort_greedy_unaliased, reference=reference_greedy)
 
 
 def test_int4_runs_like_ort(family):
