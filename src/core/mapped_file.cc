@@ -5,8 +5,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
+#include <vector>
 
 #include "core/error.h"
 
@@ -33,7 +36,33 @@ std::string file_type_name(mode_t mode) {
   return "is not a regular file";
 }
 
+// The live mappings, for release_pages (a range must lie in one to be dropped).
+struct Mappings {
+  std::mutex mutex;
+  std::vector<std::pair<const uint8_t*, size_t>> ranges;
+};
+
+Mappings& mappings() {
+  static Mappings m;
+  return m;
+}
+
 }  // namespace
+
+bool MappedFile::release_pages(const void* p, size_t n) {
+  const auto* begin = static_cast<const uint8_t*>(p);
+  Mappings& m = mappings();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  const bool mapped = std::any_of(m.ranges.begin(), m.ranges.end(), [&](const auto& r) {
+    return begin >= r.first && n <= r.second && static_cast<size_t>(begin - r.first) <= r.second - n;
+  });
+  if (!mapped) return false;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t lo = (reinterpret_cast<uintptr_t>(begin) + page - 1) / page * page;
+  const uintptr_t hi = (reinterpret_cast<uintptr_t>(begin) + n) / page * page;
+  // PROT_READ, MAP_PRIVATE and never written: the dropped pages are the file's.
+  return hi > lo && ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED) == 0;
+}
 
 std::shared_ptr<MappedFile> MappedFile::open(const std::filesystem::path& path) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below).
@@ -54,13 +83,22 @@ std::shared_ptr<MappedFile> MappedFile::open(const std::filesystem::path& path) 
       throw_error(ErrorCode::kOutOfMemory, "cannot map ", path.string(), ": ", std::strerror(errno));
     }
     f->data_ = static_cast<const uint8_t*>(p);
+    Mappings& m = mappings();
+    std::lock_guard<std::mutex> lock(m.mutex);
+    m.ranges.emplace_back(f->data_, f->size_);
   }
   ::close(fd);
   return f;
 }
 
 MappedFile::~MappedFile() {
-  if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
+  if (!data_) return;
+  {
+    Mappings& m = mappings();
+    std::lock_guard<std::mutex> lock(m.mutex);
+    std::erase(m.ranges, std::make_pair(data_, size_));
+  }
+  ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
 std::string read_file(const std::filesystem::path& path, size_t max_bytes) {

@@ -21,6 +21,11 @@ class MappedFile {
   size_t size() const { return size_; }
   const std::filesystem::path& path() const { return path_; }
 
+  // Drops the resident pages wholly inside [p, p + n) when that range lies in a live mapping
+  // (they read back from the file if touched again), so a weight that a kernel has repacked does
+  // not count twice in memory; does nothing for any other memory. Returns whether it dropped.
+  static bool release_pages(const void* p, size_t n);
+
  private:
   MappedFile() = default;
   const uint8_t* data_ = nullptr;

@@ -4,10 +4,15 @@
 
 namespace onnxllm {
 
-const TensorView* KernelInfo::constant_input(int i) const {
+const Initializer* KernelInfo::constant_initializer(int i) const {
   if (!node_.has_input(i)) return nullptr;
   const Value& v = graph_.value(node_.inputs[i]);
-  return v.initializer ? &v.initializer->view : nullptr;
+  return v.initializer ? &*v.initializer : nullptr;
+}
+
+const TensorView* KernelInfo::constant_input(int i) const {
+  const Initializer* init = constant_initializer(i);
+  return init ? &init->view : nullptr;
 }
 
 DType KernelInfo::input_dtype(int i) const {

@@ -107,6 +107,8 @@ class KernelInfo {
   int opset() const { return node_.opset; }
   // The constant value of input i when it is an initializer, else nullptr.
   const TensorView* constant_input(int i) const;
+  // The initializer itself (its view and the owner keeping that memory alive), else nullptr.
+  const Initializer* constant_initializer(int i) const;
   // Declared dtype of input i (kUndefined when unknown before running).
   DType input_dtype(int i) const;
   const ExecutionProvider* provider() const { return provider_; }

@@ -17,12 +17,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::shared_ptr<Graph> matmul_graph() {
+std::shared_ptr<Graph> matmul_graph(int64_t k = 64, int64_t n = 32) {
   auto g = test::new_graph();
-  test::add_input(*g, "x", DType::kFloat32, {1, 64}, {});
-  std::vector<float> w(64 * 32);
+  test::add_input(*g, "x", DType::kFloat32, {1, k}, {});
+  std::vector<float> w(static_cast<size_t>(k * n));
   for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 7) - 3.f;
-  test::add_constant(*g, "w", Tensor::from<float>(Shape{64, 32}, w));
+  test::add_constant(*g, "w", Tensor::from<float>(Shape{k, n}, w));
   g->add_node("MatMul", "", {"x", "w"}, {"y"}, "mm");
   test::add_output(*g, "y");
   return g;
@@ -56,6 +56,35 @@ TEST(Loader, ExternalDataIsMappedAndRuns) {
   float want = 0;
   for (int k = 0; k < 64; ++k) want += static_cast<float>((k * 32 + 5) % 7) - 3.f;
   EXPECT_FLOAT_EQ(y[0].data<float>()[5], want);
+}
+
+// A large fp32 weight is packed by MatMul and its mapped pages dropped: the product is right, and
+// the weight still reads back its values (from the file); memory that is not a mapping is left alone.
+TEST(Loader, PackedWeightReleasesItsMappedPagesAndStillReads) {
+  const fs::path dir = test::temp_dir("loader_packed");
+  ModelWriteOptions opt;
+  opt.external_data_file = "model.onnx.data";
+  const int64_t k = 300, n = 700;
+  save_onnx_model(*matmul_graph(k, n), dir / "model.onnx", opt);
+  auto g = load_onnx_model(dir / "model.onnx");
+  const TensorView& w = g->values[g->find_value("w")].initializer->view;
+  Session s(g, {});
+  Tensor x(DType::kFloat32, Shape{1, k});
+  for (int64_t i = 0; i < k; ++i) x.data<float>()[i] = static_cast<float>(i % 3);
+  for (int rep = 0; rep < 2; ++rep) {
+    auto y = s.run({{"x", x}});
+    for (int64_t j : {int64_t{0}, int64_t{5}, n - 1}) {
+      double want = 0;
+      for (int64_t p = 0; p < k; ++p) want += static_cast<double>(p % 3) * (static_cast<double>((p * n + j) % 7) - 3.0);
+      EXPECT_EQ(y[0].data<float>()[j], static_cast<float>(want)) << "column " << j;
+    }
+  }
+  for (int64_t i : {int64_t{0}, k * n / 2, k * n - 1})
+    EXPECT_EQ(w.data<float>()[i], static_cast<float>(i % 7) - 3.f) << "weight element " << i;
+  EXPECT_TRUE(MappedFile::release_pages(w.raw(), w.bytes()));
+  std::vector<float> heap(100000, 2.f);
+  EXPECT_FALSE(MappedFile::release_pages(heap.data(), heap.size() * sizeof(float)));
+  EXPECT_EQ(heap[50000], 2.f);
 }
 
 TEST(Loader, MissingFileAndMissingExternalData) {

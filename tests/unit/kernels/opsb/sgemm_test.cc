@@ -99,6 +99,38 @@ TEST(Sgemm, WideDecodeRowsBitIdenticalToScalarReference) {
     }
 }
 
+// B packed into column panels (a constant weight): every kernel, panel width and thread count gives
+// the row-major scalar reference's bits; columns past n stay untouched.
+TEST(Sgemm, PackedBBitIdenticalToScalarReference) {
+  ThreadPool three(3);
+  uint32_t seed = 23;
+  for (int64_t m : {1, 2, 7})
+    for (int64_t n : {5, 64, 250, 257, 700})
+      for (int64_t k : {1, 37, 300}) {
+        const auto a = test::gaussian(static_cast<size_t>(m * k), 1.f, seed++);
+        const auto b = test::gaussian(static_cast<size_t>(k * n), 1.f, seed++);
+        const auto ref = run(a, b, m, n, k, 0, Isa::kScalar, nullptr);
+        for (Isa isa : isas())
+          for (int64_t width : {int64_t{16}, sgemm_panel_width(isa)}) {
+            std::vector<float> packed(static_cast<size_t>(sgemm_packed_size(k, n, width)), -1.f);
+            sgemm_pack_b(b.data(), n, k, n, width, packed.data());
+            SgemmArgs g;
+            g.a = a.data();
+            g.lda = k;
+            g.m = m;
+            g.ldc = n + 2;
+            std::vector<float> c(static_cast<size_t>(m * g.ldc), -777.f);
+            g.c = c.data();
+            sgemm_packed(g, PackedB{packed.data(), k, n, width}, three, isa);
+            for (int64_t i = 0; i < m; ++i) {
+              ASSERT_EQ(0, std::memcmp(&c[i * g.ldc], &ref[i * n], static_cast<size_t>(n) * 4))
+                  << "m=" << m << " n=" << n << " k=" << k << " width=" << width << " " << isa_name(isa);
+              EXPECT_EQ(c[i * g.ldc + n], -777.f) << "wrote past column n";
+            }
+          }
+      }
+}
+
 TEST(Sgemm, ZeroDepthGivesZeros) {
   ThreadPool pool(2);
   for (Isa isa : isas()) {

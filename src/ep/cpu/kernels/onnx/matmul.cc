@@ -1,5 +1,11 @@
 // MatMul with numpy semantics (1-D promotion, batch broadcasting).
+#include <algorithm>
 #include <cstring>
+#include <map>
+#include <mutex>
+#include <tuple>
+
+#include "core/mapped_file.h"
 
 #include "ep/cpu/cpu_provider.h"
 #include "ep/cpu/kernels/kernel_utils.h"
@@ -26,9 +32,51 @@ void gemm_rows(const T* a, const T* b, T* c, int64_t m0, int64_t m1, int64_t k, 
   }
 }
 
+// B packed into column panels, shared by every MatMul kernel on the same weight (a model's
+// sessions, e.g. the LM head's own graph, hold one copy). An entry is reused only while the
+// weight's owner is alive, so its memory still holds the same immutable values.
+struct PackedWeight {
+  AlignedBuffer buffer;
+  PackedB b;
+};
+
+std::shared_ptr<const PackedWeight> packed_weight(const Initializer& w, int64_t width) {
+  struct Entry {
+    std::weak_ptr<const void> owner;
+    std::weak_ptr<const PackedWeight> packed;
+  };
+  static std::mutex mutex;
+  static std::map<std::tuple<const void*, int64_t, int64_t, int64_t>, Entry> cache;
+  const TensorView& v = w.view;
+  const int64_t k = v.dim(0), n = v.dim(1);
+  std::lock_guard<std::mutex> lock(mutex);
+  std::erase_if(cache, [](const auto& e) { return e.second.packed.expired(); });
+  Entry& e = cache[{v.raw(), k, n, width}];
+  if (auto p = e.packed.lock(); p && w.owner && e.owner.lock() == w.owner) return p;
+  auto p = std::make_shared<PackedWeight>();
+  p->buffer = AlignedBuffer(static_cast<size_t>(sgemm_packed_size(k, n, width)) * sizeof(float));
+  // A band of rows at a time, each band's mapped pages dropped once packed, so the model's memory
+  // does not double, not even while it loads.
+  constexpr int64_t kBand = 64;
+  for (int64_t p0 = 0; p0 < k; p0 += kBand) {
+    const int64_t p1 = std::min(k, p0 + kBand);
+    sgemm_pack_b(v.data<float>(), n, k, n, width, static_cast<float*>(p->buffer.data()), p0, p1);
+    MappedFile::release_pages(v.data<float>() + p0 * n, static_cast<size_t>((p1 - p0) * n) * sizeof(float));
+  }
+  p->b = PackedB{static_cast<const float*>(p->buffer.data()), k, n, width};
+  e = Entry{w.owner, p};
+  return p;
+}
+
 class MatMulKernel final : public OpKernel {
  public:
-  explicit MatMulKernel(const KernelInfo& info) : isa_(cpu_isa(info)) {}
+  explicit MatMulKernel(const KernelInfo& info) : isa_(cpu_isa(info)) {
+    // A constant 2-D float32 B (a weight) is packed into column panels once.
+    const Initializer* b = info.constant_initializer(1);
+    if (b == nullptr || b->view.dtype() != DType::kFloat32 || b->view.rank() != 2 || b->view.numel() < kMinPacked)
+      return;
+    packed_ = packed_weight(*b, sgemm_panel_width(isa_));
+  }
 
   void infer(InferContext& ctx) const override {
     const TensorView& a = ctx.input(0);
@@ -97,7 +145,7 @@ class MatMulKernel final : public OpKernel {
       return g;
     };
     ThreadPool& pool = ctx.pool();
-    if (batches >= pool.num_threads() && batches > 1) {
+    if (!packed_ && batches >= pool.num_threads() && batches > 1) {
       pool.parallel_for(batches, 1, [&](int64_t b0, int64_t b1) {
         for (int64_t bi = b0; bi < b1; ++bi) {
           const SgemmArgs g = args(bi);
@@ -106,10 +154,20 @@ class MatMulKernel final : public OpKernel {
       });
       return;
     }
-    for (int64_t bi = 0; bi < batches; ++bi) sgemm(args(bi), pool, isa_);
+    for (int64_t bi = 0; bi < batches; ++bi) {
+      if (packed_) {
+        sgemm_packed(args(bi), packed_->b, pool, isa_);
+      } else {
+        sgemm(args(bi), pool, isa_);
+      }
+    }
   }
 
+  // Smaller weights stay row-major: their rows are short, so the decode pass hardly jumps.
+  static constexpr int64_t kMinPacked = int64_t{1} << 16;
+
   Isa isa_;
+  std::shared_ptr<const PackedWeight> packed_;  // B in column panels when it is a constant float32 matrix
 };
 
 }  // namespace

@@ -37,18 +37,68 @@ void sgemm_columns(const SgemmArgs& g, int64_t j0, int64_t j1, Isa isa) noexcept
   if (g.m > 0 && j0 < j1) panel_for(isa)(g, j0, j1);
 }
 
-void sgemm(const SgemmArgs& g, ThreadPool& pool, Isa isa) noexcept {
-  if (g.m <= 0 || g.n <= 0) return;
-  const SgemmPanel panel = panel_for(isa);
-  // Columns in units of 16 (one AVX-512 vector), split evenly; tiny products stay on one thread.
+namespace {
+
+// Runs columns(j0, j1) over the pool in units of 16 columns (one AVX-512 vector), split evenly;
+// tiny products stay on one thread.
+template <typename Columns>
+void split_columns(const SgemmArgs& g, ThreadPool& pool, const Columns& columns) {
   const int64_t units = (g.n + 15) / 16;
   if (units == 1 || g.m * g.n * g.k < (int64_t{1} << 15)) {
-    panel(g, 0, g.n);
+    columns(0, g.n);
     return;
   }
   pool.run([&](int t, int nt) {
     const int64_t u0 = units * t / nt, u1 = units * (t + 1) / nt;
-    if (u0 < u1) panel(g, u0 * 16, std::min(g.n, u1 * 16));
+    if (u0 < u1) columns(u0 * 16, std::min(g.n, u1 * 16));
+  });
+}
+
+}  // namespace
+
+void sgemm(const SgemmArgs& g, ThreadPool& pool, Isa isa) noexcept {
+  if (g.m <= 0 || g.n <= 0) return;
+  const SgemmPanel panel = panel_for(isa);
+  split_columns(g, pool, [&](int64_t j0, int64_t j1) { panel(g, j0, j1); });
+}
+
+int64_t sgemm_panel_width(Isa isa) {
+  // The decode pass of each kernel: AVX-512 16 vectors of 16, AVX2 8 vectors of 8, scalar any.
+  return isa == Isa::kAvx512 && sgemm_panel_avx512() ? 256 : 64;
+}
+
+int64_t sgemm_packed_size(int64_t k, int64_t n, int64_t width) { return (n + width - 1) / width * width * k; }
+
+void sgemm_pack_b(const float* b, int64_t ldb, int64_t k, int64_t n, int64_t width, float* out, int64_t p0,
+                  int64_t p1) {
+  if (p1 < 0) p1 = k;
+  for (int64_t q = 0; q * width < n; ++q) {
+    const int64_t j0 = q * width, cols = std::min(width, n - j0);
+    float* panel = out + q * width * k;
+    for (int64_t p = p0; p < p1; ++p) {
+      std::copy_n(b + p * ldb + j0, cols, panel + p * width);
+      std::fill(panel + p * width + cols, panel + (p + 1) * width, 0.f);
+    }
+  }
+}
+
+void sgemm_packed(const SgemmArgs& g, const PackedB& b, ThreadPool& pool, Isa isa) noexcept {
+  if (g.m <= 0 || b.n <= 0) return;
+  const SgemmPanel panel = panel_for(isa);
+  SgemmArgs whole = g;
+  whole.n = b.n;
+  whole.k = b.k;
+  // Each thread's columns, panel by panel: a panel is a B of `width` columns with ldb = width.
+  split_columns(whole, pool, [&](int64_t j0, int64_t j1) {
+    for (int64_t q = j0 / b.width; q * b.width < j1; ++q) {
+      const int64_t base = q * b.width;
+      SgemmArgs p = whole;
+      p.b = b.data + base * b.k;
+      p.ldb = b.width;
+      p.c = g.c + base;
+      p.n = std::min(b.width, b.n - base);
+      panel(p, std::max(j0, base) - base, std::min(j1, base + p.n) - base);
+    }
   });
 }
 

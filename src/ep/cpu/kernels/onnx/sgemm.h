@@ -3,9 +3,12 @@
 // increasing order starting from 0, so the scalar reference, the AVX2 and the AVX-512 kernels
 // and every blocking or thread split give bit-identical results.
 //
-// B is read in place (weights are not repacked: that would double the memory of an fp32 model).
-// Decode (m == 1) streams B row by row over wide column chunks; larger m runs register blocks of
-// rows x 2 vectors of columns against a column panel of B that stays in L2 across row blocks.
+// B is read in place, or (a constant weight) from a copy packed once into column panels as wide
+// as the kernel's decode pass (sgemm_pack_b): row-major B makes a decode pass jump a whole row
+// of B between runs of 64 or 256 columns, which the prefetchers do not follow (about half the
+// read bandwidth, measured), while a panel is one contiguous stream.
+// Decode (m == 1) runs one register block over a wide column chunk for all of k; larger m runs
+// register blocks of rows x 2 vectors of columns against a column panel of B that stays in L2.
 #pragma once
 
 #include <cstdint>
@@ -37,5 +40,21 @@ SgemmPanel sgemm_panel_avx512();
 void sgemm_columns(const SgemmArgs& g, int64_t j0, int64_t j1, Isa isa) noexcept;
 // Splits the columns over the pool.
 void sgemm(const SgemmArgs& g, ThreadPool& pool, Isa isa) noexcept;
+
+// B [k, n] as column panels: panel q is columns [q * width, q * width + width) as k rows of
+// `width` floats, the last one zero-padded.
+struct PackedB {
+  const float* data = nullptr;
+  int64_t k = 0, n = 0, width = 0;
+};
+// The panel width `isa`'s decode kernel reads in one pass (a multiple of 16).
+int64_t sgemm_panel_width(Isa isa);
+// Floats sgemm_pack_b writes for B [k, n].
+int64_t sgemm_packed_size(int64_t k, int64_t n, int64_t width);
+// Rows [p0, p1) of B into every panel (all of B by default; a weight is packed a band at a time).
+void sgemm_pack_b(const float* b, int64_t ldb, int64_t k, int64_t n, int64_t width, float* out, int64_t p0 = 0,
+                  int64_t p1 = -1);
+// C = A * B with B packed (g.b, g.ldb, g.n and g.k are taken from `b`); bit-identical to sgemm.
+void sgemm_packed(const SgemmArgs& g, const PackedB& b, ThreadPool& pool, Isa isa) noexcept;
 
 }  // namespace onnxllm
