@@ -917,7 +917,8 @@ class Builder {
   }
 
   // A sparse MLP, as genai's builder emits it: the router MatMul, reshaped to [tokens, num_experts],
-  // feeds MoE (float weights) or QMoE (int4/int8 experts) with the fused SwiGLU; a shared expert
+  // feeds MoE (float weights) or QMoE (int4/int8 experts) with the fused SwiGLU, routing by softmax
+  // top k or, for Phi-3.5-MoE, the kernel's sparse mixer (use_sparse_mixer, k 2); a shared expert
   // (Qwen2-MoE) is a dense gated MLP scaled by sigmoid(shared_expert_gate(x)) and added.
   std::string moe(int64_t i, const std::string& input) {
     ONNXLLM_CHECK(!prequant_, kUnsupported, "a ", c_.quantization.method_name(),
@@ -925,16 +926,22 @@ class Builder {
     const std::string base = layer_prefix(i) + "/moe";
     const std::string hf = hf_mlp(i);
     const int64_t d = c_.hidden_size, e_n = c_.num_experts, inter = c_.moe_intermediate_size;
-    const std::string router = matmul(base + "/router/MatMul", input,
-                                      {all_rows(hf + "gate.weight", Shape{e_n, d}, "num_experts, hidden_size")}, d);
+    const std::string router =
+        matmul(base + "/router/MatMul", input,
+               {all_rows(hf + "gate.weight", Shape{e_n, d},
+                         c_.sparse_mixer ? "num_local_experts, hidden_size" : "num_experts, hidden_size")},
+               d);
     const std::string probs = node("Reshape", base + "/router/Reshape", {router, const_i64({-1, e_n})});
     std::vector<std::vector<Rows>> fc1(static_cast<size_t>(e_n)), fc2(static_cast<size_t>(e_n));
-    const char* up_fields = "moe_intermediate_size, hidden_size";
+    const FamilyLayout& l = c_.layout;
+    // Phi-3.5-MoE sizes its experts with intermediate_size, the Qwen MoEs with moe_intermediate_size.
+    const std::string size_field = c_.sparse_mixer ? "intermediate_size" : "moe_intermediate_size";
+    const std::string up_fields = size_field + ", hidden_size", down_fields = "hidden_size, " + size_field;
     for (int64_t e = 0; e < e_n; ++e) {
       const std::string x = str_cat(hf, "experts.", e, ".");
-      fc1[e] = {all_rows(x + "gate_proj.weight", Shape{inter, d}, up_fields),
-                all_rows(x + "up_proj.weight", Shape{inter, d}, up_fields)};
-      fc2[e] = {all_rows(x + "down_proj.weight", Shape{d, inter}, "hidden_size, moe_intermediate_size")};
+      fc1[e] = {all_rows(x + l.gate_proj + ".weight", Shape{inter, d}, up_fields),
+                all_rows(x + l.up_proj + ".weight", Shape{inter, d}, up_fields)};
+      fc2[e] = {all_rows(x + l.down_proj + ".weight", Shape{d, inter}, down_fields)};
     }
     const std::string prefix = str_cat("model.layers.", i, ".moe.experts.");
     const auto w1 = expert_weights(prefix + "gate_up_proj", fc1, 2 * inter, d, true);
@@ -943,6 +950,7 @@ class Builder {
                                     int_attribute("swiglu_fusion", 1), float_attribute("activation_alpha", 1.0),
                                     float_attribute("activation_beta", 0.0),
                                     int_attribute("normalize_routing_weights", c_.norm_topk_prob ? 1 : 0)};
+    if (c_.sparse_mixer) attrs.push_back(int_attribute("use_sparse_mixer", 1));
     std::string out;
     if (!quantized_) {
       out = node("MoE", base + "/MoE", {input, probs, w1[0], "", w2[0]}, {}, attrs, kMs);

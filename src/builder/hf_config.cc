@@ -50,6 +50,10 @@ struct ArchitectureInfo {
   bool multipliers = false;  // Granite: embedding_, residual_, attention_multiplier and logits_scaling
   bool moe = false;            // sparse MLPs: num_experts, num_experts_per_tok, moe_intermediate_size, ...
   bool shared_expert = false;  // ... and a sigmoid-gated shared expert (Qwen2-MoE)
+  bool sparse_mixer = false;   // ... routed by Phi-3.5-MoE's sparsemixer (k 2), every layer sparse
+  const char* num_experts_key = "num_experts";            // the config.json field counting the experts ...
+  const char* expert_size_key = "moe_intermediate_size";  // ... and the one sizing each expert's hidden layer
+  const char* lm_head_bias_key = nullptr;  // switches the LM head's bias (Phi-3.5-MoE's lm_head_bias)
   const char* activation = "silu";     // hidden_act when config.json has none (transformers' default)
   double partial_rotary_factor = 1.0;  // when config.json has none
   double norm_eps = 1e-6;              // when config.json has none
@@ -69,6 +73,18 @@ const std::vector<ArchitectureInfo>& architecture_table() {
        .shared_expert = true},
       {.architecture = "Qwen3MoeForCausalLM", .family = ModelFamily::kQwen3Moe, .genai_type = "qwen3moe",
        .layout = {}, .window = Window::kOptIn, .qk_norm = true, .moe = true},
+      {.architecture = "PhiMoEForCausalLM",
+       .family = ModelFamily::kPhiMoe,
+       .genai_type = "phimoe",
+       .layout =
+           {.norm = NormKind::kLayer, .mlp = "block_sparse_moe", .gate_proj = "w1", .up_proj = "w3", .down_proj = "w2"},
+       .window = Window::kAll,
+       .moe = true,
+       .sparse_mixer = true,
+       .num_experts_key = "num_local_experts",
+       .expert_size_key = "intermediate_size",
+       .lm_head_bias_key = "lm_head_bias",
+       .norm_eps = 1e-5},
       {.architecture = "PhiForCausalLM",
        .family = ModelFamily::kPhi,
        .genai_type = "phi",
@@ -367,12 +383,32 @@ std::vector<bool> rope_layers(const Fields& f, const HfConfig& c, bool nope_laye
   return rope;
 }
 
-// The sparse-MLP fields, with transformers' Qwen2MoeConfig / Qwen3MoeConfig defaults for the optional ones.
-void parse_moe(const Fields& f, bool shared_expert, HfConfig& c) {
-  c.num_experts = f.integer("num_experts", 1, 1 << 16);
-  c.num_experts_per_tok = f.integer("num_experts_per_tok", 1, c.num_experts);
-  c.moe_intermediate_size = f.integer("moe_intermediate_size", 1, 4 * kMaxDim);
-  if (shared_expert) c.shared_expert_intermediate_size = f.integer_or("shared_expert_intermediate_size", 0, 0, 4 * kMaxDim);
+// The sparse-MLP fields, with transformers' Qwen2MoeConfig / Qwen3MoeConfig / PhimoeConfig defaults
+// for the optional ones.
+void parse_moe(const Fields& f, const ArchitectureInfo& info, HfConfig& c) {
+  c.num_experts = f.integer(info.num_experts_key, 1, 1 << 16);
+  c.num_experts_per_tok = f.integer_or("num_experts_per_tok", info.sparse_mixer ? 2 : -1, 1, c.num_experts);
+  ONNXLLM_CHECK(c.num_experts_per_tok > 0, kInvalidModel, f.source(), ": missing 'num_experts_per_tok'");
+  c.moe_intermediate_size = f.integer(info.expert_size_key, 1, 4 * kMaxDim);
+  c.moe_layers.assign(static_cast<size_t>(c.num_layers), true);
+  // The experts become the kernel's fused SwiGLU: silu(gate) * up.
+  ONNXLLM_CHECK(c.activation == "silu" || c.activation == "swish", kUnsupported, f.source(), ": activation '",
+                c.activation, "' is not supported for the experts of a mixture-of-experts model; supported: silu");
+  if (info.sparse_mixer) {
+    // transformers' sparsemixer raises for any other k; the kernel's picks exactly two.
+    ONNXLLM_CHECK(c.num_experts_per_tok == 2, kInvalidModel, f.source(), ": 'num_experts_per_tok' is ",
+                  c.num_experts_per_tok, "; Phi-3.5-MoE's sparse mixer routes exactly 2 experts");
+    // At inference router_jitter_noise is only the width of the band that masks the softmax; the
+    // MoE kernel (as ONNX Runtime's CUDA one) fixes it at 0.01, Phi-3.5-MoE's value, so other widths would
+    // route differently from transformers.
+    const double jitter = f.number_or("router_jitter_noise", 0.01);
+    ONNXLLM_CHECK(std::abs(jitter - 0.01) < 1e-9, kUnsupported, f.source(), ": 'router_jitter_noise' is ", jitter,
+                  "; the sparse mixer of com.microsoft MoE uses 0.01 (Phi-3.5-MoE's value)");
+    c.sparse_mixer = true;
+    return;
+  }
+  if (info.shared_expert)
+    c.shared_expert_intermediate_size = f.integer_or("shared_expert_intermediate_size", 0, 0, 4 * kMaxDim);
   c.norm_topk_prob = f.boolean_or("norm_topk_prob", false);
   const int64_t step = f.integer_or("decoder_sparse_step", 1, 1, kMaxLayers);
   std::vector<bool> dense(static_cast<size_t>(c.num_layers), false);
@@ -386,7 +422,6 @@ void parse_moe(const Fields& f, bool shared_expert, HfConfig& c) {
       dense[static_cast<size_t>(v.get<int64_t>())] = true;
     }
   }
-  c.moe_layers.assign(static_cast<size_t>(c.num_layers), false);
   for (size_t i = 0; i < dense.size(); ++i)
     c.moe_layers[i] = !dense[i] && (static_cast<int64_t>(i) + 1) % step == 0;
 }
@@ -473,7 +508,8 @@ HfConfig parse_hf_config(const json& config, const json& generation, const std::
   c.o_bias = info->all_biases || (attention_bias && info->bias_covers_o) || linear_bias;
   c.mlp_bias = info->all_biases || f.boolean_or("mlp_bias", false) || (attention_bias && info->bias_covers_mlp) ||
                linear_bias;
-  c.lm_head_bias = info->all_biases;
+  c.lm_head_bias =
+      info->all_biases || (info->lm_head_bias_key != nullptr && f.boolean_or(info->lm_head_bias_key, false));
   c.qk_norm = info->qk_norm;
   c.norm_weight_offset = gemma || info->norm_offset;
   c.post_norms = info->post_norms;
@@ -522,7 +558,7 @@ HfConfig parse_hf_config(const json& config, const json& generation, const std::
   c.rope_layers = rope_layers(f, c, info->nope_layers);
   c.sliding_layers = sliding_layers(f, c, info->window);
 
-  if (info->moe) parse_moe(f, info->shared_expert, c);
+  if (info->moe) parse_moe(f, *info, c);
 
   c.initializer_range = f.positive_or("initializer_range", 0.02);
   c.quantization = parse_quantization_config(f.has("quantization_config") ? f.at("quantization_config") : json(), source);

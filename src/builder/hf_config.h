@@ -14,8 +14,26 @@
 namespace onnxllm {
 
 enum class ModelFamily {
-  kLlama, kMistral, kQwen2, kQwen3, kPhi, kPhi3, kGemma, kGemma2, kGemma3,
-  kGranite, kOlmo, kOlmo2, kSmolLM3, kNemotron, kInternLM2, kErnie4_5, kChatGLM, kQwen2Moe, kQwen3Moe,
+  kLlama,
+  kMistral,
+  kQwen2,
+  kQwen3,
+  kPhi,
+  kPhi3,
+  kGemma,
+  kGemma2,
+  kGemma3,
+  kGranite,
+  kOlmo,
+  kOlmo2,
+  kSmolLM3,
+  kNemotron,
+  kInternLM2,
+  kErnie4_5,
+  kChatGLM,
+  kQwen2Moe,
+  kQwen3Moe,
+  kPhiMoe,
 };
 
 enum class NormKind {
@@ -143,14 +161,16 @@ struct HfConfig {
   std::vector<bool> sliding_layers; // per layer: does it use sliding_window
   std::vector<bool> rope_layers;    // per layer: is rotary applied (SmolLM3's no_rope_layers: 0 = NoPE)
 
-  // Mixture of experts (Qwen2-MoE, Qwen3-MoE): the MLP of each `moe_layers` layer is a router
-  // (mlp.gate) over num_experts gated experts (mlp.experts.N), of which num_experts_per_tok run,
-  // plus, when shared_expert_intermediate_size > 0, a shared expert scaled by sigmoid(shared_expert_gate).
+  // Mixture of experts (Qwen2-MoE, Qwen3-MoE, Phi-3.5-MoE): the MLP of each `moe_layers` layer is a
+  // router (`mlp`.gate) over num_experts gated experts (`mlp`.experts.N, named by the layout's gate,
+  // up and down projections), of which num_experts_per_tok run, plus, when
+  // shared_expert_intermediate_size > 0, a shared expert scaled by sigmoid(shared_expert_gate).
   int64_t num_experts = 0;  // 0 = dense
   int64_t num_experts_per_tok = 0;
   int64_t moe_intermediate_size = 0;
   int64_t shared_expert_intermediate_size = 0;
   bool norm_topk_prob = false;     // renormalize the chosen experts' softmax weights
+  bool sparse_mixer = false;       // Phi-3.5-MoE: sparsemixer top-2 routing instead of softmax top k
   std::vector<bool> moe_layers;    // per layer: sparse MLP (else the dense one of intermediate_size)
 
   double initializer_range = 0.02;  // std of random weights

@@ -93,8 +93,10 @@ BuildSummary build_model(const BuildOptions& o) {
       gguf ? fs::path() : o.config_path.empty() ? o.input_dir / "config.json" : o.config_path;
   const fs::path files_dir = !o.tokenizer_dir.empty() ? o.tokenizer_dir
                              : gguf                   ? fs::path()
-                             : o.input_dir.empty()    ? config_path.parent_path()
-                                                      : o.input_dir;
+                             // a bare "config.json" has an empty parent: its folder is the current one
+                             : o.input_dir.empty()
+                                 ? (config_path.has_parent_path() ? config_path.parent_path() : fs::path("."))
+                                 : o.input_dir;
 
   std::unique_ptr<GgufFile> gguf_file;
   if (gguf) {

@@ -1,18 +1,20 @@
-"""Mixture-of-experts families (Qwen2-MoE, Qwen3-MoE) against an independent reference: random-weights
-Hugging Face checkpoints are written here, built with `onnxllm build` (the expert blocks become
-com.microsoft MoE, or QMoE for int4), and run by onnxllm and ONNX Runtime. The reference is a numpy
-forward pass written below from transformers' modeling_qwen2_moe.py / modeling_qwen3_moe.py: fp32
+"""Mixture-of-experts families (Qwen2-MoE, Qwen3-MoE, Phi-3.5-MoE) against an independent reference:
+random-weights Hugging Face checkpoints are written here, built with `onnxllm build` (the expert blocks
+become com.microsoft MoE, or QMoE for int4), and run by onnxllm and ONNX Runtime. The reference is a
+numpy forward pass written below from transformers' modeling_qwen2_moe.py / modeling_qwen3_moe.py /
+modeling_phimoe.py (sparsemixer included): fp32
 logits must match it within tolerance at every step and the greedy tokens exactly; ONNX Runtime
 must give the same greedy tokens on the built graphs (fp32 and int4).
 """
 
 import json
+import shutil
 
 import numpy as np
 import pytest
 
 from test_builder_families import (PROMPT, STEPS, assert_matches_reference, attend, base_config, build, build_error,
-                                   onnxllm_greedy, ort_greedy, rms_norm, rope, silu, write_checkpoint)
+                                   layer_norm, onnxllm_greedy, ort_greedy, rms_norm, rope, silu, write_checkpoint)
 
 
 def moe_config(architecture, model_type, **overrides):
@@ -32,7 +34,19 @@ CASES = {
                                        num_experts_per_tok=1, norm_topk_prob=True),
     # Qwen3-MoE (Qwen3-30B-A3B's layout): per-head q/k RMSNorm, no shared expert, renormalized top k.
     "qwen3_moe": moe_config("Qwen3MoeForCausalLM", "qwen3_moe", head_dim=32, norm_topk_prob=True),
+    # Phi-3.5-MoE (PhimoeConfig's names): experts sized by intermediate_size, counted by
+    # num_local_experts, sparsemixer top-2 at router_jitter_noise 0.01; LayerNorms with biases,
+    # biased q/k/v/o and LM head.
+    "phimoe": base_config("PhiMoEForCausalLM", "phimoe", hidden_size=64, intermediate_size=32,
+                          num_attention_heads=4, num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2,
+                          router_jitter_noise=0.01, input_jitter_noise=0.0, attention_bias=True, lm_head_bias=True,
+                          rms_norm_eps=1e-5, sliding_window=None),
 }
+# Phi-3.5-MoE's rotary: longrope with its own short/long mscale (the prompt stays under
+# original_max_position_embeddings, so the short factors apply).
+CASES["phimoe_longrope"] = dict(CASES["phimoe"], rope_scaling={
+    "type": "longrope", "short_factor": [1.0 + 0.1 * i for i in range(8)], "long_factor": [2.0 + i for i in range(8)],
+    "short_mscale": 1.1, "long_mscale": 1.3, "original_max_position_embeddings": 64})
 
 
 def moe_tensors(c, seed=0, std=0.1):
@@ -77,8 +91,111 @@ def moe_tensors(c, seed=0, std=0.1):
     return t
 
 
+def phimoe_tensors(c, seed=0, std=0.1):
+    """PhimoeForCausalLM's state dict. The routers are random rows plus a component shared by all
+    experts along the post-attention LayerNorm's bias, so the router logits of a token sit close
+    together: some runners-up fall inside sparsemixer's 2% band (their softmax weights below 1)."""
+    rng = np.random.default_rng(seed)
+    d, v, e_n, inter = c["hidden_size"], c["vocab_size"], c["num_local_experts"], c["intermediate_size"]
+    q, kv = d, c["num_key_value_heads"] * (d // c["num_attention_heads"])
+
+    def normal(*shape):
+        return (rng.standard_normal(shape) * std).astype(np.float32)
+
+    t = {"model.embed_tokens.weight": normal(v, d)}
+    for i in range(c["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        t[p + "input_layernorm.weight"], t[p + "input_layernorm.bias"] = 1 + normal(d), normal(d)
+        for name, rows, cols in (("q_proj", q, d), ("k_proj", kv, d), ("v_proj", kv, d), ("o_proj", d, q)):
+            t[p + f"self_attn.{name}.weight"], t[p + f"self_attn.{name}.bias"] = normal(rows, cols), normal(rows)
+        shared = rng.standard_normal(d).astype(np.float32)
+        t[p + "post_attention_layernorm.weight"] = 1 + normal(d)
+        t[p + "post_attention_layernorm.bias"] = 2 * shared
+        t[p + "block_sparse_moe.gate.weight"] = (shared[None, :] + normal(e_n, d) * 8) / 8
+        for e in range(e_n):
+            x = p + f"block_sparse_moe.experts.{e}."
+            t[x + "w1.weight"], t[x + "w3.weight"], t[x + "w2.weight"] = normal(inter, d), normal(inter, d), normal(d, inter)
+    t["model.norm.weight"], t["model.norm.bias"] = 1 + normal(d), normal(d)
+    t["lm_head.weight"], t["lm_head.bias"] = normal(v, d), normal(v)
+    return t
+
+
+ROUTES = []  # (margin to the band edge, runner-up weight) of every sparsemixer decision the reference makes
+
+
+def sparsemixer(scores, jitter_eps):
+    """modeling_phimoe.py's sparsemixer in eval mode (top 2) for one token's router logits: each pick
+    is the arg max of the scores left; its weight is its softmax over the scores within the
+    jitter band ((max - s) / max(|s|, max) <= 2 jitter) of that max, the first pick masked out for
+    the second."""
+    picks, weights, masked = [], [], scores.copy()
+    for _ in range(2):
+        top = int(np.argmax(masked))
+        rel = (masked[top] - scores) / np.maximum(np.abs(scores), masked[top])
+        keep = (rel <= 2 * jitter_eps) & np.isfinite(masked)
+        gates = np.where(keep, masked, -np.inf)
+        probs = np.exp(gates - gates[top])
+        weights.append(probs[top] / probs.sum())
+        picks.append(top)
+        live = np.isfinite(masked) & (np.arange(len(scores)) != top)
+        ROUTES.append((float(np.min(np.abs(rel[live] - 2 * jitter_eps))) if live.any() else 1.0, weights[-1]))
+        masked[top] = -np.inf
+    return picks, weights
+
+
+def phimoe_forward(c, t, ids):
+    """Logits [len(ids), vocab] of PhimoeForCausalLM (no cache, eval mode), in float64."""
+    w = {k: v.astype(np.float64) for k, v in t.items()}
+    nh, nkv = c["num_attention_heads"], c["num_key_value_heads"]
+    hd, eps, s = c["hidden_size"] // nh, c["rms_norm_eps"], len(ids)
+
+    def linear(x, name):
+        y = x @ w[name + ".weight"].T
+        return y + w[name + ".bias"] if name + ".bias" in w else y
+
+    def norm(x, name):
+        return layer_norm(x, w[name + ".weight"], w[name + ".bias"], eps)
+
+    def sparse_block(x, p):  # PhimoeSparseMoeBlock; experts are PhimoeBlockSparseTop2MLP: w2(silu(w1 x) * w3 x)
+        logits = linear(x, p + "gate")
+        out = np.zeros_like(x)
+        for r in range(x.shape[0]):
+            for e, wt in zip(*sparsemixer(logits[r], c["router_jitter_noise"])):
+                xe = x[r:r + 1]
+                y = linear(silu(linear(xe, p + f"experts.{e}.w1")) * linear(xe, p + f"experts.{e}.w3"), p + f"experts.{e}.w2")
+                out[r] += wt * y[0]
+        return out
+
+    def rotary(x):  # PhimoeRotaryEmbedding: default, or longrope's short factors times short_mscale
+        r = c.get("rope_scaling")
+        if not r:
+            return rope(x, hd, c["rope_theta"])
+        assert s <= r["original_max_position_embeddings"]
+        inv_freq = 1.0 / (np.array(r["short_factor"]) * c["rope_theta"] ** (np.arange(0, hd, 2) / hd))
+        emb = np.arange(s)[:, None] * inv_freq[None, :]
+        emb = np.concatenate([emb, emb], axis=-1)
+        half = np.concatenate([-x[..., hd // 2:], x[..., :hd // 2]], axis=-1)
+        return x * np.cos(emb) * r["short_mscale"] + half * np.sin(emb) * r["short_mscale"]
+
+    h = w["model.embed_tokens.weight"][ids]
+    for i in range(c["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        x = norm(h, p + "input_layernorm")
+
+        def heads(name, n):
+            return linear(x, p + "self_attn." + name).reshape(s, n, hd).transpose(1, 0, 2)
+
+        q, k, v = heads("q_proj", nh), heads("k_proj", nkv), heads("v_proj", nkv)
+        q, k = rotary(q), rotary(k)
+        h = h + linear(attend(q, k, v, 1.0 / np.sqrt(hd)), p + "self_attn.o_proj")
+        h = h + sparse_block(norm(h, p + "post_attention_layernorm"), p + "block_sparse_moe.")
+    return linear(norm(h, "model.norm"), "lm_head")
+
+
 def moe_forward(c, t, ids):
     """Logits [len(ids), vocab] of Qwen2MoeForCausalLM / Qwen3MoeForCausalLM (no cache), in float64."""
+    if c["model_type"] == "phimoe":
+        return phimoe_forward(c, t, ids)
     w = {k: v.astype(np.float64) for k, v in t.items()}
     nh, nkv = c["num_attention_heads"], c["num_key_value_heads"]
     hd = c.get("head_dim") or c["hidden_size"] // nh
@@ -142,7 +259,7 @@ def reference_greedy(c, t, prompt, steps):
 @pytest.fixture(scope="module", params=sorted(CASES))
 def family(request, tmp_path_factory):
     config = CASES[request.param]
-    tensors = moe_tensors(config, seed=len(request.param))
+    tensors = (phimoe_tensors if config["model_type"] == "phimoe" else moe_tensors)(config, seed=len(request.param))
     hf = tmp_path_factory.mktemp(request.param) / "hf"
     write_checkpoint(hf, config, tensors)
     return request.param, config, tensors, hf
@@ -171,13 +288,61 @@ def ort_greedy_unaliased(model_dir, prompt, steps):
     return ort_greedy(model_dir, prompt, steps)
 
 
+def softmax_routed_copy(model_dir, sharpen=10.0):
+    """A copy of the model folder whose MoE / QMoE nodes route by softmax top k over the router
+    logits times `sharpen` instead of the sparse mixer. ONNX Runtime 1.30's CPU MoE and QMoE accept
+    use_sparse_mixer but route by softmax top k regardless (moe_cpu.cc reads the attribute only to
+    check k = 2), so on Phi-3.5-MoE its tokens are compared where both runtimes compute the same
+    thing: everything but the routing rule. The phimoe routers are built to sit close together (see
+    phimoe_tensors); sharpened, the softmax picks are decisive, and rounding (int4 / int8 experts
+    accumulated in another order) cannot swap the second and third expert between the runtimes."""
+    import onnx
+    copy = model_dir.parent / (model_dir.name + "-softmax-routed")
+    shutil.copytree(model_dir, copy)
+    m = onnx.load(str(copy / "model.onnx"), load_external_data=False)
+    scale = onnx.helper.make_tensor("router_sharpen", onnx.TensorProto.FLOAT, [], [sharpen])
+    m.graph.initializer.append(scale)
+    nodes = []
+    for n in m.graph.node:
+        if n.op_type in ("MoE", "QMoE"):
+            kept = [a for a in n.attribute if a.name != "use_sparse_mixer"]
+            assert len(kept) == len(n.attribute) - 1, n.name
+            del n.attribute[:]
+            n.attribute.extend(kept)
+            sharpened = n.input[1] + "/sharpened"
+            nodes.append(onnx.helper.make_node("Mul", [n.input[1], "router_sharpen"], [sharpened], name=n.name + "/Sharpen"))
+            n.input[1] = sharpened
+        nodes.append(n)
+    del m.graph.node[:]
+    m.graph.node.extend(nodes)
+    onnx.save(m, str(copy / "model.onnx"))
+    return copy
+
+
+def assert_ort_agrees(config, out, ids):
+    """ONNX Runtime's greedy tokens on the built graph equal onnxllm's `ids`; for the sparse mixer,
+    which ONNX Runtime's CPU kernel ignores, both run the softmax-routed copy instead."""
+    name = config["model_type"]
+    if config["model_type"] == "phimoe":
+        out = softmax_routed_copy(out)
+        ids, _ = onnxllm_greedy(out, PROMPT, STEPS)
+    assert ort_greedy_unaliased(out, PROMPT, STEPS)[:len(ids)] == ids, name
+
+
 def test_fp32_matches_the_numpy_reference(family):
     name, config, tensors, hf = family
     out = build(hf, hf.parent / "fp32")
     genai = json.loads((out / "genai_config.json").read_text())
     assert genai["model"]["type"] == config["architectures"][0].split("For")[0].lower()  # genai builder: "qwen2moe"
     assert "MoE" in graph_ops(out)
-    assert_matches_reference(name, config, tensors, out, ort=ort_greedy_unaliased, reference=reference_greedy)
+    ROUTES.clear()
+    ids = assert_matches_reference(name, config, tensors, out, ort=False, reference=reference_greedy)
+    assert_ort_agrees(config, out, ids)
+    if config["model_type"] == "phimoe":
+        # The sparse mixer's band must have mattered (some runner-up inside it) and no score may sit
+        # so near its edge that float32 and float64 could mask differently.
+        assert ROUTES and min(m for m, _ in ROUTES) > 1e-4, min(ROUTES)
+        assert sum(wt < 0.99 for _, wt in ROUTES) >= len(ROUTES) // 10, ROUTES
 
 
 def test_int4_runs_like_ort(family):
@@ -188,7 +353,7 @@ def test_int4_runs_like_ort(family):
     assert len(ids) > len(PROMPT) and all(0 <= t < config["vocab_size"] for t in ids)
     expected_ids, _ = reference_greedy(config, tensors, PROMPT, STEPS)
     print(f"[{name} int4] {sum(a == b for a, b in zip(ids, expected_ids)) - len(PROMPT)} of {STEPS} tokens equal fp32's")
-    assert ort_greedy_unaliased(out, PROMPT, STEPS)[:len(ids)] == ids, name
+    assert_ort_agrees(config, out, ids)
 
 
 @pytest.mark.parametrize("changes,message", [
@@ -202,4 +367,19 @@ def test_bad_moe_configs_name_the_field(tmp_path, changes, message):
     config = {k: v for k, v in config.items() if v is not None}
     hf = tmp_path / "hf"
     write_checkpoint(hf, config, moe_tensors(CASES["qwen3_moe"]))
+    assert message in build_error(hf, tmp_path / "out")
+
+
+@pytest.mark.parametrize("changes,message", [
+    ({"num_experts_per_tok": 1}, "'num_experts_per_tok' is 1; Phi-3.5-MoE's sparse mixer routes exactly 2 experts"),
+    ({"router_jitter_noise": 0.05}, "'router_jitter_noise' is 0.05; the sparse mixer of com.microsoft MoE uses 0.01"),
+    ({"num_local_experts": None}, "missing 'num_local_experts'"),
+    ({"hidden_act": "gelu"}, "activation 'gelu' is not supported for the experts of a mixture-of-experts model"),
+])
+def test_bad_phimoe_configs_name_the_field(tmp_path, changes, message):
+    config = dict(CASES["phimoe"])
+    config.update(changes)
+    config = {k: v for k, v in config.items() if v is not None}
+    hf = tmp_path / "hf"
+    write_checkpoint(hf, config, phimoe_tensors(CASES["phimoe"]))
     assert message in build_error(hf, tmp_path / "out")

@@ -159,6 +159,50 @@ TEST(HfConfig, PhiLayoutAndDefaults) {
   EXPECT_EQ(parse_hf_config(tiny_config("Phi3ForCausalLM"), json(), "c").layout.qkv, QkvPacking::kStacked);
 }
 
+// Phi-3.5-MoE: PhimoeConfig's names and defaults (num_experts_per_tok 2, router_jitter_noise 0.01,
+// no biases unless attention_bias / lm_head_bias say so), every layer sparse, sparse-mixer routing.
+TEST(HfConfig, PhiMoeLayoutAndDefaults) {
+  json p = tiny_config("PhiMoEForCausalLM");
+  p["num_local_experts"] = 4;
+  p.erase("rms_norm_eps");
+  HfConfig c = parse_hf_config(p, json(), "c");
+  EXPECT_EQ(c.genai_type, "phimoe");
+  EXPECT_EQ(c.layout.norm, NormKind::kLayer);
+  EXPECT_EQ(c.layout.mlp, "block_sparse_moe");
+  EXPECT_EQ(c.layout.gate_proj, "w1");
+  EXPECT_EQ(c.layout.up_proj, "w3");
+  EXPECT_EQ(c.layout.down_proj, "w2");
+  EXPECT_DOUBLE_EQ(c.norm_eps, 1e-5);
+  EXPECT_EQ(c.num_experts, 4);
+  EXPECT_EQ(c.num_experts_per_tok, 2);
+  EXPECT_EQ(c.moe_intermediate_size, 96);  // intermediate_size
+  EXPECT_TRUE(c.sparse_mixer);
+  EXPECT_FALSE(c.norm_topk_prob);
+  EXPECT_EQ(c.moe_layers, std::vector<bool>({true, true}));
+  EXPECT_FALSE(c.qkv_bias || c.o_bias || c.mlp_bias || c.lm_head_bias);
+  p["attention_bias"] = true;
+  p["lm_head_bias"] = true;
+  p["mlp_only_layers"] = json::array({1});  // not a PhimoeConfig field: every layer stays sparse
+  c = parse_hf_config(p, json(), "c");
+  EXPECT_TRUE(c.qkv_bias && c.o_bias && c.lm_head_bias);
+  EXPECT_FALSE(c.mlp_bias);
+  EXPECT_EQ(c.moe_layers, std::vector<bool>({true, true}));
+  p["router_jitter_noise"] = 0.02;
+  EXPECT_NE(parse_error(p).find("'router_jitter_noise' is 0.02"), std::string::npos);
+  p.erase("router_jitter_noise");
+  p["num_experts_per_tok"] = 3;
+  EXPECT_NE(parse_error(p).find("'num_experts_per_tok' is 3; Phi-3.5-MoE's sparse mixer routes exactly 2"),
+            std::string::npos);
+  p.erase("num_experts_per_tok");
+  p.erase("num_local_experts");
+  EXPECT_NE(parse_error(p).find("missing 'num_local_experts'"), std::string::npos);
+  // The Qwen MoEs still need num_experts_per_tok.
+  json q = tiny_config("Qwen3MoeForCausalLM");
+  q["num_experts"] = 4;
+  q["moe_intermediate_size"] = 32;
+  EXPECT_NE(parse_error(q).find("missing 'num_experts_per_tok'"), std::string::npos);
+}
+
 // The other rows of the family table: transformers' defaults where config.json says nothing.
 TEST(HfConfig, FamilyRowsAndTheirDefaults) {
   const HfConfig granite = parse_hf_config(tiny_config("GraniteForCausalLM"), json(), "c");
