@@ -515,8 +515,8 @@ def assert_matches_reference(name, config, tensors, out, ort=None, reference=Non
     return expected_ids
 
 
-def build_error(hf_dir, out):
-    r = subprocess.run([str(CLI), "build", "-i", hf_dir, "-o", out, "-q"], capture_output=True, text=True)
+def build_error(hf_dir, out, *args):
+    r = subprocess.run([str(CLI), "build", "-i", hf_dir, "-o", out, "-q", *args], capture_output=True, text=True)
     assert r.returncode == 1, r.stdout + r.stderr
     assert not out.exists()
     return r.stderr

@@ -12,14 +12,12 @@ integers, scales and zero points (nothing re-quantized).
 
 import json
 import struct
-import subprocess
 
 import numpy as np
 import pytest
 
-from conftest import CLI
-from test_builder_families import (PROMPT, STEPS, assert_matches_reference, base_config, build, decoder_tensors,
-                                   onnxllm_greedy)
+from test_builder_families import (PROMPT, STEPS, assert_matches_reference, base_config, build, build_error,
+                                   decoder_tensors, onnxllm_greedy)
 
 AWQ_ORDER = [0, 2, 4, 6, 1, 3, 5, 7]  # AutoAWQ's pack order: nibble i of a word holds column AWQ_ORDER[i]
 LINEARS = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj",
@@ -146,76 +144,18 @@ def make_case(folder, arch, method, bits=4, group=32, sym=False, v1=True, act_or
     return config, reference, integers
 
 
-# ---- reading the built initializers (a minimal protobuf reader: ModelProto.graph.initializer) ----
-
-def proto_fields(buf):
-    i = 0
-    while i < len(buf):
-        key, i = varint(buf, i)
-        field, wire = key >> 3, key & 7
-        if wire == 0:
-            value, i = varint(buf, i)
-        elif wire == 2:
-            size, i = varint(buf, i)
-            value, i = buf[i:i + size], i + size
-        elif wire == 5:
-            value, i = buf[i:i + 4], i + 4
-        elif wire == 1:
-            value, i = buf[i:i + 8], i + 8
-        else:
-            raise ValueError(f"wire type {wire}")
-        yield field, value
-
-
-def varint(buf, i):
-    shift = value = 0
-    while True:
-        b = buf[i]
-        i += 1
-        value |= (b & 0x7F) << shift
-        shift += 7
-        if b < 0x80:
-            return value, i
-
+# ---- reading the built initializers ----
 
 def initializers(model_dir):
-    """name -> numpy array of every initializer (all external, in model.onnx.data), and the nodes' attributes."""
-    model = (model_dir / "model.onnx").read_bytes()
-    data = (model_dir / "model.onnx.data").read_bytes()
-    graph = next(v for f, v in proto_fields(model) if f == 7)
-    np_types = {1: np.float32, 2: np.uint8, 7: np.int64, 10: np.float16}
-    out, nodes = {}, {}
-    for field, value in proto_fields(graph):
-        if field == 1:  # NodeProto: name 3, attribute 5 (name 1, i 3)
-            n = dict((f, v) for f, v in proto_fields(value) if f in (3, 4))
-            attrs = {}
-            for f, v in proto_fields(value):
-                if f == 5:
-                    a = dict(proto_fields(v))
-                    if 3 in a:
-                        attrs[a[1].decode()] = a[3]
-            nodes[n[3].decode()] = (n[4].decode(), attrs)
-        if field != 5:
-            continue
-        dims, name, dtype, location = [], None, None, {}
-        for f, v in proto_fields(value):
-            if f == 1 and isinstance(v, bytes):  # packed
-                j = 0
-                while j < len(v):
-                    d, j = varint(v, j)
-                    dims.append(d)
-            elif f == 1:
-                dims.append(v)
-            elif f == 2:
-                dtype = v
-            elif f == 8:
-                name = v.decode()
-            elif f == 13:
-                entry = dict(proto_fields(v))
-                location[entry[1].decode()] = entry[2].decode()
-        offset, length = int(location.get("offset", 0)), int(location["length"])
-        out[name] = np.frombuffer(data[offset:offset + length], dtype=np_types[dtype]).reshape(dims)
-    return out, nodes
+    """name -> numpy array of every initializer (external data included), and node name -> (op type,
+    integer attributes)."""
+    import onnx  # Debian's python3-onnx
+    from onnx import numpy_helper
+    graph = onnx.load(str(model_dir / "model.onnx")).graph
+    tensors = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+    nodes = {n.name: (n.op_type, {a.name: a.i for a in n.attribute if a.type == onnx.AttributeProto.INT})
+             for n in graph.node}
+    return tensors, nodes
 
 
 def block_for(group, k):
@@ -331,13 +271,6 @@ def test_default_accuracy_level_keeps_the_same_weights(case):
 
 # ---- bad checkpoints ----
 
-def build_error(hf, out, precision="int4"):
-    r = subprocess.run([str(CLI), "build", "-i", hf, "-o", out, "-p", precision, "-q"], capture_output=True, text=True)
-    assert r.returncode == 1, r.stdout + r.stderr
-    assert not out.exists()
-    return r.stderr
-
-
 def rewrite(hf, change_config=None, change_tensors=None):
     config = json.loads((hf / "config.json").read_text())
     if change_config:
@@ -387,12 +320,12 @@ def test_bad_checkpoints_name_what_is_wrong(tmp_path, bad):
     hf = tmp_path / "hf"
     make_case(hf, "llama", "gptq", group=32)
     rewrite(hf, change_config, change_tensors)
-    err = build_error(hf, tmp_path / "out")
+    err = build_error(hf, tmp_path / "out", "-p", "int4")
     assert message in err, err
 
 
 def test_precision_must_match_the_checkpoint_bits(tmp_path):
     hf = tmp_path / "hf"
     make_case(hf, "llama", "awq", group=32)
-    err = build_error(hf, tmp_path / "out", "fp32")
+    err = build_error(hf, tmp_path / "out", "-p", "fp32")
     assert "the checkpoint is awq 4-bit (config.json quantization_config): build it with -p int4" in err, err
