@@ -356,30 +356,23 @@ def test_int4_runs_like_ort(family):
     assert_ort_agrees(config, out, ids)
 
 
-@pytest.mark.parametrize("changes,message", [
-    ({"num_experts": None}, "missing 'num_experts'"),
-    ({"num_experts_per_tok": 9}, "'num_experts_per_tok' is 9, expected 1..4"),
-    ({"mlp_only_layers": [5]}, "'mlp_only_layers' entries should be layer indices 0..1"),
+@pytest.mark.parametrize("family,changes,message", [
+    ("qwen3_moe", {"num_experts": None}, "missing 'num_experts'"),
+    ("qwen3_moe", {"num_experts_per_tok": 9}, "'num_experts_per_tok' is 9, expected 1..4"),
+    ("qwen3_moe", {"mlp_only_layers": [5]}, "'mlp_only_layers' entries should be layer indices 0..1"),
+    ("phimoe", {"num_experts_per_tok": 1},
+     "'num_experts_per_tok' is 1; Phi-3.5-MoE's sparse mixer routes exactly 2 experts"),
+    ("phimoe", {"router_jitter_noise": 0.05},
+     "'router_jitter_noise' is 0.05; the sparse mixer of com.microsoft MoE uses 0.01"),
+    ("phimoe", {"num_local_experts": None}, "missing 'num_local_experts'"),
+    ("phimoe", {"hidden_act": "gelu"},
+     "activation 'gelu' is not supported for the experts of a mixture-of-experts model"),
 ])
-def test_bad_moe_configs_name_the_field(tmp_path, changes, message):
-    config = dict(CASES["qwen3_moe"])
+def test_bad_moe_configs_name_the_field(tmp_path, family, changes, message):
+    config = dict(CASES[family])
     config.update(changes)
     config = {k: v for k, v in config.items() if v is not None}
     hf = tmp_path / "hf"
-    write_checkpoint(hf, config, moe_tensors(CASES["qwen3_moe"]))
-    assert message in build_error(hf, tmp_path / "out")
-
-
-@pytest.mark.parametrize("changes,message", [
-    ({"num_experts_per_tok": 1}, "'num_experts_per_tok' is 1; Phi-3.5-MoE's sparse mixer routes exactly 2 experts"),
-    ({"router_jitter_noise": 0.05}, "'router_jitter_noise' is 0.05; the sparse mixer of com.microsoft MoE uses 0.01"),
-    ({"num_local_experts": None}, "missing 'num_local_experts'"),
-    ({"hidden_act": "gelu"}, "activation 'gelu' is not supported for the experts of a mixture-of-experts model"),
-])
-def test_bad_phimoe_configs_name_the_field(tmp_path, changes, message):
-    config = dict(CASES["phimoe"])
-    config.update(changes)
-    config = {k: v for k, v in config.items() if v is not None}
-    hf = tmp_path / "hf"
-    write_checkpoint(hf, config, phimoe_tensors(CASES["phimoe"]))
+    tensors = phimoe_tensors if family == "phimoe" else moe_tensors
+    write_checkpoint(hf, config, tensors(CASES[family]))
     assert message in build_error(hf, tmp_path / "out")
