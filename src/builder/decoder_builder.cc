@@ -970,19 +970,10 @@ class Builder {
     const std::string down = matmul(sbase + "/down_proj/MatMul", hidden,
                                     {all_rows(shf + "down_proj.weight", Shape{d, si}, "hidden_size, shared_expert_intermediate_size")}, si);
     // The 1-row gate stays a float MatMul: a block-quantized single column would only add error.
-    const std::string gate_weight = str_cat("model.layers.", i, ".shared_expert_gate.MatMul.weight");
     const Rows gate_rows = all_rows(hf + "shared_expert_gate.weight", Shape{1, d}, "1, hidden_size");
     use(gate_rows);
-    {
-      const WeightSource* src = &source_;
-      ThreadPool* pool = &pool_;
-      const DType io = io_;
-      add_task({{gate_weight, io, Shape{d, 1}}}, d, [=](const auto& emit) {
-        Tensor w = read_stacked(*src, {gate_rows}, d, *pool);
-        emit(gate_weight, convert(w.data<float>(), io, Shape{d, 1}, *pool));
-      });
-    }
-    const std::string logit = node("MatMul", sbase + "_gate/MatMul", {input, gate_weight});
+    const std::string gate_matmul = sbase + "_gate/MatMul";
+    const std::string logit = plain_matmul(gate_matmul, input, {gate_rows}, d, gate_matmul + "/output_0");
     const std::string scaled = node("Mul", sbase + "_gate/Mul", {down, node("Sigmoid", sbase + "_gate/Sigmoid", {logit})});
     return node("Add", base + "/Add", {out, scaled});
   }
