@@ -11,13 +11,16 @@ Errors with X-Error-Code as the hub sends them: 401 for a private repo without i
 Faults a test switches on: cut[path] = N (close the connection after N body bytes of each
 transfer), cut_times[path] (how many transfers to cut, default all), corrupt.add(path) (serve
 flipped bytes), ignore_range.add(path), huge_size[path] (announce a larger X-Linked-Size),
-throttle[path] = seconds (a slow transfer: a pause after each 32 KB).
+throttle[path] = seconds (a slow transfer: a pause after each 32 KB), hold[path] = (N, flag) (send N
+body bytes, then wait until the file `flag` exists, at most 60 s, before sending the rest: an event
+the test controls instead of a race against the clock).
 Every request is logged as (server, method, path, Range, Authorization).
 """
 
 import hashlib
 import http.server
 import json
+import os
 import socket
 import ssl
 import threading
@@ -46,6 +49,7 @@ class MockHub:
         self.log = []
         self.cut, self.cut_times, self.corrupt, self.ignore_range, self.huge_size = {}, {}, set(), set(), {}
         self.throttle = {}  # path -> seconds to sleep after each 32 KB sent
+        self.hold = {}  # path -> (bytes, flag file): pause the body there until the flag file exists
         self.lock = threading.Lock()
         self.cdn = self._serve("cdn")
         self.hub = self._serve("hub", tls)
@@ -202,6 +206,15 @@ class MockHub:
                     cut = None
                 else:
                     self.cut_times[file] = left - 1
+        if cut is None and file in self.hold:
+            n, flag = self.hold[file]
+            h.wfile.write(body[:n])
+            h.wfile.flush()
+            deadline = time.monotonic() + 60
+            while not os.path.exists(flag) and time.monotonic() < deadline:
+                time.sleep(0.01)
+            h.wfile.write(body[n:])
+            return
         if cut is None and file in self.throttle:
             for i in range(0, len(body), 32768):
                 h.wfile.write(body[i:i + 32768])

@@ -296,17 +296,21 @@ else:
     check(r.returncode == 1 and "not enough disk space" in r.stderr and "acme/big" in r.stderr,
           f"a full disk is refused before downloading ({r.stderr})")
     check(not [x for x in hub.requests("cdn") if "weights.bin" in x[2]], "nothing downloaded onto the full disk")
-    # The disk fills up during the download (another writer takes the space once 100 KB are in).
+    # The disk fills up during the download: the CDN sends 200 KB and holds the rest until another
+    # writer (inside the mount namespace) has seen 100 KB arrive and taken the space. The filler's wait
+    # is bounded and its output goes to /dev/null, so it can never keep the test's pipes open.
     fill = {"weights.bin": os.urandom(700_000)}
     hub.repos["acme/fill"] = Repo(fill, {"weights.bin"})
-    hub.throttle["weights.bin"] = 0.05
+    flag = os.path.join(home, "disk-filled")
+    hub.hold["weights.bin"] = (200_000, flag)
     filler = ('mount -t tmpfs -o size=1m tmpfs "$0" && '
-              '(while [ "$(stat -c %s "$0"/hub/models--acme--fill/blobs/*.incomplete 2>/dev/null || echo 0)" -lt 100000 ];'
-              ' do sleep 0.02; done; head -c 2000000 /dev/zero > "$0/filler" 2>/dev/null) & exec "$@"')
-    r = run(["pull", "acme/fill"], home, prefix=["unshare", "-m", "sh", "-c", filler, mnt])
+              '(i=0; while [ "$(stat -c %s "$0"/hub/models--acme--fill/blobs/*.incomplete 2>/dev/null || echo 0)" -lt 100000 ]'
+              ' && [ $i -lt 3000 ]; do sleep 0.02; i=$((i+1)); done; head -c 2000000 /dev/zero > "$0/filler";'
+              ' touch "$1") </dev/null >/dev/null 2>&1 & shift; exec "$@"')
+    r = run(["pull", "acme/fill"], home, prefix=["unshare", "-m", "sh", "-c", filler, mnt, flag])
     check(r.returncode == 1 and "the disk is full" in r.stderr and "weights.bin" in r.stderr and
           "the next run continues from them" in r.stderr, f"a disk that fills up during the download ({r.stderr})")
-    del hub.throttle["weights.bin"]
+    del hub.hold["weights.bin"]
 
 # 13. -m owner/name: a model folder built here, pulled, then used through the cache.
 home = fresh_home("model")
