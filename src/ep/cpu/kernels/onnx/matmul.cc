@@ -41,18 +41,30 @@ struct PackedWeight {
 };
 
 std::shared_ptr<const PackedWeight> packed_weight(const Initializer& w, int64_t width) {
-  struct Entry {
+  // One slot per weight; its own lock is held while packing, so kernels created in parallel pack
+  // different weights at once and the same weight once.
+  struct Slot {
+    std::mutex mutex;
     std::weak_ptr<const void> owner;
     std::weak_ptr<const PackedWeight> packed;
   };
   static std::mutex mutex;
-  static std::map<std::tuple<const void*, int64_t, int64_t, int64_t>, Entry> cache;
+  static std::map<std::tuple<const void*, int64_t, int64_t, int64_t>, std::shared_ptr<Slot>> cache;
   const TensorView& v = w.view;
   const int64_t k = v.dim(0), n = v.dim(1);
-  std::lock_guard<std::mutex> lock(mutex);
-  std::erase_if(cache, [](const auto& e) { return e.second.packed.expired(); });
-  Entry& e = cache[{v.raw(), k, n, width}];
-  if (auto p = e.packed.lock(); p && w.owner && e.owner.lock() == w.owner) return p;
+  std::shared_ptr<Slot> slot;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    std::erase_if(cache, [](const auto& e) {
+      std::unique_lock<std::mutex> busy(e.second->mutex, std::try_to_lock);
+      return busy.owns_lock() && e.second->packed.expired();
+    });
+    auto& s = cache[{v.raw(), k, n, width}];
+    if (!s) s = std::make_shared<Slot>();
+    slot = s;
+  }
+  std::lock_guard<std::mutex> lock(slot->mutex);
+  if (auto p = slot->packed.lock(); p && w.owner && slot->owner.lock() == w.owner) return p;
   auto p = std::make_shared<PackedWeight>();
   p->buffer = AlignedBuffer(static_cast<size_t>(sgemm_packed_size(k, n, width)) * sizeof(float));
   // A band of rows at a time, each band's mapped pages dropped once packed, so the model's memory
@@ -64,7 +76,8 @@ std::shared_ptr<const PackedWeight> packed_weight(const Initializer& w, int64_t 
     MappedFile::release_pages(v.data<float>() + p0 * n, static_cast<size_t>((p1 - p0) * n) * sizeof(float));
   }
   p->b = PackedB{static_cast<const float*>(p->buffer.data()), k, n, width};
-  e = Entry{w.owner, p};
+  slot->owner = w.owner;
+  slot->packed = p;
   return p;
 }
 
