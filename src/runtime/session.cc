@@ -74,9 +74,11 @@ Session::Session(std::shared_ptr<Graph> graph, const SessionOptions& options)
       memory_limit_bytes_(options.memory_limit_bytes) {
   providers_.push_back(options.isa ? std::make_unique<CpuProvider>(*options.isa) : std::make_unique<CpuProvider>());
   graph_->remove_dead_nodes();  // nodes that no graph output depends on never run
-  if (options.constant_folding) fold_constants(*graph_, providers_.front()->registry(), *pool_);
   const char* fusions_env = std::getenv("ONNXLLM_FUSIONS");
-  if (options.fusions && !(fusions_env && std::string_view(fusions_env) == "0")) run_fusions(*graph_);
+  const bool fusions = options.fusions && !(fusions_env && std::string_view(fusions_env) == "0");
+  if (fusions) gather_before_transpose(*graph_);
+  if (options.constant_folding) fold_constants(*graph_, providers_.front()->registry(), *pool_);
+  if (fusions) run_fusions(*graph_);
 
   // Build the plan (and the plans of every subgraph) once.
   // Kernel constructors (prepare: attributes, checks, prepacked weights) are independent of each
