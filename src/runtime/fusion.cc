@@ -462,32 +462,22 @@ int gather_before_transpose(Graph& g) {
   for (int t = 0; t < static_cast<int>(g.nodes.size()); ++t) {
     const Node& tr = g.nodes[t];
     if (!tr.domain.empty() || tr.op_type != "Transpose" || tr.inputs.size() != 1 || !is_constant(g, tr, 0)) continue;
-    if (tr.attr_ints("perm") != std::vector<int64_t>{1, 0} || g.values[tr.inputs[0]].initializer->view.rank() != 2)
-      continue;
+    const TensorView& w = g.values[tr.inputs[0]].initializer->view;
+    if (tr.attr_ints("perm") != std::vector<int64_t>{1, 0} || w.rank() != 2 || w.dtype() != DType::kFloat32) continue;
     const Value& transposed = g.values[tr.outputs[0]];
     if (transposed.is_graph_output || transposed.consumers.empty()) continue;
-    // Every reader must be a Gather on axis 0 of a known-rank index (the new Transpose needs its perm).
+    // Every reader must be a Gather on axis 0 of computed indices.
     bool all_gathers = true;
     for (int c : transposed.consumers) {
       const Node& n = g.nodes[c];
-      const Value& ids = n.inputs.size() == 2 ? g.values[n.inputs[1]] : transposed;
-      all_gathers = all_gathers && n.domain.empty() && n.op_type == "Gather" && n.inputs[0] == tr.outputs[0] &&
-                    n.attr_int("axis", 0) == 0 && ids.dims.has_value() && !ids.initializer;
+      all_gathers = all_gathers && n.domain.empty() && n.op_type == "Gather" && n.inputs.size() == 2 &&
+                    n.inputs[0] == tr.outputs[0] && n.attr_int("axis", 0) == 0 && !g.values[n.inputs[1]].initializer;
     }
     if (!all_gathers) continue;
     for (int c : std::set<int>(transposed.consumers.begin(), transposed.consumers.end())) {
       const Node& gather = g.nodes[c];
-      const int rank = static_cast<int>(g.values[gather.inputs[1]].dims->size());
-      const std::string out_name = g.values[gather.outputs[0]].name;
-      const int columns = g.get_or_add_value(out_name + "/columns");
-      std::vector<int64_t> perm;
-      for (int d = 1; d <= rank; ++d) perm.push_back(d);
-      perm.push_back(0);
-      auto& nodes = out[c];
-      nodes.push_back(make_node("", "Gather", gather.opset, out_name + "/columns", {tr.inputs[0], gather.inputs[1]},
-                                {columns}, {int_attribute("axis", 1)}));
-      nodes.push_back(make_node("", "Transpose", g.opset(""), out_name + "/rows", {columns}, {gather.outputs[0]},
-                                {ints_attribute("perm", perm)}));
+      out[c].push_back(make_node("com.onnxllm", "GatherColumns", 1, gather.name, {tr.inputs[0], gather.inputs[1]},
+                                 {gather.outputs[0]}));
     }
   }
   return apply(g, out);

@@ -36,10 +36,11 @@ int fuse_activations(Graph& g);
 // the Reshape that split Q into heads.
 int fuse_attention(Graph& g);
 
-// Runs before constant folding. Gather(Transpose(W, [1, 0]), ids) with W a 2-D constant (a tied
-// embedding: the LM head's [hidden, vocab] weight, transposed for the token lookup) becomes
-// Transpose(Gather(W, ids, axis 1)): the same values, without folding a second copy of W (the
-// size of the embedding) into memory at load. Returns the Gathers rewritten.
+// Runs before constant folding. Gather(Transpose(W, [1, 0]), ids) with W a 2-D float32 constant
+// (a tied embedding: the LM head's [hidden, vocab] weight, transposed for the token lookup) becomes
+// com.onnxllm.GatherColumns(W, ids): the same values, read from the LM head's packed copy of W,
+// instead of a transposed copy (the embedding's size) folded into memory. Returns the Gathers
+// rewritten.
 int gather_before_transpose(Graph& g);
 
 // Every fusion above, in an order where each sees the others' results, in `g` and in its If

@@ -1,11 +1,13 @@
 // runtime/fusion: gather_before_transpose turns the token lookup in a tied embedding,
-// Gather(Transpose(W), ids), into Transpose(Gather(W, ids, axis 1)) before constant folding, so no
-// transposed copy of W is folded into memory; the outputs are the same bits.
+// Gather(Transpose(W), ids), into com.onnxllm.GatherColumns(W, ids) before constant folding, so no
+// transposed copy of W is folded into memory; the outputs are the same bits, from a W small enough
+// to be read in place and from one the LM head packs.
 #include <gtest/gtest.h>
 
 #include <cstring>
 
 #include "core/error.h"
+#include "ep/cpu/isa/cpu_isa.h"
 #include "runtime/fusion.h"
 #include "runtime/session.h"
 #include "tests/util/graph_builder.h"
@@ -13,16 +15,16 @@
 namespace onnxllm {
 namespace {
 
-constexpr int64_t kHidden = 5, kVocab = 11;
+float w_at(int64_t i) { return static_cast<float>(i % 977) * 0.25f - 3.f; }
 
 // ids -> Gather(Transpose(W)) -> emb; emb x W -> logits (the LM head reading W as it is stored).
 // With `also_read_transposed`, the transposed W is an output too (a reader that is no Gather).
-std::shared_ptr<Graph> tied_graph(bool also_read_transposed) {
+std::shared_ptr<Graph> tied_graph(bool also_read_transposed, int64_t hidden = 5, int64_t vocab = 11) {
   auto g = test::new_graph();
   test::add_input(*g, "ids", DType::kInt64, {-1, -1});
-  std::vector<float> w(kHidden * kVocab);
-  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i) * 0.25f - 3.f;
-  test::add_constant(*g, "W", Tensor::from<float>(Shape{kHidden, kVocab}, w));
+  std::vector<float> w(static_cast<size_t>(hidden * vocab));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = w_at(static_cast<int64_t>(i));
+  test::add_constant(*g, "W", Tensor::from<float>(Shape{hidden, vocab}, w));
   g->add_node("Transpose", "", {"W"}, {"WT"}, "transpose").attributes = {test::ints_attr("perm", {1, 0})};
   g->add_node("Gather", "", {"WT", "ids"}, {"emb"}, "lookup");
   g->add_node("MatMul", "", {"emb", "W"}, {"logits"}, "lm_head");
@@ -39,39 +41,54 @@ int op_count(const Session& s, const std::string& op) {
   return n;
 }
 
+// A small W is read in place; 8 x 8300 is packed for the LM head (a partial last panel), and the
+// lookup reads that copy.
 TEST(GatherBeforeTranspose, GivesTheFoldedGraphsBits) {
-  const auto graph = tied_graph(false);
-  auto copy = graph->clone();
-  EXPECT_EQ(gather_before_transpose(*copy), 1);
-  SessionOptions on{1, true, nullptr}, off{1, true, nullptr};
-  off.fusions = false;
-  Session fused(graph, on), plain(graph, off);
-  EXPECT_EQ(op_count(plain, "Transpose"), 0);  // folded into a transposed copy of W
-  EXPECT_EQ(op_count(fused, "Transpose"), 1);  // on the looked-up rows only
-  for (const Shape& shape : {Shape{1, 1}, Shape{2, 3}, Shape{1, 7}}) {
-    std::vector<int64_t> ids(static_cast<size_t>(shape.numel()));
-    for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>((i * 7 + 3) % kVocab) - (i % 2 ? kVocab : 0);
-    const Tensor t = Tensor::from<int64_t>(shape, ids);
-    const auto y1 = fused.run({{"ids", t}});
-    const auto y0 = plain.run({{"ids", t}});
-    ASSERT_EQ(y1.size(), 2u);
-    ASSERT_EQ(y1[0].shape(), (Shape{shape[0], shape[1], kHidden}));
-    for (size_t o = 0; o < 2; ++o) {
-      ASSERT_EQ(y1[o].shape(), y0[o].shape());
-      ASSERT_EQ(0, std::memcmp(y1[o].data<float>(), y0[o].data<float>(), static_cast<size_t>(y1[o].numel()) * 4))
-          << "output " << o << " for ids " << shape.to_string();
+  for (const auto& [hidden, vocab] : {std::pair<int64_t, int64_t>{5, 11}, {8, 8300}}) {
+    const auto graph = tied_graph(false, hidden, vocab);
+    auto copy = graph->clone();
+    EXPECT_EQ(gather_before_transpose(*copy), 1);
+    for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+      if (!isa_available(isa)) continue;
+      SessionOptions on{2, true, nullptr}, off{2, true, nullptr};
+      on.isa = off.isa = isa;
+      off.fusions = false;
+      Session fused(graph, on), plain(graph, off);
+      EXPECT_EQ(op_count(plain, "Transpose"), 0);  // folded into a transposed copy of W
+      EXPECT_EQ(op_count(plain, "Gather"), 1);
+      EXPECT_EQ(op_count(fused, "Gather"), 0);
+      EXPECT_EQ(op_count(fused, "com.onnxllm.GatherColumns"), 1);
+      for (const Shape& shape : {Shape{1, 1}, Shape{2, 3}, Shape{1, 7}}) {
+        std::vector<int64_t> ids(static_cast<size_t>(shape.numel()));
+        for (size_t i = 0; i < ids.size(); ++i)
+          ids[i] = static_cast<int64_t>((i * 7919 + 3) % vocab) - (i % 2 ? vocab : 0);
+        const Tensor t = Tensor::from<int64_t>(shape, ids);
+        const auto y1 = fused.run({{"ids", t}});
+        const auto y0 = plain.run({{"ids", t}});
+        ASSERT_EQ(y1.size(), 2u);
+        ASSERT_EQ(y1[0].shape(), (Shape{shape[0], shape[1], hidden}));
+        for (size_t o = 0; o < 2; ++o) {
+          ASSERT_EQ(y1[o].shape(), y0[o].shape());
+          ASSERT_EQ(0, std::memcmp(y1[o].data<float>(), y0[o].data<float>(), static_cast<size_t>(y1[o].numel()) * 4))
+              << "output " << o << " for ids " << shape.to_string() << ", W " << hidden << " x " << vocab << ", "
+              << isa_name(isa);
+        }
+        // Element 1 of the last row is W[1, ids.back()] (negative ids count from the end).
+        const int64_t id = ids.back() < 0 ? ids.back() + vocab : ids.back();
+        EXPECT_EQ(y1[0].data<float>()[(shape.numel() - 1) * hidden + 1], w_at(vocab + id));
+      }
+      // An id out of range is a clear error naming it.
+      const Tensor bad = Tensor::from<int64_t>(Shape{1, 1}, std::vector<int64_t>{vocab});
+      try {
+        fused.run({{"ids", bad}});
+        FAIL() << "an out-of-range id ran";
+      } catch (const Error& e) {
+        EXPECT_NE(
+            std::string(e.what()).find("index " + std::to_string(vocab) + " at position 0 of indices is out of range"),
+            std::string::npos)
+            << e.what();
+      }
     }
-    // Row 0 of emb is column ids[0] of W (negative ids count from the end).
-    const int64_t id0 = ids[0] < 0 ? ids[0] + kVocab : ids[0];
-    EXPECT_EQ(y1[0].data<float>()[1], static_cast<float>(1 * kVocab + id0) * 0.25f - 3.f);
-  }
-  // An id out of range is the same clear error as before the rewrite.
-  const Tensor bad = Tensor::from<int64_t>(Shape{1, 1}, std::vector<int64_t>{kVocab});
-  try {
-    fused.run({{"ids", bad}});
-    FAIL() << "an out-of-range id ran";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("out of range"), std::string::npos) << e.what();
   }
 }
 
@@ -81,8 +98,8 @@ TEST(GatherBeforeTranspose, LeavesATransposeWithOtherReadersAlone) {
   Session s(tied_graph(true), SessionOptions{1, true, nullptr});
   EXPECT_EQ(op_count(s, "Transpose"), 0);
   const auto y = s.run({{"ids", Tensor::from<int64_t>(Shape{1, 1}, std::vector<int64_t>{2})}});
-  ASSERT_EQ(y[2].shape(), (Shape{kVocab, kHidden}));
-  EXPECT_EQ(y[2].data<float>()[2 * kHidden + 1], static_cast<float>(1 * kVocab + 2) * 0.25f - 3.f);
+  ASSERT_EQ(y[2].shape(), (Shape{11, 5}));
+  EXPECT_EQ(y[2].data<float>()[2 * 5 + 1], w_at(1 * 11 + 2));
 }
 
 }  // namespace

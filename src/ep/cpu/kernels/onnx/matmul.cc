@@ -177,15 +177,69 @@ class MatMulKernel final : public OpKernel {
   }
 
   // Smaller weights stay row-major: their rows are short, so the decode pass hardly jumps.
+ public:
   static constexpr int64_t kMinPacked = int64_t{1} << 16;
 
   Isa isa_;
   std::shared_ptr<const PackedWeight> packed_;  // B in column panels when it is a constant float32 matrix
 };
 
+// com.onnxllm.GatherColumns(W [K, N], ids) -> [ids..., K]: column id of W per index (negative ids
+// count from the end), i.e. Gather(Transpose(W), ids) without the transposed copy (a tied
+// embedding: runtime/fusion's gather_before_transpose). A W large enough to be packed is read
+// from the same packed copy the LM head's MatMul uses, so the lookup adds no memory.
+class GatherColumnsKernel final : public OpKernel {
+ public:
+  explicit GatherColumnsKernel(const KernelInfo& info) {
+    const Initializer* w = info.constant_initializer(0);
+    ONNXLLM_CHECK(w && w->view.dtype() == DType::kFloat32 && w->view.rank() == 2, kInvalidModel,
+                  "GatherColumns needs a constant 2-D float32 W");
+    w_ = w->view;
+    if (w_.numel() >= MatMulKernel::kMinPacked) packed_ = packed_weight(*w, sgemm_panel_width(cpu_isa(info)));
+  }
+
+  void infer(InferContext& ctx) const override {
+    const TensorView& ids = ctx.input(1);
+    const int64_t n = w_.dim(1);
+    ONNXLLM_CHECK(ids.dtype() == DType::kInt64 || ids.dtype() == DType::kInt32, kInvalidArgument,
+                  "indices must be int32 or int64, got ", dtype_name(ids.dtype()));
+    for (int64_t i = 0; i < ids.numel(); ++i) {
+      const int64_t v = int_at(ids, i);
+      ONNXLLM_CHECK(v >= -n && v < n, kInvalidArgument, "index ", v, " at position ", i,
+                    " of indices is out of range for axis 0 of size ", n, " (valid: ", -n, " to ", n - 1, ")");
+    }
+    std::vector<int64_t> dims(ids.shape().dims().begin(), ids.shape().dims().end());
+    dims.push_back(w_.dim(0));
+    ctx.set_output(0, DType::kFloat32, Shape(dims));
+  }
+
+  void compute(const ComputeContext& ctx) const noexcept override {
+    const TensorView& ids = ctx.input(0 + 1);
+    float* out = ctx.output(0).data<float>();
+    const int64_t k = w_.dim(0), n = w_.dim(1);
+    for (int64_t t = 0; t < ids.numel(); ++t) {
+      const int64_t v = int_at(ids, t), j = v < 0 ? v + n : v;
+      float* row = out + t * k;
+      if (packed_) {
+        const PackedB& b = packed_->b;
+        const float* col = b.data + j / b.width * b.width * k + j % b.width;
+        for (int64_t p = 0; p < k; ++p) row[p] = col[p * b.width];
+      } else {
+        const float* col = w_.data<float>() + j;
+        for (int64_t p = 0; p < k; ++p) row[p] = col[p * n];
+      }
+    }
+  }
+
+ private:
+  TensorView w_;
+  std::shared_ptr<const PackedWeight> packed_;
+};
+
 }  // namespace
 
 void register_matmul_kernels(KernelRegistry& r) {
+  r.add({"com.onnxllm", "GatherColumns", 1, 1 << 30, {DType::kFloat32}, make_factory<GatherColumnsKernel>()});
   r.add({"", "MatMul", 1, 1 << 30,
          {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16, DType::kInt32, DType::kInt64,
           DType::kUInt32, DType::kUInt64},
