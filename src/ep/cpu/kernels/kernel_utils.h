@@ -38,6 +38,23 @@ inline Shape values_as_shape(const TensorView& t, const char* what) {
   return s;
 }
 
+// Index i of an int32/int64 tensor of indices (Gather, GatherElements, GatherColumns), wrapped into [0, dim) (already validated).
+inline int64_t wrapped_index(const TensorView& indices, int64_t i, int64_t dim) {
+  const int64_t v = int_at(indices, i);
+  return v < 0 ? v + dim : v;
+}
+
+// Throws unless every index value lies in [-dim, dim).
+inline void check_indices(const TensorView& indices, int64_t dim, const char* what) {
+  ONNXLLM_CHECK(indices.dtype() == DType::kInt64 || indices.dtype() == DType::kInt32, kInvalidArgument,
+                "indices must be int32 or int64, got ", dtype_name(indices.dtype()));
+  for (int64_t i = 0; i < indices.numel(); ++i) {
+    const int64_t v = int_at(indices, i);
+    ONNXLLM_CHECK(v >= -dim && v < dim, kInvalidArgument, "index ", v, " at position ", i,
+                  " of indices is out of range for ", what, " of size ", dim, " (valid: ", -dim, " to ", dim - 1, ")");
+  }
+}
+
 inline void check_dtype(const TensorView& t, DType want, const char* what) {
   ONNXLLM_CHECK(t.dtype() == want, kInvalidArgument, what, " must be ", dtype_name(want), ", got ", dtype_name(t.dtype()));
 }

@@ -10,23 +10,6 @@ namespace {
 
 constexpr int64_t kChunkBytes = 1 << 16;
 
-// Index i of an int32/int64 tensor, wrapped into [0, dim) (already validated).
-inline int64_t wrapped_index(const TensorView& indices, int64_t i, int64_t dim) {
-  const int64_t v = int_at(indices, i);
-  return v < 0 ? v + dim : v;
-}
-
-// Throws unless every index value lies in [-dim, dim).
-void check_indices(const TensorView& indices, int64_t dim, const char* what) {
-  ONNXLLM_CHECK(indices.dtype() == DType::kInt64 || indices.dtype() == DType::kInt32, kInvalidArgument,
-                "indices must be int32 or int64, got ", dtype_name(indices.dtype()));
-  for (int64_t i = 0; i < indices.numel(); ++i) {
-    const int64_t v = int_at(indices, i);
-    ONNXLLM_CHECK(v >= -dim && v < dim, kInvalidArgument, "index ", v, " at position ", i,
-                  " of indices is out of range for ", what, " of size ", dim, " (valid: ", -dim, " to ", dim - 1, ")");
-  }
-}
-
 // Calls fn.template operator()<U>() with U an unsigned integer type of elem_size bytes.
 template <typename Fn>
 void dispatch_element_size(size_t elem_size, Fn&& fn) {

@@ -40,6 +40,9 @@ struct PackedWeight {
   PackedB b;
 };
 
+// Smaller weights stay row-major: their rows are short, so the decode pass hardly jumps.
+constexpr int64_t kMinPackedElements = int64_t{1} << 16;
+
 std::shared_ptr<const PackedWeight> packed_weight(const Initializer& w, int64_t width) {
   // One slot per weight; its own lock is held while packing, so kernels created in parallel pack
   // different weights at once and the same weight once.
@@ -86,7 +89,8 @@ class MatMulKernel final : public OpKernel {
   explicit MatMulKernel(const KernelInfo& info) : isa_(cpu_isa(info)) {
     // A constant 2-D float32 B (a weight) is packed into column panels once.
     const Initializer* b = info.constant_initializer(1);
-    if (b == nullptr || b->view.dtype() != DType::kFloat32 || b->view.rank() != 2 || b->view.numel() < kMinPacked)
+    if (b == nullptr || b->view.dtype() != DType::kFloat32 || b->view.rank() != 2 ||
+        b->view.numel() < kMinPackedElements)
       return;
     packed_ = packed_weight(*b, sgemm_panel_width(isa_));
   }
@@ -176,10 +180,6 @@ class MatMulKernel final : public OpKernel {
     }
   }
 
-  // Smaller weights stay row-major: their rows are short, so the decode pass hardly jumps.
- public:
-  static constexpr int64_t kMinPacked = int64_t{1} << 16;
-
   Isa isa_;
   std::shared_ptr<const PackedWeight> packed_;  // B in column panels when it is a constant float32 matrix
 };
@@ -195,30 +195,23 @@ class GatherColumnsKernel final : public OpKernel {
     ONNXLLM_CHECK(w && w->view.dtype() == DType::kFloat32 && w->view.rank() == 2, kInvalidModel,
                   "GatherColumns needs a constant 2-D float32 W");
     w_ = w->view;
-    if (w_.numel() >= MatMulKernel::kMinPacked) packed_ = packed_weight(*w, sgemm_panel_width(cpu_isa(info)));
+    if (w_.numel() >= kMinPackedElements) packed_ = packed_weight(*w, sgemm_panel_width(cpu_isa(info)));
   }
 
   void infer(InferContext& ctx) const override {
     const TensorView& ids = ctx.input(1);
-    const int64_t n = w_.dim(1);
-    ONNXLLM_CHECK(ids.dtype() == DType::kInt64 || ids.dtype() == DType::kInt32, kInvalidArgument,
-                  "indices must be int32 or int64, got ", dtype_name(ids.dtype()));
-    for (int64_t i = 0; i < ids.numel(); ++i) {
-      const int64_t v = int_at(ids, i);
-      ONNXLLM_CHECK(v >= -n && v < n, kInvalidArgument, "index ", v, " at position ", i,
-                    " of indices is out of range for axis 0 of size ", n, " (valid: ", -n, " to ", n - 1, ")");
-    }
-    std::vector<int64_t> dims(ids.shape().dims().begin(), ids.shape().dims().end());
-    dims.push_back(w_.dim(0));
-    ctx.set_output(0, DType::kFloat32, Shape(dims));
+    check_indices(ids, w_.dim(1), "the gathered axis");
+    Shape out = ids.shape();
+    out.push_back(w_.dim(0));
+    ctx.set_output(0, DType::kFloat32, out);
   }
 
   void compute(const ComputeContext& ctx) const noexcept override {
-    const TensorView& ids = ctx.input(0 + 1);
+    const TensorView& ids = ctx.input(1);
     float* out = ctx.output(0).data<float>();
     const int64_t k = w_.dim(0), n = w_.dim(1);
     for (int64_t t = 0; t < ids.numel(); ++t) {
-      const int64_t v = int_at(ids, t), j = v < 0 ? v + n : v;
+      const int64_t j = wrapped_index(ids, t, n);
       float* row = out + t * k;
       if (packed_) {
         const PackedB& b = packed_->b;
