@@ -10,14 +10,15 @@ namespace onnxllm {
 
 Arena::Arena(size_t reserve_bytes) {
   size_t want = reserve_bytes ? reserve_bytes : (size_t{64} << 30);
-  while (want >= (size_t{64} << 20)) {
+  // An explicit size is tried as given (a small limit is a small reservation); the default halves.
+  for (;;) {
     void* p = ::mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p != MAP_FAILED) {
       base_ = static_cast<uint8_t*>(p);
       reserved_ = want;
       break;
     }
-    if (reserve_bytes) break;
+    if (reserve_bytes || want < (size_t{128} << 20)) break;
     want /= 2;
   }
   ONNXLLM_CHECK(base_ != nullptr, kOutOfMemory, "cannot reserve address space for activations");
@@ -82,10 +83,13 @@ void Arena::free(void* p) {
   }
 }
 
-void Arena::reset() {
+void Arena::reset(size_t floor) {
+  ONNXLLM_CHECK(floor <= reserved_, kOutOfMemory, "activation memory exhausted: ", floor, " bytes planned, ",
+                reserved_, " reserved");
   blocks_.clear();
-  end_ = 0;
+  end_ = (floor + kAlignment - 1) / kAlignment * kAlignment;
   in_use_ = 0;
+  high_water_ = std::max(high_water_, floor);
 }
 
 }  // namespace onnxllm

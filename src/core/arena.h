@@ -21,9 +21,12 @@ class Arena {
   // Returns 64-byte aligned memory; throws kOutOfMemory when the reservation is exhausted.
   void* allocate(size_t bytes);
   void free(void* p);
-  // Frees every block.
-  void reset();
+  // Frees every block; later blocks start at `floor` bytes into the reservation (the memory below
+  // is the caller's, e.g. a static plan's region).
+  void reset(size_t floor = 0);
 
+  // The reservation's memory at `offset` (below a reset's floor: the caller manages it).
+  void* at(size_t offset) const { return base_ + offset; }
   size_t in_use() const { return in_use_; }
   size_t high_water() const { return high_water_; }
   size_t reserved() const { return reserved_; }

@@ -1,12 +1,16 @@
 // The kernel contract. A kernel is created once per node at session creation (its constructor is
 // "prepare": it parses attributes, validates constant inputs and may prepack weights; it may throw).
-// Per run, infer() decides output dtypes and shapes from the inputs (it may read input values,
-// which are always computed before it is called) and may throw; the runtime then provides output
-// memory, and compute() does the work without throwing and without allocating.
+// Per run, infer() is the plan step: it decides output dtypes and shapes and the workspace from the
+// inputs (it may read input values, which are always computed before it is called) and may throw;
+// the runtime then provides output memory, and compute() does the work without throwing and
+// without allocating. infer_deps() says what infer() depends on, so that the runtime can reuse
+// its last result instead of calling it again.
 // Kernels are shared by concurrent runs: infer() and compute() are const.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <string>
@@ -119,10 +123,28 @@ class KernelInfo {
   const ExecutionProvider* provider_;
 };
 
+// What infer() reads besides the dtypes and shapes of the inputs (and the node, the kernel and the
+// thread count, which do not change). While those and the values named here stay the same, the
+// runtime reuses a step's last inference (output specs and workspace) instead of calling infer().
+// The default is no reuse: a kernel opts in only when its infer() reads nothing else (a value it
+// checks, such as Gather's indices, must be named so that a new value is checked again).
+struct InferDeps {
+  bool reusable = false;
+  uint32_t value_inputs = 0;  // bit i: infer() reads the values of input i
+
+  static InferDeps shapes() { return {true, 0}; }
+  static InferDeps values_of(std::initializer_list<int> inputs) {
+    InferDeps d{true, 0};
+    for (int i : inputs) d.value_inputs |= 1u << i;
+    return d;
+  }
+};
+
 class OpKernel {
  public:
   virtual ~OpKernel() = default;
   virtual void infer(InferContext& ctx) const = 0;
+  virtual InferDeps infer_deps() const { return {}; }
   virtual void compute(const ComputeContext& ctx) const noexcept = 0;
 };
 

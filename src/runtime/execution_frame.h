@@ -1,16 +1,27 @@
-// Per-caller run state: the activation arena and, for each plan (the main graph and any If
-// branches), the table of value views and memory ownership. Internal to the runtime.
+// Per-caller run state: the activation memory and, for each plan (the main graph and any If
+// branches), the table of value views and memory ownership and each step's last inference.
+// Internal to the runtime.
 #pragma once
-#include <atomic>
 
+#include <atomic>
 #include <memory>
 #include <unordered_map>
 #include <vector>
 
-#include "core/arena.h"
 #include "ep/op_kernel.h"
+#include "runtime/io_binding.h"
+#include "runtime/memory_plan.h"
 
 namespace onnxllm {
+
+// A step's last inference, reused while its key (input dtypes, shapes and the values the kernel's
+// infer() reads) repeats.
+struct StepMemo {
+  bool valid = false;
+  std::vector<int64_t> key;
+  std::vector<OutputSpec> specs;
+  size_t workspace_bytes = 0;
+};
 
 struct FrameLevel {
   std::vector<TensorView> values;  // by value id
@@ -21,14 +32,18 @@ struct FrameLevel {
   std::vector<TensorView> step_inputs;
   std::vector<TensorView> step_outputs;
   std::vector<OutputSpec> step_specs;
+  std::vector<int64_t> step_key;
+  std::vector<StepMemo> memo;  // by step; kept between runs
 
   // Starts a run: every value takes its initial view (constants) and owns no memory.
   void reset(const std::vector<TensorView>& initial_values);
 };
 
+
 struct ExecutionFrame {
-  explicit ExecutionFrame(size_t arena_bytes) : arena(arena_bytes) {}
-  Arena arena;
+  explicit ExecutionFrame(size_t memory_bytes) : memory(memory_bytes) {}
+  MemoryPlan memory;
+  RunStats stats;
   std::unordered_map<const void*, std::unique_ptr<FrameLevel>> levels;  // by plan
   // Run option: when it becomes true, the run stops before its next node (IoBinding::set_terminate_flag).
   const std::atomic<bool>* terminate = nullptr;

@@ -77,6 +77,8 @@ const TensorView& IoBinding::output(const std::string& name) const {
 
 const TensorView& IoBinding::output(int index) const { return outputs_.at(index).view; }
 
-size_t IoBinding::activation_high_water() const { return frame_->arena.high_water(); }
+size_t IoBinding::activation_high_water() const { return frame_->memory.high_water(); }
+
+const RunStats& IoBinding::last_run_stats() const { return frame_->stats; }
 
 }  // namespace onnxllm

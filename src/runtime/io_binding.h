@@ -10,11 +10,20 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "runtime/memory_plan.h"
 
 namespace onnxllm {
 
 class Session;
 struct ExecutionFrame;
+
+// What the last run did (for tests and tools).
+struct RunStats {
+  int steps = 0;     // kernel steps run
+  int inferred = 0;  // ... whose infer() was called
+  int reused = 0;    // ... whose last inference matched (not called again, unless verifying)
+  MemoryPlan::Stats memory;
+};
 
 class IoBinding {
  public:
@@ -47,6 +56,8 @@ class IoBinding {
 
   // Peak activation bytes used by runs so far.
   size_t activation_high_water() const;
+  // The last run: steps inferred vs reused, allocations planned vs searched.
+  const RunStats& last_run_stats() const;
 
  private:
   friend class Session;

@@ -25,6 +25,7 @@ struct Session::Plan {
     std::vector<std::unique_ptr<Plan>> branches;  // If: then, else
     std::vector<int> free_after;                  // values whose last reader is this step
     std::string_view provider;
+    InferDeps deps;  // the kernel's, read once
   };
   const Graph* graph = nullptr;
   std::vector<Step> steps;
@@ -43,14 +44,47 @@ namespace {
   throw Error(e.code(), str_cat(label, ": ", what));
 }
 
-void release(FrameLevel& level, Arena& arena, int v) {
+void release(FrameLevel& level, MemoryPlan& memory, int v) {
   const int r = level.root[v];
   if (r < 0) return;
   level.root[v] = -1;
   if (--level.refs[r] == 0) {
-    arena.free(level.block[r]);
+    memory.free(level.block[r]);
     level.block[r] = nullptr;
   }
+}
+
+// Values larger than this are not kept in an inference key: such steps infer every run.
+constexpr size_t kMaxKeyValueBytes = size_t{64} << 10;
+
+// The key under which a reusable step's inference is kept: each input's dtype and shape, and the
+// values its infer() reads. False when such a value is too large to keep.
+bool inference_key(std::span<const TensorView> inputs, uint32_t value_inputs, std::vector<int64_t>& key) {
+  key.clear();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorView& t = inputs[i];
+    if (t.empty()) {
+      key.push_back(-1);
+      continue;
+    }
+    key.push_back(static_cast<int64_t>(t.dtype()));
+    key.push_back(t.rank());
+    for (int64_t d : t.shape()) key.push_back(d);
+    if (i >= 32 || !(value_inputs >> i & 1u)) continue;
+    const size_t bytes = t.bytes();
+    if (bytes > kMaxKeyValueBytes) return false;
+    const size_t at = key.size();
+    key.resize(at + (bytes + 7) / 8, 0);
+    if (bytes) std::memcpy(key.data() + at, t.raw(), bytes);
+  }
+  return true;
+}
+
+bool same_specs(std::span<const OutputSpec> a, std::span<const OutputSpec> b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].dtype != b[i].dtype || a[i].shape != b[i].shape || a[i].alias_input != b[i].alias_input) return false;
+  return true;
 }
 
 IoInfo io_info(const Value& v) {
@@ -71,7 +105,10 @@ std::shared_ptr<Session> Session::load(const std::filesystem::path& model_path, 
 Session::Session(std::shared_ptr<Graph> graph, const SessionOptions& options)
     : graph_(graph->clone()),
       pool_(options.pool ? options.pool : std::make_shared<ThreadPool>(options.num_threads)),
-      memory_limit_bytes_(options.memory_limit_bytes) {
+      memory_limit_bytes_(options.memory_limit_bytes),
+      reuse_inference_(options.reuse_inference),
+      verify_reuse_(options.verify_reuse) {
+  if (const char* verify = std::getenv("ONNXLLM_VERIFY_REUSE")) verify_reuse_ = verify_reuse_ || std::string_view(verify) == "1";
   providers_.push_back(options.isa ? std::make_unique<CpuProvider>(*options.isa) : std::make_unique<CpuProvider>());
   graph_->remove_dead_nodes();  // nodes that no graph output depends on never run
   const char* fusions_env = std::getenv("ONNXLLM_FUSIONS");
@@ -95,6 +132,7 @@ Session::Session(std::shared_ptr<Graph> graph, const SessionOptions& options)
         Plan::Step& step = plan.steps[pending[i].first];
         try {
           step.kernel = pending[i].second.def->factory(KernelInfo(*step.node, g, pending[i].second.provider));
+          step.deps = step.kernel->infer_deps();
         } catch (...) {
           errors[i] = std::current_exception();
         }
@@ -258,13 +296,16 @@ void Session::run(IoBinding& binding) const {
     }
   }
   ExecutionFrame& frame = *binding.frame_;
-  frame.arena.reset();
+  frame.memory.begin_run();
+  frame.stats = RunStats{};
   ThreadPool::SpinScope spin(pool_.get());
   FrameLevel& level = frame.level(plan_.get(), plan_->initial_values);
   for (size_t i = 0; i < inputs_.size(); ++i) level.values[graph_->inputs[i]] = binding.inputs_[i];
 
   for (auto& slot : binding.outputs_) slot.view = TensorView();
   execute(*plan_, frame, {}, &binding);
+  frame.memory.end_run();
+  frame.stats.memory = frame.memory.stats();
 
   for (size_t i = 0; i < outputs_.size(); ++i) {
     auto& slot = binding.outputs_[i];
@@ -289,7 +330,8 @@ void Session::execute(const Plan& plan, ExecutionFrame& frame, std::span<const T
                       IoBinding* binding) const {
   FrameLevel& level = *frame.levels.at(&plan);  // reset by the caller
   for (const auto& [v, pv] : plan.outer_map) level.values[v] = outer[pv];
-  Arena& arena = frame.arena;
+  MemoryPlan& memory = frame.memory;
+  level.memo.resize(plan.steps.size());
   level.step_inputs.resize(plan.max_arity);
   level.step_outputs.resize(plan.max_arity);
   level.step_specs.resize(plan.max_arity);
@@ -321,14 +363,15 @@ void Session::execute(const Plan& plan, ExecutionFrame& frame, std::span<const T
       slot.view = TensorView(p, spec.dtype, spec.shape);
       return slot.view;
     }
-    void* p = arena.allocate(bytes);
+    void* p = memory.allocate(bytes);
     level.root[v] = v;
     level.refs[v] = 1;
     level.block[v] = p;
     return TensorView(p, spec.dtype, spec.shape);
   };
 
-  for (const Plan::Step& step : plan.steps) {
+  for (size_t step_index = 0; step_index < plan.steps.size(); ++step_index) {
+    const Plan::Step& step = plan.steps[step_index];
     ONNXLLM_CHECK(frame.terminate == nullptr || !frame.terminate->load(std::memory_order_relaxed), kRuntime,
                   "the session was terminated (run option terminate_session)");
     const Node& node = *step.node;
@@ -359,7 +402,7 @@ void Session::execute(const Plan& plan, ExecutionFrame& frame, std::span<const T
           if (src.bytes()) std::memcpy(dst.raw(), src.raw(), src.bytes());
           level.values[node.outputs[i]] = dst;
         }
-        for (int v : branch.graph->outputs) release(sub, arena, v);
+        for (int v : branch.graph->outputs) release(sub, memory, v);
       } catch (const Error& e) {
         rethrow_with_label(node, e);
       }
@@ -367,15 +410,39 @@ void Session::execute(const Plan& plan, ExecutionFrame& frame, std::span<const T
       InferContext ictx(node, inputs, specs, pool_->num_threads());
       size_t workspace_bytes = 0;
       std::span<const TensorView> outputs(level.step_outputs.data(), n_out);
+      ++frame.stats.steps;
       try {
-        step.kernel->infer(ictx);
-        workspace_bytes = ictx.workspace_bytes();
+        StepMemo* memo = nullptr;
+        if (step.deps.reusable && reuse_inference_) {
+          memo = &level.memo[step_index];
+          if (!inference_key(inputs, step.deps.value_inputs, level.step_key)) memo = nullptr;
+        }
+        const bool hit = memo && memo->valid && memo->key == level.step_key;
+        frame.stats.reused += hit;
+        if (hit && !verify_reuse_) {
+          std::copy(memo->specs.begin(), memo->specs.end(), specs.begin());
+          workspace_bytes = memo->workspace_bytes;
+        } else {
+          step.kernel->infer(ictx);
+          ++frame.stats.inferred;
+          workspace_bytes = ictx.workspace_bytes();
+          if (hit) {
+            ONNXLLM_CHECK(same_specs(memo->specs, specs) && memo->workspace_bytes == workspace_bytes, kRuntime,
+                          "infer() gave another result for the same inputs than the reused one: the kernel's "
+                          "infer_deps() does not name everything infer() reads");
+          } else if (memo) {
+            memo->key = level.step_key;
+            memo->specs.assign(specs.begin(), specs.end());
+            memo->workspace_bytes = workspace_bytes;
+            memo->valid = true;
+          }
+        }
         for (size_t i = 0; i < n_out; ++i) {
           const int v = node.outputs[i];
           if (v < 0) {  // unnamed output: scratch for this step if the kernel defines it
             level.step_outputs[i] = TensorView();
             if (specs[i].dtype != DType::kUndefined && specs[i].alias_input < 0) {
-              void* p = arena.allocate(specs[i].shape.checked_bytes(dtype_size(specs[i].dtype)));
+              void* p = memory.allocate(specs[i].shape.checked_bytes(dtype_size(specs[i].dtype)));
               level.step_outputs[i] = TensorView(p, specs[i].dtype, specs[i].shape);
             }
             continue;
@@ -387,13 +454,13 @@ void Session::execute(const Plan& plan, ExecutionFrame& frame, std::span<const T
         rethrow_with_label(node, e);
       }
       void* workspace = nullptr;
-      if (workspace_bytes) workspace = arena.allocate(workspace_bytes);
+      if (workspace_bytes) workspace = memory.allocate(workspace_bytes);
       step.kernel->compute(ComputeContext(inputs, outputs, workspace, workspace_bytes, pool_.get()));
-      if (workspace) arena.free(workspace);
+      if (workspace) memory.free(workspace);
       for (size_t i = 0; i < n_out; ++i)
-        if (node.outputs[i] < 0 && !level.step_outputs[i].empty()) arena.free(level.step_outputs[i].raw());
+        if (node.outputs[i] < 0 && !level.step_outputs[i].empty()) memory.free(level.step_outputs[i].raw());
     }
-    for (int v : step.free_after) release(level, arena, v);
+    for (int v : step.free_after) release(level, memory, v);
   }
 }
 

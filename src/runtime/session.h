@@ -33,6 +33,11 @@ struct SessionOptions {
   // The CPU kernels' instruction set; unset: selected_isa() (the best, or ONNXLLM_ISA). Tests
   // run one graph under each ISA and compare.
   std::optional<Isa> isa = std::nullopt;
+  // Reuse a step's last inference while its inputs' shapes (and the values its infer() reads)
+  // repeat (ep/op_kernel.h InferDeps). verify_reuse (also ONNXLLM_VERIFY_REUSE=1) calls infer()
+  // anyway and fails the run when the reused result differs: a kernel declaring too little.
+  bool reuse_inference = true;
+  bool verify_reuse = false;
 };
 
 struct IoInfo {
@@ -89,6 +94,8 @@ class Session {
   std::vector<IoInfo> inputs_;
   std::vector<IoInfo> outputs_;
   size_t memory_limit_bytes_ = 0;
+  bool reuse_inference_ = true;
+  bool verify_reuse_ = false;
 };
 
 }  // namespace onnxllm

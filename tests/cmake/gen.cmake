@@ -13,3 +13,9 @@ endif()
 onnxllm_test(genai_conformance SOURCES ${GENAI_TEST_DIR}/conformance_test.cc DEPS onnxllm_genai onnxllm_tokenizer)
 target_compile_definitions(genai_conformance PRIVATE ONNXLLM_CLI="$<TARGET_FILE:onnxllm>")
 add_dependencies(genai_conformance onnxllm)
+# The conformance cases and the built families once more with every reused inference checked
+# against a fresh infer() (runtime plan step: a kernel whose infer_deps() declares too little fails).
+add_test(NAME plan_step.verify_reuse.genai_conformance COMMAND genai_conformance)
+add_test(NAME plan_step.verify_reuse.builder_families COMMAND builder_tests --gtest_filter=Families/*:Builds/*)
+set_tests_properties(plan_step.verify_reuse.genai_conformance plan_step.verify_reuse.builder_families
+  PROPERTIES ENVIRONMENT ONNXLLM_VERIFY_REUSE=1)

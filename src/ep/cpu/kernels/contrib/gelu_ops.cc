@@ -34,6 +34,7 @@ class GeluKernel final : public OpKernel {
     }
     ctx.set_output(0, x.dtype(), x.shape());
   }
+  InferDeps infer_deps() const override { return InferDeps::shapes(); }
 
   void compute(const ComputeContext& ctx) const noexcept override {
     dispatch_dtype<float, Float16>(ctx.input(0).dtype(), [&]<typename T>() {

@@ -76,6 +76,7 @@ class GroupQueryAttentionKernel final : public OpKernel {
     ctx.set_output(2, d.cache, Shape{d.batch, kv_heads_, d.present_len, d.head_size});
     ctx.request_workspace(layout(d).bytes(ctx.num_threads()));
   }
+  InferDeps infer_deps() const override { return InferDeps::values_of({kSeqlensK, kTotalSeqLen, kPositionIds}); }
 
   void compute(const ComputeContext& ctx) const noexcept override {
     const GqaDims d = dims(ctx.num_inputs(), [&](int i) { return ctx.has_input(i) ? &ctx.input(i) : nullptr; });

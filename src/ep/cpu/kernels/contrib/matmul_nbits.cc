@@ -361,6 +361,7 @@ class MatMulNBitsKernel final : public OpKernel {
     ctx.set_output(0, a.dtype(), out);
     ctx.request_workspace(plan(a.dtype(), a.numel() / shape_.k, ctx.has_input(5), ctx.num_threads()).total);
   }
+  InferDeps infer_deps() const override { return InferDeps::shapes(); }
 
   void compute(const ComputeContext& ctx) const noexcept override {
     const TensorView& a = ctx.input(0);

@@ -72,6 +72,7 @@ class MatMulNBitsSiblingsKernel final : public OpKernel {
     }
     ctx.request_workspace(matmul_nbits_q8_workspace(all_, a.numel() / k_));
   }
+  InferDeps infer_deps() const override { return InferDeps::shapes(); }
 
   void compute(const ComputeContext& ctx) const noexcept override {
     const int64_t m = ctx.input(0).numel() / k_;

@@ -40,6 +40,7 @@ class RotaryEmbeddingKernel final : public OpKernel {
       }
     ctx.set_output(0, DType::kFloat32, ctx.input(0).shape());
   }
+  InferDeps infer_deps() const override { return InferDeps::values_of({1}); }
 
   void compute(const ComputeContext& ctx) const noexcept override {
     const TensorView& x = ctx.input(0);

@@ -44,6 +44,7 @@ class SkipNormKernel final : public OpKernel {
     // One float row per thread holds s.
     ctx.request_workspace(static_cast<size_t>(hidden) * 4 * static_cast<size_t>(ctx.num_threads()));
   }
+  InferDeps infer_deps() const override { return InferDeps::shapes(); }
 
   void compute(const ComputeContext& ctx) const noexcept override {
     dispatch_dtype<float, Float16>(ctx.input(0).dtype(), [&]<typename T>() { run<T>(ctx); });

@@ -77,6 +77,7 @@ class BinaryKernel final : public OpKernel {
     ONNXLLM_CHECK(supported(a.dtype()), kUnsupported, "inputs of dtype ", dtype_name(a.dtype()), " are not supported");
     ctx.set_output(0, kFamily == Family::kArithmetic ? a.dtype() : DType::kBool, broadcast_shapes(a.shape(), b.shape()));
   }
+  InferDeps infer_deps() const override { return InferDeps::shapes(); }
 
   void compute(const ComputeContext& ctx) const noexcept override {
     const DType t = ctx.input(0).dtype();
@@ -116,6 +117,7 @@ class PowKernel final : public OpKernel {
                     dtype_name(t->dtype()), " is not supported");
     ctx.set_output(0, a.dtype(), broadcast_shapes(a.shape(), b.shape()));
   }
+  InferDeps infer_deps() const override { return InferDeps::shapes(); }
 
   void compute(const ComputeContext& ctx) const noexcept override {
     dispatch_dtype<float, double, Float16, BFloat16, int8_t, uint8_t, int16_t, uint16_t, int32_t, uint32_t, int64_t,

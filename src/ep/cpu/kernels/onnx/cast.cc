@@ -101,6 +101,7 @@ class CastKernel final : public OpKernel {
     if (x.dtype() == to_) ctx.alias_output(0, 0, x.shape());
     else ctx.set_output(0, to_, x.shape());
   }
+  InferDeps infer_deps() const override { return InferDeps::shapes(); }
 
   void compute(const ComputeContext& ctx) const noexcept override { cast_tensor(ctx, ctx.input(0), ctx.output(0)); }
 
@@ -120,6 +121,7 @@ class CastLikeKernel final : public OpKernel {
     if (x.dtype() == to) ctx.alias_output(0, 0, x.shape());
     else ctx.set_output(0, to, x.shape());
   }
+  InferDeps infer_deps() const override { return InferDeps::shapes(); }
 
   void compute(const ComputeContext& ctx) const noexcept override { cast_tensor(ctx, ctx.input(0), ctx.output(0)); }
 };

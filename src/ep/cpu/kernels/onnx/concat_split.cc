@@ -64,6 +64,7 @@ class ConcatKernel final : public OpKernel {
     }
     ctx.set_output(0, first.dtype(), out);
   }
+  InferDeps infer_deps() const override { return InferDeps::shapes(); }
 
   void compute(const ComputeContext& ctx) const noexcept override {
     const Shape& s = ctx.input(0).shape();
@@ -134,6 +135,7 @@ class SplitKernel final : public OpKernel {
       ctx.set_output(j, x.dtype(), s);
     }
   }
+  InferDeps infer_deps() const override { return InferDeps::values_of({1}); }
 
   void compute(const ComputeContext& ctx) const noexcept override {
     const TensorView& x = ctx.input(0);

@@ -39,6 +39,7 @@ class GatherKernel final : public OpKernel {
     for (int d = axis + 1; d < data.rank(); ++d) out.push_back(data.shape()[d]);
     ctx.set_output(0, data.dtype(), out);
   }
+  InferDeps infer_deps() const override { return InferDeps::values_of({1}); }
 
   void compute(const ComputeContext& ctx) const noexcept override {
     const TensorView& data = ctx.input(0);
@@ -83,6 +84,7 @@ class GatherElementsKernel final : public OpKernel {
     check_indices(indices, data.shape()[axis], "the gathered axis");
     ctx.set_output(0, data.dtype(), indices.shape());
   }
+  InferDeps infer_deps() const override { return InferDeps::values_of({1}); }
 
   void compute(const ComputeContext& ctx) const noexcept override {
     const TensorView& data = ctx.input(0);

@@ -58,6 +58,7 @@ class LayerNormKernel final : public OpKernel {
     for (int i = 1; i < ctx.num_outputs(); ++i)
       if (ctx.has_output(i)) ctx.set_output(i, DType::kFloat32, stats);
   }
+  InferDeps infer_deps() const override { return InferDeps::shapes(); }
 
   void compute(const ComputeContext& ctx) const noexcept override {
     dispatch_dtype<float, double, Float16, BFloat16>(ctx.input(0).dtype(), [&]<typename T>() { run<T>(ctx); });

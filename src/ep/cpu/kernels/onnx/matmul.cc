@@ -106,6 +106,7 @@ class MatMulKernel final : public OpKernel {
     // One accumulator row per thread.
     ctx.request_workspace(static_cast<size_t>(d.n) * 8 * static_cast<size_t>(ctx.num_threads()));
   }
+  InferDeps infer_deps() const override { return InferDeps::shapes(); }
 
   void compute(const ComputeContext& ctx) const noexcept override {
     const TensorView& a = ctx.input(0);
@@ -205,6 +206,7 @@ class GatherColumnsKernel final : public OpKernel {
     out.push_back(w_.dim(0));
     ctx.set_output(0, DType::kFloat32, out);
   }
+  InferDeps infer_deps() const override { return InferDeps::values_of({1}); }
 
   void compute(const ComputeContext& ctx) const noexcept override {
     const TensorView& ids = ctx.input(1);

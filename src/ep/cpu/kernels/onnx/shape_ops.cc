@@ -12,6 +12,7 @@ class IdentityKernel final : public OpKernel {
  public:
   explicit IdentityKernel(const KernelInfo&) {}
   void infer(InferContext& ctx) const override { ctx.alias_output(0, 0, ctx.input(0).shape()); }
+  InferDeps infer_deps() const override { return InferDeps::shapes(); }
   void compute(const ComputeContext&) const noexcept override {}
 };
 
@@ -28,6 +29,7 @@ class DropoutKernel final : public OpKernel {
     ctx.alias_output(0, 0, ctx.input(0).shape());
     if (ctx.has_output(1)) ctx.set_output(1, DType::kBool, ctx.input(0).shape());
   }
+  InferDeps infer_deps() const override { return InferDeps::values_of({2}); }
   void compute(const ComputeContext& ctx) const noexcept override {
     if (ctx.has_output(1)) std::memset(ctx.output(1).raw(), 1, ctx.output(1).bytes());
   }
@@ -68,6 +70,7 @@ class ReshapeKernel final : public OpKernel {
                   data.numel(), " elements) to ", target.to_string());
     ctx.alias_output(0, 0, target);
   }
+  InferDeps infer_deps() const override { return InferDeps::values_of({1}); }
   void compute(const ComputeContext&) const noexcept override {}
 
  private:
@@ -85,6 +88,7 @@ class FlattenKernel final : public OpKernel {
     ONNXLLM_CHECK(axis >= 0 && axis <= s.rank(), kInvalidArgument, "axis ", axis_, " is out of range for rank ", s.rank());
     ctx.alias_output(0, 0, Shape{s.numel(0, axis), s.numel(axis, s.rank())});
   }
+  InferDeps infer_deps() const override { return InferDeps::shapes(); }
   void compute(const ComputeContext&) const noexcept override {}
 
  private:
@@ -139,6 +143,7 @@ class SqueezeKernel final : public OpKernel {
     }
     ctx.alias_output(0, 0, out);
   }
+  InferDeps infer_deps() const override { return InferDeps::values_of({1}); }
   void compute(const ComputeContext&) const noexcept override {}
 
  private:
@@ -154,6 +159,7 @@ class ShapeKernel final : public OpKernel {
     const auto [b, e] = range(ctx.input(0).rank());
     ctx.set_output(0, DType::kInt64, Shape{e - b});
   }
+  InferDeps infer_deps() const override { return InferDeps::shapes(); }
   void compute(const ComputeContext& ctx) const noexcept override {
     const Shape& s = ctx.input(0).shape();
     const auto [b, e] = range(s.rank());
@@ -173,6 +179,7 @@ class ConstantKernel final : public OpKernel {
  public:
   explicit ConstantKernel(const KernelInfo& info) : value_(constant_node_value(info.node())) {}
   void infer(InferContext& ctx) const override { ctx.set_output(0, value_.dtype(), value_.shape()); }
+  InferDeps infer_deps() const override { return InferDeps::shapes(); }
   void compute(const ComputeContext& ctx) const noexcept override {
     if (value_.bytes()) std::memcpy(ctx.output(0).raw(), value_.view().raw(), value_.bytes());
   }

@@ -116,6 +116,7 @@ class SoftmaxKernel final : public OpKernel {
     if (needs_scratch(x.dtype(), l)) ctx.request_workspace(ctx.num_threads() * slice_bytes(x.dtype(), l));
     ctx.set_output(0, x.dtype(), x.shape());
   }
+  InferDeps infer_deps() const override { return InferDeps::shapes(); }
 
   void compute(const ComputeContext& ctx) const noexcept override {
     FloatTypes::dispatch(ctx.input(0).dtype(), [&]<typename T>() { run<T>(ctx); });

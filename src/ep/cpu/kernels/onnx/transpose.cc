@@ -21,6 +21,7 @@ class TransposeKernel final : public OpKernel {
     for (int i = 0; i < x.rank(); ++i) out.push_back(x.shape()[perm[i]]);
     ctx.set_output(0, x.dtype(), out);
   }
+  InferDeps infer_deps() const override { return InferDeps::shapes(); }
 
   void compute(const ComputeContext& ctx) const noexcept override {
     const TensorView& x = ctx.input(0);

@@ -282,6 +282,7 @@ class UnaryKernel final : public OpKernel {
     Types::dispatch(x.dtype(), [&]<typename T>() { bool_out = kReturnsBool<Op, ComputeType<T>>; });
     ctx.set_output(0, bool_out ? DType::kBool : x.dtype(), x.shape());
   }
+  InferDeps infer_deps() const override { return InferDeps::shapes(); }
 
   void compute(const ComputeContext& ctx) const noexcept override {
     Types::dispatch(ctx.input(0).dtype(), [&]<typename T>() { apply_unary<T>(ctx, op_, isa_); });
@@ -307,6 +308,7 @@ class GeluKernel final : public OpKernel {
     if (!FloatTypes::contains(x.dtype())) unsupported_dtype(x, "input");
     ctx.set_output(0, x.dtype(), x.shape());
   }
+  InferDeps infer_deps() const override { return InferDeps::shapes(); }
 
   void compute(const ComputeContext& ctx) const noexcept override {
     FloatTypes::dispatch(ctx.input(0).dtype(), [&]<typename T>() {
@@ -344,6 +346,7 @@ class ClipKernel final : public OpKernel {
     }
     ctx.set_output(0, x.dtype(), x.shape());
   }
+  InferDeps infer_deps() const override { return InferDeps::shapes(); }
 
   void compute(const ComputeContext& ctx) const noexcept override {
     NumericTypes::dispatch(ctx.input(0).dtype(), [&]<typename T>() {

@@ -106,6 +106,7 @@ class VariadicKernel final : public OpKernel {
     }
     ctx.set_output(0, x0.dtype(), shape);
   }
+  InferDeps infer_deps() const override { return InferDeps::shapes(); }
 
   void compute(const ComputeContext& ctx) const noexcept override {
     const TensorView& out = ctx.output(0);
@@ -144,6 +145,7 @@ class WhereKernel final : public OpKernel {
     if (!AllTypes::contains(x.dtype())) unsupported_dtype(x, "X");
     ctx.set_output(0, x.dtype(), broadcast_shapes(broadcast_shapes(c.shape(), x.shape()), y.shape()));
   }
+  InferDeps infer_deps() const override { return InferDeps::shapes(); }
 
   void compute(const ComputeContext& ctx) const noexcept override {
     // Only the element size matters for selecting.
@@ -189,6 +191,7 @@ class ModKernel final : public OpKernel {
                   " inputs needs fmod=1");
     ctx.set_output(0, a.dtype(), broadcast_shapes(a.shape(), b.shape()));
   }
+  InferDeps infer_deps() const override { return InferDeps::shapes(); }
 
   void compute(const ComputeContext& ctx) const noexcept override {
     NumericTypes::dispatch(ctx.output(0).dtype(), [&]<typename T>() {
@@ -230,6 +233,7 @@ class PReluKernel final : public OpKernel {
                   slope.shape().to_string(), " does not broadcast to X of shape ", x.shape().to_string());
     ctx.set_output(0, x.dtype(), x.shape());
   }
+  InferDeps infer_deps() const override { return InferDeps::shapes(); }
 
   void compute(const ComputeContext& ctx) const noexcept override {
     PReluTypes::dispatch(ctx.output(0).dtype(), [&]<typename T>() {
