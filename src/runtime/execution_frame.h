@@ -39,7 +39,6 @@ struct FrameLevel {
   void reset(const std::vector<TensorView>& initial_values);
 };
 
-
 struct ExecutionFrame {
   explicit ExecutionFrame(size_t memory_bytes) : memory(memory_bytes) {}
   MemoryPlan memory;

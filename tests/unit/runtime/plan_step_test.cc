@@ -1,6 +1,5 @@
-// The plan step's reuse: a run whose shapes (and the values infer() reads)
-// repeat the last run's calls no infer() and searches no memory, and a change
-// in any of them is seen.
+// The plan step's reuse: a run whose shapes (and the values infer() reads) repeat the last run's
+// calls no infer() and searches no memory, and a change in any of them is seen.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -24,8 +23,7 @@ std::shared_ptr<Graph> graph_with_values() {
   add_input(*g, "x", DType::kFloat32, {-1, -1}, {"a", "b"});
   add_input(*g, "shape", DType::kInt64, {-1}, {"r"});
   add_input(*g, "idx", DType::kInt64, {-1}, {"k"});
-  add_constant(*g, "c",
-               Tensor::from<float>(Shape{1}, std::vector<float>{0.5f}));
+  add_constant(*g, "c", Tensor::from<float>(Shape{1}, std::vector<float>{0.5f}));
   g->add_node("Mul", "", {"x", "x"}, {"sq"}, "square");
   g->add_node("Add", "", {"sq", "c"}, {"sum"}, "add");
   g->add_node("Softmax", "", {"sum"}, {"soft"}, "softmax");
@@ -40,19 +38,16 @@ struct Inputs {
   Tensor x, shape, idx;
 };
 
-Inputs make_inputs(int64_t rows, int64_t cols, std::vector<int64_t> shape,
-                   std::vector<int64_t> idx) {
+Inputs make_inputs(int64_t rows, int64_t cols, std::vector<int64_t> shape, std::vector<int64_t> idx) {
   std::vector<float> xs(static_cast<size_t>(rows * cols));
-  for (size_t i = 0; i < xs.size(); ++i)
-    xs[i] = 0.25f * static_cast<float>(i % 7) - 0.5f;
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = 0.25f * static_cast<float>(i % 7) - 0.5f;
   const auto rank = static_cast<int64_t>(shape.size());
   const auto n_idx = static_cast<int64_t>(idx.size());
-  return {Tensor::from<float>(Shape{rows, cols}, xs),
-          Tensor::from<int64_t>(Shape{rank}, shape),
+  return {Tensor::from<float>(Shape{rows, cols}, xs), Tensor::from<int64_t>(Shape{rank}, shape),
           Tensor::from<int64_t>(Shape{n_idx}, idx)};
 }
 
-void bind(IoBinding &binding, const Inputs &in) {
+void bind(IoBinding& binding, const Inputs& in) {
   binding.bind_input("x", in.x);
   binding.bind_input("shape", in.shape);
   binding.bind_input("idx", in.idx);
@@ -67,7 +62,7 @@ TEST(PlanStep, ARepeatedRunInfersNothingAndSearchesNoMemory) {
   EXPECT_EQ(binding.last_run_stats().steps, 5);
   EXPECT_EQ(binding.last_run_stats().inferred, 5);
   session.run(binding);
-  const RunStats &s = binding.last_run_stats();
+  const RunStats& s = binding.last_run_stats();
   EXPECT_EQ(s.steps, 5);
   EXPECT_EQ(s.inferred, 0);
   EXPECT_EQ(s.reused, 5);
@@ -88,16 +83,14 @@ TEST(PlanStep, ANewValueThatInferReadsIsSeen) {
   session.run(binding);
   EXPECT_EQ(binding.output("y").shape().to_string(), "[4,3]");
   EXPECT_EQ(binding.last_run_stats().inferred, 1);
-  // An index that Gather must check again: out of range is still an error after
-  // reuse.
+  // An index that Gather must check again: out of range is still an error after reuse.
   const Inputs bad_index = make_inputs(2, 6, {4, 3}, {1, 7});
   bind(binding, bad_index);
   try {
     session.run(binding);
     FAIL() << "expected an out-of-range index error";
-  } catch (const Error &e) {
-    EXPECT_NE(std::string(e.what()).find("gather"), std::string::npos)
-        << e.what();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("gather"), std::string::npos) << e.what();
   }
   // An impossible shape value is still caught.
   const Inputs bad_shape = make_inputs(2, 6, {5, 3}, {1, 0});
@@ -105,9 +98,8 @@ TEST(PlanStep, ANewValueThatInferReadsIsSeen) {
   EXPECT_THROW(session.run(binding), Error);
 }
 
-// Changing shapes and values in random order: reuse (with verify, which checks
-// every reused inference against a fresh one) and no reuse give the same
-// outputs.
+// Changing shapes and values in random order: reuse (with verify, which checks every reused
+// inference against a fresh one) and no reuse give the same outputs.
 TEST(PlanStep, ReuseAndNoReuseAgreeAcrossChangingInputs) {
   SessionOptions reuse{1, true, nullptr};
   reuse.verify_reuse = true;
@@ -121,9 +113,7 @@ TEST(PlanStep, ReuseAndNoReuseAgreeAcrossChangingInputs) {
   for (int i = 0; i < 60; ++i) {
     const int64_t rows = 1 + static_cast<int64_t>(rng() % 3);
     const int64_t cols = 2 + static_cast<int64_t>(rng() % 2) * 2;
-    const std::vector<int64_t> shape =
-        rng() % 2 ? std::vector<int64_t>{-1}
-                  : std::vector<int64_t>{rows * cols / 2, 2};
+    const std::vector<int64_t> shape = rng() % 2 ? std::vector<int64_t>{-1} : std::vector<int64_t>{rows * cols / 2, 2};
     const std::vector<int64_t> idx = {static_cast<int64_t>(rng() % rows), 0};
     const Inputs in = make_inputs(rows, cols, shape, idx);
     bind(ba, in);
@@ -132,16 +122,15 @@ TEST(PlanStep, ReuseAndNoReuseAgreeAcrossChangingInputs) {
     b.run(bb);
     reused += ba.last_run_stats().reused;
     EXPECT_EQ(bb.last_run_stats().inferred, bb.last_run_stats().steps);
-    for (const char *name : {"y", "z"}) {
-      const TensorView &ya = ba.output(name);
-      const TensorView &yb = bb.output(name);
+    for (const char* name : {"y", "z"}) {
+      const TensorView& ya = ba.output(name);
+      const TensorView& yb = bb.output(name);
       ASSERT_EQ(ya.shape(), yb.shape()) << name << " run " << i;
-      for (int64_t k = 0; k < ya.numel(); ++k)
-        ASSERT_EQ(ya.data<float>()[k], yb.data<float>()[k]) << name;
+      for (int64_t k = 0; k < ya.numel(); ++k) ASSERT_EQ(ya.data<float>()[k], yb.data<float>()[k]) << name;
     }
   }
-  EXPECT_GT(reused, 0); // some runs repeated the last one's shapes
+  EXPECT_GT(reused, 0);  // some runs repeated the last one's shapes
 }
 
-} // namespace
-} // namespace onnxllm
+}  // namespace
+}  // namespace onnxllm
