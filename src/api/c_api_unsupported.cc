@@ -53,19 +53,5 @@ ONNXLLM_UNSUPPORTED(OgaSpeculativeStatsGetNumber, "speculative decoding", const 
                     double*)
 ONNXLLM_UNSUPPORTED(OgaSpeculativeStatsGetBool, "speculative decoding", const OgaSpeculativeStats*, const char*, bool*)
 
-ONNXLLM_UNSUPPORTED(OgaCreateEngine, "the engine/request API", OgaModel*, OgaEngine**)
-void OGA_API_CALL OgaDestroyEngine(OgaEngine*) {}
-ONNXLLM_UNSUPPORTED(OgaEngineStep, "the engine/request API", OgaEngine*, OgaRequest**)
-ONNXLLM_UNSUPPORTED(OgaEngineHasPendingRequests, "the engine/request API", OgaEngine*, bool*)
-ONNXLLM_UNSUPPORTED(OgaEngineAddRequest, "the engine/request API", OgaEngine*, OgaRequest*)
-ONNXLLM_UNSUPPORTED(OgaEngineRemoveRequest, "the engine/request API", OgaEngine*, OgaRequest*)
-ONNXLLM_UNSUPPORTED(OgaCreateRequest, "the engine/request API", OgaGeneratorParams*, OgaRequest**)
-void OGA_API_CALL OgaDestroyRequest(OgaRequest*) {}
-ONNXLLM_UNSUPPORTED(OgaRequestAddTokens, "the engine/request API", OgaRequest*, const OgaSequences*)
-ONNXLLM_UNSUPPORTED(OgaRequestSetOpaqueData, "the engine/request API", OgaRequest*, void*)
-ONNXLLM_UNSUPPORTED(OgaRequestGetOpaqueData, "the engine/request API", OgaRequest*, void**)
-ONNXLLM_UNSUPPORTED(OgaRequestHasUnseenTokens, "the engine/request API", const OgaRequest*, bool*)
-ONNXLLM_UNSUPPORTED(OgaRequestGetUnseenToken, "the engine/request API", OgaRequest*, int32_t*)
-ONNXLLM_UNSUPPORTED(OgaRequestIsDone, "the engine/request API", const OgaRequest*, bool*)
 
 }  // extern "C"

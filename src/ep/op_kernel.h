@@ -18,6 +18,7 @@
 
 #include "core/tensor.h"
 #include "core/thread_pool.h"
+#include "ep/paged_kv.h"
 #include "graph/graph.h"
 
 namespace onnxllm {
@@ -33,8 +34,9 @@ struct OutputSpec {
 
 class InferContext {
  public:
-  InferContext(const Node& node, std::span<const TensorView> inputs, std::span<OutputSpec> outputs, int num_threads)
-      : node_(node), inputs_(inputs), outputs_(outputs), num_threads_(num_threads) {}
+  InferContext(const Node& node, std::span<const TensorView> inputs, std::span<OutputSpec> outputs, int num_threads,
+               const PagedKv* paged_kv = nullptr)
+      : node_(node), inputs_(inputs), outputs_(outputs), num_threads_(num_threads), paged_kv_(paged_kv) {}
 
   const Node& node() const { return node_; }
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
@@ -62,20 +64,28 @@ class InferContext {
   size_t workspace_bytes() const { return workspace_bytes_; }
   // Threads compute() will run on.
   int num_threads() const { return num_threads_; }
+  // The run's paged KV cache (ep/paged_kv.h), checked by the runtime; null outside the engine.
+  const PagedKv* paged_kv() const { return paged_kv_; }
 
  private:
   const Node& node_;
   std::span<const TensorView> inputs_;
   std::span<OutputSpec> outputs_;
   int num_threads_;
+  const PagedKv* paged_kv_;
   size_t workspace_bytes_ = 0;
 };
 
 class ComputeContext {
  public:
   ComputeContext(std::span<const TensorView> inputs, std::span<const TensorView> outputs, void* workspace,
-                 size_t workspace_bytes, ThreadPool* pool)
-      : inputs_(inputs), outputs_(outputs), workspace_(workspace), workspace_bytes_(workspace_bytes), pool_(pool) {}
+                 size_t workspace_bytes, ThreadPool* pool, const PagedKv* paged_kv = nullptr)
+      : inputs_(inputs),
+        outputs_(outputs),
+        workspace_(workspace),
+        workspace_bytes_(workspace_bytes),
+        pool_(pool),
+        paged_kv_(paged_kv) {}
 
   // Absent inputs and outputs are empty views (infer() has checked what compute() reads).
   int num_inputs() const { return static_cast<int>(inputs_.size()); }
@@ -87,6 +97,8 @@ class ComputeContext {
   void* workspace() const { return workspace_; }
   size_t workspace_bytes() const { return workspace_bytes_; }
   ThreadPool& pool() const { return *pool_; }
+  // The same paged KV cache infer() saw.
+  const PagedKv* paged_kv() const { return paged_kv_; }
 
  private:
   std::span<const TensorView> inputs_;
@@ -94,6 +106,7 @@ class ComputeContext {
   void* workspace_;
   size_t workspace_bytes_;
   ThreadPool* pool_;
+  const PagedKv* paged_kv_;
   static inline const TensorView kAbsent{};
 };
 
@@ -131,6 +144,7 @@ class KernelInfo {
 struct InferDeps {
   bool reusable = false;
   uint32_t value_inputs = 0;  // bit i: infer() reads the values of input i
+  bool reads_paged_kv = false;  // infer() reads the run's PagedKv: no reuse while one is set
 
   static InferDeps shapes() { return {true, 0}; }
   static InferDeps values_of(std::initializer_list<int> inputs) {

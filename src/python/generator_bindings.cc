@@ -200,6 +200,13 @@ class PyGenerator {
 
 }  // namespace
 
+OgaGeneratorParams& oga_params(py::handle params) {
+  if (!py::isinstance<PyGeneratorParams>(params))
+    throw py::type_error("expected GeneratorParams, got " + type_name(params));
+  params.cast<PyGeneratorParams&>().prepare_for_generator();
+  return params.cast<PyGeneratorParams&>().params();
+}
+
 void bind_generator(py::module_& m) {
   auto params = py::class_<PyGeneratorParams>(m, "GeneratorParams", "Search options for one generation request");
   params.def(py::init<const OgaModel&>(), py::arg("model"), py::keep_alive<1, 2>())

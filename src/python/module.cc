@@ -22,6 +22,7 @@ PYBIND11_MODULE(_onnxllm, m) {
   onnxllm::python::bind_config_and_model(m);
   onnxllm::python::bind_tokenizer(m);
   onnxllm::python::bind_generator(m);
+  onnxllm::python::bind_engine(m);
 
   m.def(
       "set_log_options",

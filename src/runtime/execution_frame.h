@@ -46,6 +46,8 @@ struct ExecutionFrame {
   std::unordered_map<const void*, std::unique_ptr<FrameLevel>> levels;  // by plan
   // Run option: when it becomes true, the run stops before its next node (IoBinding::set_terminate_flag).
   const std::atomic<bool>* terminate = nullptr;
+  // Run option: the engine's paged KV cache for attention kernels (IoBinding::set_paged_kv).
+  const PagedKv* paged_kv = nullptr;
 
   FrameLevel& level(const void* plan, const std::vector<TensorView>& initial_values);
 };

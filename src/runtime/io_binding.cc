@@ -31,6 +31,8 @@ IoBinding::~IoBinding() = default;
 
 void IoBinding::set_terminate_flag(const std::atomic<bool>* flag) { frame_->terminate = flag; }
 
+void IoBinding::set_paged_kv(const PagedKv* paged_kv) { frame_->paged_kv = paged_kv; }
+
 void IoBinding::bind_input(const std::string& name, const TensorView& value) {
   const int i = session_.input_index(name);
   if (i < 0) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "ep/paged_kv.h"
 #include "runtime/memory_plan.h"
 
 namespace onnxllm {
@@ -53,6 +54,10 @@ class IoBinding {
   // terminated, checked before every node (so a running run stops too); another thread may set
   // it. nullptr (the default) disables the check. The flag must outlive the binding's runs.
   void set_terminate_flag(const std::atomic<bool>* flag);
+  // Run option: a ragged batch over a paged KV cache (ep/paged_kv.h), read by the attention
+  // kernels of the layers it names; checked at the start of every run; it must outlive the runs.
+  // nullptr (the default) runs the graph on its past/present tensors.
+  void set_paged_kv(const PagedKv* paged_kv);
 
   // Peak activation bytes used by runs so far.
   size_t activation_high_water() const;

@@ -296,6 +296,7 @@ void Session::run(IoBinding& binding) const {
     }
   }
   ExecutionFrame& frame = *binding.frame_;
+  if (frame.paged_kv) frame.paged_kv->check();
   frame.memory.begin_run();
   frame.stats = RunStats{};
   ThreadPool::SpinScope spin(pool_.get());
@@ -407,13 +408,13 @@ void Session::execute(const Plan& plan, ExecutionFrame& frame, std::span<const T
         rethrow_with_label(node, e);
       }
     } else {
-      InferContext ictx(node, inputs, specs, pool_->num_threads());
+      InferContext ictx(node, inputs, specs, pool_->num_threads(), frame.paged_kv);
       size_t workspace_bytes = 0;
       std::span<const TensorView> outputs(level.step_outputs.data(), n_out);
       ++frame.stats.steps;
       try {
         StepMemo* memo = nullptr;
-        if (step.deps.reusable && reuse_inference_) {
+        if (step.deps.reusable && reuse_inference_ && !(step.deps.reads_paged_kv && frame.paged_kv)) {
           memo = &level.memo[step_index];
           if (!inference_key(inputs, step.deps.value_inputs, level.step_key)) memo = nullptr;
         }
@@ -455,7 +456,7 @@ void Session::execute(const Plan& plan, ExecutionFrame& frame, std::span<const T
       }
       void* workspace = nullptr;
       if (workspace_bytes) workspace = memory.allocate(workspace_bytes);
-      step.kernel->compute(ComputeContext(inputs, outputs, workspace, workspace_bytes, pool_.get()));
+      step.kernel->compute(ComputeContext(inputs, outputs, workspace, workspace_bytes, pool_.get(), frame.paged_kv));
       if (workspace) memory.free(workspace);
       for (size_t i = 0; i < n_out; ++i)
         if (node.outputs[i] < 0 && !level.step_outputs[i].empty()) memory.free(level.step_outputs[i].raw());

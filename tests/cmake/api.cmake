@@ -35,3 +35,18 @@ add_test(NAME api_install
   COMMAND /bin/sh ${CMAKE_CURRENT_SOURCE_DIR}/api/install_test.sh ${CMAKE_BINARY_DIR} ${PROJECT_SOURCE_DIR}
           ${ONNXLLM_SHARED_DIR})
 set_tests_properties(api_install PROPERTIES TIMEOUT 300 ENVIRONMENT "${ONNXLLM_SANITIZER_ENV}")
+
+# The engine (continuous batching) through the C API, with a producer thread, on stories260K
+# built by the CLI (skipped, exit 77, without ../shared).
+add_executable(c_engine_test ${API_TEST_DIR}/c_engine_test.c)
+set_target_properties(c_engine_test PROPERTIES C_STANDARD 11 C_STANDARD_REQUIRED ON C_EXTENSIONS OFF)
+target_compile_options(c_engine_test PRIVATE -Wall -Wextra -pedantic)
+find_package(Threads REQUIRED)
+target_link_libraries(c_engine_test PRIVATE onnxllm_shared onnxllm_options Threads::Threads)
+add_dependencies(c_engine_test onnxllm)
+set(C_ENGINE_MODEL ${CMAKE_BINARY_DIR}/test-tmp/c_engine/stories260K-fp32)
+add_test(NAME c_api_engine
+  COMMAND /bin/sh -c "test -d '${ONNXLLM_SHARED_DIR}/models/stories260K-hf' || exit 77; \
+'$<TARGET_FILE:onnxllm>' build -i '${ONNXLLM_SHARED_DIR}/models/stories260K-hf' -o '${C_ENGINE_MODEL}' -p fp32 -q --overwrite \
+&& '$<TARGET_FILE:c_engine_test>' '${C_ENGINE_MODEL}'")
+set_tests_properties(c_api_engine PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)

@@ -4,5 +4,5 @@ set(ATTN_TEST_DIR ${CMAKE_CURRENT_SOURCE_DIR}/unit/kernels/attn)
 onnxllm_test(unit_kernels_attn SOURCES
   ${ATTN_TEST_DIR}/group_query_attention_test.cc ${ATTN_TEST_DIR}/attention_test.cc
   ${ATTN_TEST_DIR}/rotary_embed_test.cc ${ATTN_TEST_DIR}/ort_diff_test.cc ${ATTN_TEST_DIR}/gpt2_model_test.cc
-  ${ATTN_TEST_DIR}/attend_block_isa_test.cc
+  ${ATTN_TEST_DIR}/attend_block_isa_test.cc ${ATTN_TEST_DIR}/paged_attention_test.cc
   DEPS onnxllm_runtime)

@@ -21,8 +21,8 @@ std::string gib(size_t bytes) {
   return text;
 }
 
-// The request's search options, checked against the model as onnxruntime-genai does when it
-// creates a generator.
+}  // namespace
+
 SearchParams checked_search_params(const GeneratorParams& params) {
   const Config& config = params.model()->config();
   SearchParams p;
@@ -67,8 +67,6 @@ SearchParams checked_search_params(const GeneratorParams& params) {
                 s.random_seed);
   return p;
 }
-
-}  // namespace
 
 Generator::Generator(const GeneratorParams& params) : model_(params.model()) {
   const SearchParams p = checked_search_params(params);

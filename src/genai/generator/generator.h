@@ -29,6 +29,11 @@
 
 namespace onnxllm::genai {
 
+// The request's search options checked against the model as onnxruntime-genai does when it
+// creates a generator (max_length 0 becomes context_length); throws kInvalidArgument naming the
+// option. Also used by the engine's requests.
+SearchParams checked_search_params(const GeneratorParams& params);
+
 class Generator {
  public:
   // Checks the search options against the model and allocates everything the request needs

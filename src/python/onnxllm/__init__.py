@@ -8,9 +8,11 @@ adapters, GPU providers) exists under the same names and raises NotImplementedEr
 
 from ._onnxllm import (  # noqa: F401  (re-exported)
     Config,
+    Engine,
     Generator,
     GeneratorParams,
     Model,
+    Request,
     Tokenizer,
     TokenizerStream,
     __version__,

@@ -242,9 +242,11 @@ TEST(CApiErrors, NotSupportedFeaturesSaySo) {
   OgaAdapters* adapters = nullptr;
   EXPECT_ERROR(OgaCreateAdapters(nullptr, &adapters), "not supported by onnxllm yet: adapters");
   EXPECT_ERROR(OgaGeneratorParamsSetGuidance(nullptr, "regex", "a+", false), "not supported by onnxllm yet: guidance");
-  OgaEngine* engine = nullptr;
-  EXPECT_ERROR(OgaCreateEngine(nullptr, &engine), "not supported by onnxllm yet: the engine/request API");
   EXPECT_EQ(images, nullptr);
+  // The engine is supported: a null model is an argument error.
+  OgaEngine* engine = nullptr;
+  EXPECT_ERROR(OgaCreateEngine(nullptr, &engine), "OgaCreateEngine: model is NULL");
+  EXPECT_EQ(engine, nullptr);
 }
 
 TEST(CApiErrors, SequencesAndStringArrays) {

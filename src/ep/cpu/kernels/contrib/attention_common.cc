@@ -52,13 +52,36 @@ inline float sum8(const float* x, int64_t n) {
   return tree8(acc, tail);
 }
 
+// Rows of a contiguous run (kv.blocks is null).
 template <typename T>
 const T* key_row(const KvRows& kv, int64_t j) {
-  return static_cast<const T*>(kv.k) + j * kv.k_stride;
+  return static_cast<const T*>(kv.k) + (j - kv.origin) * kv.k_stride;
 }
 template <typename T>
 const T* value_row(const KvRows& kv, int64_t j) {
-  return static_cast<const T*>(kv.v) + j * kv.v_stride;
+  return static_cast<const T*>(kv.v) + (j - kv.origin) * kv.v_stride;
+}
+
+// Calls f(run, b, e) for the contiguous runs covering keys [begin, end) in order: the whole range
+// once, or one run per block of a paged cache. Every key's score and every output's chain of
+// fused multiply-adds is the same however the range is cut, so paged and contiguous caches give
+// the same bits.
+template <typename T, typename F>
+[[gnu::always_inline]] inline void for_each_run(const KvRows& kv, int64_t begin, int64_t end, F&& f) {
+  if (!kv.blocks) {
+    f(kv, begin, end);
+    return;
+  }
+  for (int64_t j = begin; j < end;) {
+    const int64_t block = j / kv.block_rows, e = std::min(end, (block + 1) * kv.block_rows);
+    KvRows run = kv;
+    run.blocks = nullptr;
+    run.origin = block * kv.block_rows;
+    run.k = static_cast<const T*>(kv.k) + kv.blocks[block] * kv.block_stride;
+    run.v = static_cast<const T*>(kv.v) + kv.blocks[block] * kv.block_stride;
+    f(run, j, e);
+    j = e;
+  }
 }
 
 // Applies softcap and bias to scores [begin, end) of each row that hold scale * q.k.
@@ -76,14 +99,14 @@ const T* value_row(const KvRows& kv, int64_t j) {
 
 // attend_block's three steps. Scores: x = softcap(scale * dot(q, k_j)) + bias[j], key-major so
 // each key row is read once for the whole block.
+// `stride` is the length of a row of scores (the whole range's end).
 template <typename T>
 [[gnu::always_inline]] inline void scores_generic(const QueryBlock& qb, int64_t head_size, const KvRows& kv,
-                                                   int64_t begin, int64_t end, const SoftmaxParams& params,
-                                                   float* scores) noexcept {
+                                                   int64_t begin, int64_t end, int64_t stride,
+                                                   const SoftmaxParams& params, float* scores) noexcept {
   for (int64_t j = begin; j < end; ++j)
     for (int64_t m = 0; m < qb.rows; ++m)
-      scores[m * end + j] = params.scale * dot(qb.q + m * qb.q_stride, key_row<T>(kv, j), head_size);
-  finish_scores(qb, begin, end, params, scores);
+      scores[m * stride + j] = params.scale * dot(qb.q + m * qb.q_stride, key_row<T>(kv, j), head_size);
 }
 
 // Softmax per row; the weights replace the scores, already divided by the denominator.
@@ -115,11 +138,12 @@ template <typename T>
 // the keys.
 template <typename T>
 [[gnu::always_inline]] inline void values_generic(const QueryBlock& qb, const KvRows& kv, int64_t v_size,
-                                                   int64_t begin, int64_t end, const float* scores) noexcept {
+                                                   int64_t begin, int64_t end, int64_t stride,
+                                                   const float* scores) noexcept {
   for (int64_t j = begin; j < end; ++j) {
     const T* vj = value_row<T>(kv, j);
     for (int64_t m = 0; m < qb.rows; ++m) {
-      const float w = scores[m * end + j];
+      const float w = scores[m * stride + j];
       float* out = qb.out + m * qb.out_stride;
       for (int64_t d = 0; d < v_size; ++d) out[d] = std::fma(w, kv_float(vj[d]), out[d]);
     }
@@ -139,9 +163,14 @@ template <typename T>
 void attend_block_scalar(const QueryBlock& qb, int64_t head_size, const KvRows& kv, int64_t v_size, int64_t begin,
                          int64_t end, const SoftmaxParams& params, float* scores, float* row_max) noexcept {
   if (!clear_outputs(qb, v_size, begin, end, row_max)) return;
-  scores_generic<T>(qb, head_size, kv, begin, end, params, scores);
+  for_each_run<T>(kv, begin, end, [&](const KvRows& run, int64_t b, int64_t e) {
+    scores_generic<T>(qb, head_size, run, b, e, end, params, scores);
+  });
+  finish_scores(qb, begin, end, params, scores);
   softmax_rows(qb, begin, end, params, scores, row_max);
-  values_generic<T>(qb, kv, v_size, begin, end, scores);
+  for_each_run<T>(kv, begin, end, [&](const KvRows& run, int64_t b, int64_t e) {
+    values_generic<T>(qb, run, v_size, b, e, end, scores);
+  });
 }
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -217,8 +246,8 @@ ONNXLLM_TARGET_AVX512 inline void dot_8_keys_avx512(const float* q, const T* k, 
 // scores_generic's results, eight keys per call of Dot8 (one of the two above).
 template <typename T, void (*Dot8)(const float*, const T*, int64_t, int64_t, float*)>
 [[gnu::always_inline]] inline void scores_8_keys(const QueryBlock& qb, int64_t head_size, const KvRows& kv,
-                                                  int64_t begin, int64_t end, const SoftmaxParams& params,
-                                                  float* scores) noexcept {
+                                                  int64_t begin, int64_t end, int64_t stride,
+                                                  const SoftmaxParams& params, float* scores) noexcept {
   const int64_t row_bytes = head_size * static_cast<int64_t>(sizeof(T));
   int64_t j = begin;
   for (; j + 8 <= end; j += 8) {
@@ -228,15 +257,14 @@ template <typename T, void (*Dot8)(const float*, const T*, int64_t, int64_t, flo
         for (int64_t b = 0; b < row_bytes; b += 64)
           __builtin_prefetch(reinterpret_cast<const char*>(key_row<T>(kv, j + kPrefetchKeys + key)) + b);
     for (int64_t m = 0; m < qb.rows; ++m) {
-      float* x = scores + m * end + j;
+      float* x = scores + m * stride + j;
       Dot8(qb.q + m * qb.q_stride, key_row<T>(kv, j), kv.k_stride, head_size, x);
       for (int key = 0; key < 8; ++key) x[key] = params.scale * x[key];
     }
   }
   for (; j < end; ++j)
     for (int64_t m = 0; m < qb.rows; ++m)
-      scores[m * end + j] = params.scale * dot(qb.q + m * qb.q_stride, key_row<T>(kv, j), head_size);
-  finish_scores(qb, begin, end, params, scores);
+      scores[m * stride + j] = params.scale * dot(qb.q + m * qb.q_stride, key_row<T>(kv, j), head_size);
 }
 
 // The register type's operations for values_simd.
@@ -265,14 +293,14 @@ struct VecOps<__m512> {
 // of 64 keys.
 template <typename V, typename T>
 [[gnu::always_inline]] inline void values_simd(const QueryBlock& qb, const KvRows& kv, int64_t v_size, int64_t begin,
-                                                int64_t end, const float* scores) noexcept {
+                                                int64_t end, int64_t stride, const float* scores) noexcept {
   using Ops = VecOps<V>;
   constexpr int64_t kKeys = 64, kLanes = Ops::kLanes, kVectors = Ops::kVectors;
   for (int64_t j0 = begin; j0 < end; j0 += kKeys) {
     const int64_t j1 = std::min(end, j0 + kKeys);
     for (int64_t m = 0; m < qb.rows; ++m) {
       float* out = qb.out + m * qb.out_stride;
-      const float* w = scores + m * end;
+      const float* w = scores + m * stride;
       int64_t d0 = 0;
       for (; d0 + kLanes * kVectors <= v_size; d0 += kLanes * kVectors) {
         V acc[kVectors];
@@ -305,9 +333,14 @@ ONNXLLM_TARGET_AVX2 void attend_block_avx2(const QueryBlock& qb, int64_t head_si
                                            int64_t begin, int64_t end, const SoftmaxParams& params, float* scores,
                                            float* row_max) noexcept {
   if (!clear_outputs(qb, v_size, begin, end, row_max)) return;
-  scores_8_keys<T, dot_8_keys_avx2<T>>(qb, head_size, kv, begin, end, params, scores);
+  for_each_run<T>(kv, begin, end, [&](const KvRows& run, int64_t b, int64_t e) {
+    scores_8_keys<T, dot_8_keys_avx2<T>>(qb, head_size, run, b, e, end, params, scores);
+  });
+  finish_scores(qb, begin, end, params, scores);
   softmax_rows(qb, begin, end, params, scores, row_max);
-  values_simd<__m256, T>(qb, kv, v_size, begin, end, scores);
+  for_each_run<T>(kv, begin, end, [&](const KvRows& run, int64_t b, int64_t e) {
+    values_simd<__m256, T>(qb, run, v_size, b, e, end, scores);
+  });
 }
 
 template <typename T>
@@ -315,9 +348,14 @@ ONNXLLM_TARGET_AVX512 void attend_block_avx512(const QueryBlock& qb, int64_t hea
                                                int64_t v_size, int64_t begin, int64_t end, const SoftmaxParams& params,
                                                float* scores, float* row_max) noexcept {
   if (!clear_outputs(qb, v_size, begin, end, row_max)) return;
-  scores_8_keys<T, dot_8_keys_avx512<T>>(qb, head_size, kv, begin, end, params, scores);
+  for_each_run<T>(kv, begin, end, [&](const KvRows& run, int64_t b, int64_t e) {
+    scores_8_keys<T, dot_8_keys_avx512<T>>(qb, head_size, run, b, e, end, params, scores);
+  });
+  finish_scores(qb, begin, end, params, scores);
   softmax_rows(qb, begin, end, params, scores, row_max);
-  values_simd<__m512, T>(qb, kv, v_size, begin, end, scores);
+  for_each_run<T>(kv, begin, end, [&](const KvRows& run, int64_t b, int64_t e) {
+    values_simd<__m512, T>(qb, run, v_size, b, e, end, scores);
+  });
 }
 #endif
 

@@ -27,14 +27,21 @@ struct SoftmaxParams {
   float sink = 0.0f;
 };
 
-// Keys and values of one head: key j at k + j * k_stride, value j at v + j * v_stride (in
-// elements of dtype: float32, or float16 for GroupQueryAttention's half cache).
+// Keys and values of one head: key j at k + (j - origin) * k_stride, value j at v + (j - origin) *
+// v_stride (in elements of dtype: float32, or float16 for GroupQueryAttention's half cache).
+// Paged (blocks non-null): key j is row j % block_rows of block blocks[j / block_rows], whose first
+// row is at k + blocks[..] * block_stride (values likewise); rows within a block are contiguous
+// with the strides above.
 struct KvRows {
   const void* k = nullptr;
   const void* v = nullptr;
   int64_t k_stride = 0;
   int64_t v_stride = 0;
   DType dtype = DType::kFloat32;
+  int64_t origin = 0;
+  const int32_t* blocks = nullptr;
+  int64_t block_rows = 0;
+  int64_t block_stride = 0;
 };
 
 // A block of query rows that share one head's keys and key range (e.g. the query heads of one

@@ -10,6 +10,11 @@
 // is float32: onnxllm's half KV cache option (ONNX Runtime's CPU kernel takes float32 only). Rotary positions are P_b + s, or position_ids[b, s] when given
 // (ORT 1.30's CPU kernel instead reads position_ids as a start offset). Query rows beyond L_b on a
 // padded first prompt are written as zeros.
+//
+// Paged (the run carries a PagedKv naming this node's past_key input, ep/paged_kv.h): the query is
+// one row of T tokens from several sequences; token t's key and value rows go into its sequence's
+// blocks at token_pos[t] and it attends to positions [0, token_pos[t]] of that sequence through the
+// block table (rotary at token_pos[t]). present_key/value are then empty.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -63,6 +68,7 @@ class GroupQueryAttentionKernel final : public OpKernel {
       const std::string t = n.attr_string(a, "NONE");
       ONNXLLM_CHECK(t == "NONE", kUnsupported, "GroupQueryAttention ", a, "=", t, " (quantized KV cache) is not supported");
     }
+    if (n.has_input(kPastKey)) past_key_name_ = info.graph().values[n.inputs[kPastKey]].name;
   }
 
   void infer(InferContext& ctx) const override {
@@ -72,14 +78,37 @@ class GroupQueryAttentionKernel final : public OpKernel {
     ONNXLLM_CHECK(ctx.num_outputs() >= 3, kUnsupported, "GroupQueryAttention needs the present_key and present_value outputs");
     ONNXLLM_CHECK(!ctx.has_output(3), kUnsupported, "GroupQueryAttention output_qk is not supported");
     ctx.set_output(0, DType::kFloat32, Shape{d.batch, d.seq, heads_ * d.head_size});
+    if (const PagedKv* paged = paged_kv(ctx.paged_kv())) {
+      check_paged(ctx, d, *paged);
+      ctx.set_output(1, d.cache, Shape{d.batch, kv_heads_, 0, d.head_size});
+      ctx.set_output(2, d.cache, Shape{d.batch, kv_heads_, 0, d.head_size});
+      ctx.request_workspace(layout(d, paged->max_keys).bytes(ctx.num_threads()));
+      return;
+    }
     ctx.set_output(1, d.cache, Shape{d.batch, kv_heads_, d.present_len, d.head_size});
     ctx.set_output(2, d.cache, Shape{d.batch, kv_heads_, d.present_len, d.head_size});
-    ctx.request_workspace(layout(d).bytes(ctx.num_threads()));
+    ctx.request_workspace(layout(d, d.present_len).bytes(ctx.num_threads()));
   }
-  InferDeps infer_deps() const override { return InferDeps::values_of({kSeqlensK, kTotalSeqLen, kPositionIds}); }
+  InferDeps infer_deps() const override {
+    InferDeps deps = InferDeps::values_of({kSeqlensK, kTotalSeqLen, kPositionIds});
+    deps.reads_paged_kv = true;
+    return deps;
+  }
 
   void compute(const ComputeContext& ctx) const noexcept override {
     const GqaDims d = dims(ctx.num_inputs(), [&](int i) { return ctx.has_input(i) ? &ctx.input(i) : nullptr; });
+    if (const PagedKv* paged = paged_kv(ctx.paged_kv())) {
+      const PagedKvLayer& layer = *paged->layer(past_key_name_);
+      if (d.cache == DType::kFloat16) {
+        write_paged<Float16>(ctx, d, *paged, layer.k, /*is_key=*/true);
+        write_paged<Float16>(ctx, d, *paged, layer.v, /*is_key=*/false);
+      } else {
+        write_paged<float>(ctx, d, *paged, layer.k, /*is_key=*/true);
+        write_paged<float>(ctx, d, *paged, layer.v, /*is_key=*/false);
+      }
+      attend(ctx, d, layer.k, layer.v, paged);
+      return;
+    }
     const TensorView& present_k = ctx.output(1);
     const TensorView& present_v = ctx.output(2);
     if (d.cache == DType::kFloat16) {
@@ -89,13 +118,37 @@ class GroupQueryAttentionKernel final : public OpKernel {
       write_cache<float>(ctx, d, ctx.input(kPastKey), present_k, /*is_key=*/true);
       write_cache<float>(ctx, d, ctx.input(kPastValue), present_v, /*is_key=*/false);
     }
-    attend(ctx, d, present_k.raw(), present_v.raw());
+    attend(ctx, d, present_k.raw(), present_v.raw(), nullptr);
   }
 
  private:
-  // Per thread: the scores and the rotated queries of one group of query heads.
-  ScratchLayout layout(const GqaDims& d) const {
-    return ScratchLayout(0, static_cast<size_t>((heads_ / kv_heads_) * (d.present_len + d.head_size)));
+  // Per thread: the scores over up to `keys` keys and the rotated queries of one group of query heads.
+  ScratchLayout layout(const GqaDims& d, int64_t keys) const {
+    return ScratchLayout(0, static_cast<size_t>((heads_ / kv_heads_) * (keys + d.head_size)));
+  }
+
+  // The run's paged cache when it holds this node's layer.
+  const PagedKv* paged_kv(const PagedKv* paged) const {
+    return paged && !past_key_name_.empty() && paged->layer(past_key_name_) ? paged : nullptr;
+  }
+
+  // The paged batch against this node (PagedKv::check has checked it on its own).
+  void check_paged(const InferContext& ctx, const GqaDims& d, const PagedKv& paged) const {
+    ONNXLLM_CHECK(d.batch == 1 && d.seq == paged.num_tokens(), kInvalidArgument,
+                  "paged GroupQueryAttention needs the query as one row of the step's ", paged.num_tokens(),
+                  " tokens, got [", d.batch, ", ", d.seq, ", ...]");
+    ONNXLLM_CHECK(paged.kv_heads == kv_heads_ && paged.head_size == d.head_size && paged.dtype == d.cache,
+                  kInvalidArgument, "the paged KV cache has ", paged.kv_heads, " KV heads of size ", paged.head_size,
+                  " (", dtype_name(paged.dtype), ") but layer '", past_key_name_, "' has ", kv_heads_, " of size ",
+                  d.head_size, " (", dtype_name(d.cache), ")");
+    ONNXLLM_CHECK(!ctx.has_input(kAttentionBias), kUnsupported,
+                  "GroupQueryAttention with attention_bias cannot run on a paged KV cache");
+    if (do_rotary_) {
+      const int64_t rows = ctx.input(kCosCache).dim(0);
+      for (size_t t = 0; t < paged.token_pos.size(); ++t)
+        ONNXLLM_CHECK(paged.token_pos[t] < rows, kInvalidArgument, "position ", paged.token_pos[t], " of token ", t,
+                      " is outside the rotary cache [0, ", rows, ")");
+    }
   }
 
   // Shapes and dtypes; throws on anything inconsistent. `in(i)` is input i or null when absent.
@@ -254,7 +307,7 @@ class GroupQueryAttentionKernel final : public OpKernel {
     const int32_t* seqlens = ctx.input(kSeqlensK).data<int32_t>();
     const TensorView& pos_ids = ctx.input(kPositionIds);
     const bool rotate = is_key && do_rotary_;
-    const int64_t h = d.head_size, half = d.rotary_dim / 2;
+    const int64_t h = d.head_size;
     T* dst_all = static_cast<T*>(present.raw());
     auto write_block = [&](int64_t t) {
       const int64_t b = t / d.kv_heads, kh = t % d.kv_heads;
@@ -266,17 +319,8 @@ class GroupQueryAttentionKernel final : public OpKernel {
         std::fill(dst + (p0 + d.seq) * h, dst + d.present_len * h, T{});
       }
       for (int64_t s = 0; s < d.seq; ++s) {
-        const float* src = new_row(ctx, d, is_key ? 1 : 2, b, s, kh);
-        T* row = dst + (p0 + s) * h;
-        if (rotate) {
-          const int64_t p = position(d, pos_ids, seqlens, b, s);
-          apply_rotary(src, row, h, d.rotary_dim, ctx.input(kCosCache).data<float>() + p * half,
-                       ctx.input(kSinCache).data<float>() + p * half, interleaved_);
-        } else if constexpr (std::is_same_v<T, float>) {
-          std::memcpy(row, src, static_cast<size_t>(h) * sizeof(float));
-        } else {
-          for (int64_t i = 0; i < h; ++i) row[i] = Float16::from_bits(float_to_half_fast(src[i]));
-        }
+        const int64_t p = rotate ? position(d, pos_ids, seqlens, b, s) : 0;
+        store_row(ctx, d, new_row(ctx, d, is_key ? 1 : 2, b, s, kh), dst + (p0 + s) * h, rotate, p);
       }
     };
     const int64_t blocks = d.batch * d.kv_heads;
@@ -291,11 +335,43 @@ class GroupQueryAttentionKernel final : public OpKernel {
     });
   }
 
+  // Writes the step's keys (rotated) or values into their blocks, as T.
+  template <typename T>
+  void write_paged(const ComputeContext& ctx, const GqaDims& d, const PagedKv& paged, void* pool, bool is_key) const {
+    const bool rotate = is_key && do_rotary_;
+    ctx.pool().parallel_for(d.seq * d.kv_heads, 8, [&](int64_t t0, int64_t t1) {
+      for (int64_t task = t0; task < t1; ++task) {
+        const int64_t t = task / d.kv_heads, kh = task % d.kv_heads;
+        const int64_t s = paged.token_seq[t], p = paged.token_pos[t];
+        const int64_t block = paged.block_tables[s * paged.table_width + p / paged.block_size];
+        T* row = static_cast<T*>(pool) + paged.row_offset(block, kh, p % paged.block_size);
+        store_row(ctx, d, new_row(ctx, d, is_key ? 1 : 2, 0, t, kh), row, rotate, p);
+      }
+    });
+  }
+
+  // One new key (rotated to `position` when `rotate`) or value row into the cache as T.
+  template <typename T>
+  void store_row(const ComputeContext& ctx, const GqaDims& d, const float* src, T* row, bool rotate,
+                 int64_t position) const {
+    const int64_t h = d.head_size, half = d.rotary_dim / 2;
+    if (rotate) {
+      apply_rotary(src, row, h, d.rotary_dim, ctx.input(kCosCache).data<float>() + position * half,
+                   ctx.input(kSinCache).data<float>() + position * half, interleaved_);
+    } else if constexpr (std::is_same_v<T, float>) {
+      std::memcpy(row, src, static_cast<size_t>(h) * sizeof(float));
+    } else {
+      for (int64_t i = 0; i < h; ++i) row[i] = Float16::from_bits(float_to_half_fast(src[i]));
+    }
+  }
+
   // Query heads that share a KV head are attended together (each cached key/value row is read once
   // for the group). Tasks are (b, token, kv head, slice of the group); a decode step with fewer KV
   // heads than threads splits each group into slices. Threads take tasks dynamically, since causal
   // rows differ in length.
-  void attend(const ComputeContext& ctx, const GqaDims& d, const void* cache_k, const void* cache_v) const {
+  // With `paged`, cache_k / cache_v are the layer's pools and token i is the paged batch's token i.
+  void attend(const ComputeContext& ctx, const GqaDims& d, const void* cache_k, const void* cache_v,
+              const PagedKv* paged) const {
     const int32_t* seqlens = ctx.input(kSeqlensK).data<int32_t>();
     const TensorView& pos_ids = ctx.input(kPositionIds);
     const TensorView& bias = ctx.input(kAttentionBias);
@@ -311,17 +387,18 @@ class GroupQueryAttentionKernel final : public OpKernel {
     params.scale = scale_ != 0.0f ? scale_ : 1.0f / std::sqrt(static_cast<float>(h));
     params.softcap = softcap_;
     params.use_sink = smooth_softmax_ || sinks != nullptr;
-    const ScratchLayout scratch = layout(d);
+    const ScratchLayout scratch = layout(d, paged ? paged->max_keys : d.present_len);
     const int64_t element = static_cast<int64_t>(dtype_size(d.cache));
     std::atomic<int64_t> next{0};
     ctx.pool().run([&](int thread, int) {
       float* scores = scratch.thread_slice(ctx.workspace(), thread);
-      float* q_rot = scores + group * d.present_len;
+      float* q_rot = scores + group * (paged ? paged->max_keys : d.present_len);
       for (int64_t task; (task = next.fetch_add(1, std::memory_order_relaxed)) < rows * slices;) {
         const int64_t slice = task % slices, kvh = (task / slices) % d.kv_heads, bi = task / slices / d.kv_heads;
         const int64_t b = bi / d.seq, i = bi % d.seq;
         const int64_t head0 = kvh * group + slice * group / slices, heads = kvh * group + (slice + 1) * group / slices - head0;
-        const int64_t len = static_cast<int64_t>(seqlens[b]) + 1, p = past_rows(d, seqlens, b) + i;
+        const int64_t len = paged ? paged->token_pos[i] + 1 : static_cast<int64_t>(seqlens[b]) + 1;
+        const int64_t p = paged ? paged->token_pos[i] : past_rows(d, seqlens, b) + i;
         float* out = out_all + ((b * d.seq + i) * d.heads + head0) * h;
         if (p >= len) {  // padding of a shorter row in a batched first prompt
           std::fill(out, out + heads * h, 0.0f);
@@ -339,15 +416,21 @@ class GroupQueryAttentionKernel final : public OpKernel {
         }
         if (sinks) qb.sinks = sinks + head0;
         if (do_rotary_) {
-          const int64_t pos = position(d, pos_ids, seqlens, b, i);
+          const int64_t pos = paged ? p : position(d, pos_ids, seqlens, b, i);
           for (int64_t m = 0; m < heads; ++m)
             apply_rotary(qb.q + m * h, q_rot + m * h, h, d.rotary_dim, ctx.input(kCosCache).data<float>() + pos * half,
                          ctx.input(kSinCache).data<float>() + pos * half, interleaved_);
           qb.q = q_rot;
         }
-        const int64_t cache_offset = (b * d.kv_heads + kvh) * d.present_len * h * element;
-        const KvRows kv{static_cast<const char*>(cache_k) + cache_offset, static_cast<const char*>(cache_v) + cache_offset,
-                        h, h, d.cache};
+        const int64_t cache_offset =
+            (paged ? paged->row_offset(0, kvh, 0) : (b * d.kv_heads + kvh) * d.present_len * h) * element;
+        KvRows kv{static_cast<const char*>(cache_k) + cache_offset, static_cast<const char*>(cache_v) + cache_offset,
+                  h, h, d.cache};
+        if (paged) {
+          kv.blocks = paged->block_tables.data() + paged->token_seq[i] * paged->table_width;
+          kv.block_rows = paged->block_size;
+          kv.block_stride = paged->row_offset(1, 0, 0);
+        }
         const int64_t begin = local_window_ > 0 ? std::max<int64_t>(0, p + 1 - local_window_) : 0;
         attend_block(qb, h, kv, h, begin, p + 1, params, scores);
       }
@@ -359,6 +442,7 @@ class GroupQueryAttentionKernel final : public OpKernel {
   float scale_ = 0.0f, softcap_ = 0.0f;
   int64_t local_window_ = -1;
   bool do_rotary_ = false, interleaved_ = false, smooth_softmax_ = false;
+  std::string past_key_name_;  // finds this node's layer in a paged run
 };
 
 }  // namespace

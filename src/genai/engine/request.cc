@@ -1,0 +1,77 @@
+#include "genai/engine/request.h"
+
+#include "core/error.h"
+#include "genai/generator/generator.h"
+
+namespace onnxllm::genai {
+
+Request::Request(const GeneratorParams& params) {
+  const SearchParams p = checked_search_params(params);
+  ONNXLLM_CHECK(p.search.batch_size == 1 && p.search.num_beams == 1, kInvalidArgument,
+                "an engine request generates one sequence: batch_size (", p.search.batch_size, ") and num_beams (",
+                p.search.num_beams, ") must be 1");
+  search_ = Search::create(p);
+  vocab_size_ = p.vocab_size;
+  max_length_ = p.search.max_length;
+}
+
+void Request::add_tokens(std::span<const int32_t> tokens) {
+  std::lock_guard lock(mutex_);
+  ONNXLLM_CHECK(!tokens.empty(), kInvalidArgument, "Request.add_tokens: no tokens");
+  ONNXLLM_CHECK(!closed_, kInvalidArgument, "Request.add_tokens: the request is finished",
+                error_.empty() ? "" : " (", error_, error_.empty() ? "" : ")");
+  ONNXLLM_CHECK(search_->length() == 0 || done_, kInvalidArgument,
+                "Request.add_tokens: the request is generating; add tokens once its turn is complete");
+  for (size_t i = 0; i < tokens.size(); ++i)
+    ONNXLLM_CHECK(tokens[i] >= 0 && tokens[i] < vocab_size_, kInvalidArgument, "Request.add_tokens: token ", i, " (",
+                  tokens[i], ") is outside the vocabulary [0, ", vocab_size_, ")");
+  ONNXLLM_CHECK(static_cast<size_t>(search_->length()) + tokens.size() <= static_cast<size_t>(max_length_),
+                kInvalidArgument, "Request.add_tokens: ", search_->length(), " + ", tokens.size(),
+                " tokens exceed max_length (", max_length_, ")");
+  search_->append_tokens(tokens, static_cast<int>(tokens.size()));
+  done_ = false;
+  generated_in_turn_ = 0;
+}
+
+bool Request::wants_tokens() const { return !done_ && !closed_ && search_->length() > computed_; }
+
+bool Request::has_unseen_tokens() const {
+  std::lock_guard lock(mutex_);
+  return !unseen_.empty();
+}
+
+int32_t Request::get_unseen_token() {
+  std::lock_guard lock(mutex_);
+  ONNXLLM_CHECK(!unseen_.empty(), kInvalidArgument, "Request.get_unseen_token: no unseen tokens");
+  const int32_t t = unseen_.front();
+  unseen_.pop_front();
+  return t;
+}
+
+bool Request::is_done() const {
+  std::lock_guard lock(mutex_);
+  return done_ || closed_;
+}
+
+std::string Request::error() const {
+  std::lock_guard lock(mutex_);
+  return error_;
+}
+
+void Request::set_opaque_data(void* data) {
+  std::lock_guard lock(mutex_);
+  opaque_ = data;
+}
+
+void* Request::opaque_data() const {
+  std::lock_guard lock(mutex_);
+  return opaque_;
+}
+
+std::vector<int32_t> Request::tokens() const {
+  std::lock_guard lock(mutex_);
+  const auto row = search_->sequences().row(0);
+  return {row.begin(), row.end()};
+}
+
+}  // namespace onnxllm::genai

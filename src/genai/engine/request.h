@@ -1,0 +1,82 @@
+// One generation request served by an Engine (onnxruntime-genai's Request): its own search
+// options, seed and stop conditions, the tokens it has (prompt and generated), and the generated
+// tokens the caller has not read yet. Batch size and beams are 1, as in onnxruntime-genai's engine.
+//
+// The caller adds the prompt with add_tokens(), hands the request to Engine::add_request(), and
+// reads tokens with has_unseen_tokens() / get_unseen_token() after a step returns it. When a turn
+// completes (an EOS token or max_length), add_tokens() continues it (a tool result, the next user
+// turn) with the KV cache kept. Public methods may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "genai/generator/generator_params.h"
+#include "genai/search/search.h"
+
+namespace onnxllm::genai {
+
+class Engine;
+
+class Request {
+ public:
+  // Checks the search options as a Generator does; batch_size and num_beams must be 1.
+  explicit Request(const GeneratorParams& params);
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
+
+  // Appends tokens: the prompt before the request runs, or a continuation once its turn is
+  // complete. Throws kInvalidArgument for ids outside the vocabulary, tokens beyond max_length, or
+  // tokens added while the request is generating.
+  void add_tokens(std::span<const int32_t> tokens);
+  bool has_unseen_tokens() const;
+  // The oldest generated token not read yet; throws when there is none.
+  int32_t get_unseen_token();
+  // Generation stopped: an EOS token, max_length, removal from its engine, or an error.
+  bool is_done() const;
+  // The current turn is complete (add_tokens may continue it unless max_length is reached).
+  bool is_turn_complete() const { return is_done(); }
+  // Why the request failed (e.g. the KV cache cannot hold it); empty when it did not.
+  std::string error() const;
+  void set_opaque_data(void* data);
+  void* opaque_data() const;
+  // A copy of every token so far (prompt, generated and continuations).
+  std::vector<int32_t> tokens() const;
+  int max_length() const { return max_length_; }
+
+ private:
+  friend class Engine;
+  // Engine side, called with mutex_ held.
+  int length() const { return search_->length(); }
+  bool wants_tokens() const;  // tokens are waiting to be computed
+
+  mutable std::mutex mutex_;
+  std::unique_ptr<Search> search_;
+  int vocab_size_ = 0;
+  int max_length_ = 0;
+  int generated_in_turn_ = 0;
+  // Read by the engine's scheduler without this request's lock, written under it.
+  std::atomic<bool> done_{false};    // turn complete
+  std::atomic<bool> closed_{false};  // max_length, removed or failed: no continuation
+  std::string error_;
+  std::deque<int32_t> unseen_;
+  void* opaque_ = nullptr;
+
+  // Engine state (engine thread only, under the engine's lock).
+  Engine* engine_ = nullptr;
+  int computed_ = 0;                  // leading tokens whose keys and values are in the cache
+  std::vector<int32_t> blocks_;       // block table
+  int published_ = 0;                 // leading blocks published to the prefix cache
+  std::vector<uint64_t> block_hash_;  // hash of each published block
+  uint64_t admitted_at_ = 0;          // order of (re)admission, for preemption
+  bool running_ = false;
+  std::vector<float> logits_;         // scratch, vocabulary size
+};
+
+}  // namespace onnxllm::genai

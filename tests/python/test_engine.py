@@ -1,0 +1,106 @@
+"""og.Engine / og.Request: onnxruntime-genai's continuous-batching pattern (requests added from
+another thread while step() loops) on stories260K; every request's greedy tokens equal
+og.Generator's for the same prompt, step() returns the caller's own Request objects, and misuse
+raises clear errors."""
+
+import threading
+import time
+
+import pytest
+
+import onnxllm as og
+
+PROMPTS = ["Once upon a time", "The little dog", "Lily and Tom went to the park", "One day, a bird",
+           "The sun was", "Sam had a big red ball and", "In a small town", "Mom said"]
+
+
+def greedy_params(model, max_length):
+    params = og.GeneratorParams(model)
+    params.set_search_options(do_sample=False, max_length=max_length)
+    return params
+
+
+def generator_tokens(model, tokens, max_length):
+    generator = og.Generator(model, greedy_params(model, max_length))
+    generator.append_tokens(tokens)
+    while not generator.is_done():
+        generator.generate_next_token()
+    return list(generator.get_sequence(0))[len(tokens):]
+
+
+def test_continuous_batching_from_another_thread(stories_dir):
+    model = og.Model(str(stories_dir))
+    tokenizer = og.Tokenizer(model)
+    engine = og.Engine(model)
+    prompts = [tokenizer.encode(p) for p in PROMPTS]
+    max_length = 48
+    lock = threading.Lock()
+    requests, outputs, finished = [], {}, []
+
+    def make(i):
+        request = og.Request(greedy_params(model, max_length))
+        request.add_tokens(prompts[i])
+        request.set_opaque_data({"index": i})
+        return request
+
+    # A quarter up front, the rest from a producer thread while the engine steps.
+    for i in range(2):
+        requests.append(make(i))
+        engine.add_request(requests[-1])
+
+    def fill():
+        for i in range(2, len(prompts)):
+            request = make(i)
+            with lock:
+                requests.append(request)
+                engine.add_request(request)
+            time.sleep(0.01)
+
+    producer = threading.Thread(target=fill)
+    producer.start()
+    deadline = time.time() + 120
+    while (producer.is_alive() or engine.has_pending_requests()) and time.time() < deadline:
+        request = engine.step()
+        if request is None:
+            continue
+        with lock:
+            assert any(request is r for r in requests), "step() returns the caller's own Request"
+            index = request.get_opaque_data()["index"]
+            while request.has_unseen_tokens():
+                outputs.setdefault(index, []).append(request.get_unseen_token())
+            if request.is_done():
+                engine.remove_request(request)
+                finished.append(index)
+    producer.join()
+    assert sorted(finished) == list(range(len(prompts)))
+    for i, tokens in enumerate(prompts):
+        assert outputs[i] == generator_tokens(model, tokens, max_length), PROMPTS[i]
+    assert "Once upon a time" in tokenizer.decode(list(prompts[0]) + outputs[0])
+
+
+def test_turn_continuation_and_misuse(stories_dir):
+    model = og.Model(str(stories_dir))
+    tokenizer = og.Tokenizer(model)
+    engine = og.Engine(model)
+    request = og.Request(greedy_params(model, 64))
+    with pytest.raises(Exception, match="has no tokens"):
+        engine.add_request(request)
+    prompt = tokenizer.encode("Once upon a time")
+    request.add_tokens(prompt)
+    engine.add_request(request)
+    with pytest.raises(Exception, match="already in this engine"):
+        engine.add_request(request)
+    assert engine.step() is request
+    with pytest.raises(Exception, match="is generating"):
+        request.add_tokens([5])
+    request.get_unseen_token()
+    with pytest.raises(Exception, match="no unseen tokens"):
+        request.get_unseen_token()
+    with pytest.raises(Exception, match="outside the vocabulary"):
+        og.Request(greedy_params(model, 64)).add_tokens([10**6])
+    with pytest.raises(TypeError):
+        og.Request(model)
+    engine.remove_request(request)
+    assert request.is_done()
+    assert engine.step() is None
+    assert not engine.has_pending_requests()

@@ -1,0 +1,155 @@
+/* The engine through the C API from a C11 program: onnxruntime-genai's continuous-batching pattern
+ * (a second thread adds requests while the main thread steps), opaque data, and every request's
+ * greedy tokens against an OgaGenerator's for the same prompt. Usage: c_engine_test MODEL_DIR. */
+#define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ort_genai_c.h"
+
+#define kRequests 6
+#define kMaxLength 40
+
+static int failures = 0;
+
+static void check(OgaResult* result, const char* what) {
+  if (!result) return;
+  fprintf(stderr, "%s: %s\n", what, OgaResultGetError(result));
+  OgaDestroyResult(result);
+  exit(1);
+}
+
+static void expect(bool ok, const char* what) {
+  if (!ok) {
+    fprintf(stderr, "FAILED: %s\n", what);
+    ++failures;
+  }
+}
+
+typedef struct {
+  int32_t prompt[16];
+  size_t prompt_len;
+  int32_t out[kMaxLength];
+  size_t out_len;
+  bool done;
+  OgaRequest* request;
+} Item;
+
+static OgaModel* model;
+static Item items[kRequests];
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static OgaEngine* engine;
+static int added = 0;
+
+static OgaGeneratorParams* greedy_params(void) {
+  OgaGeneratorParams* params;
+  check(OgaCreateGeneratorParams(model, &params), "OgaCreateGeneratorParams");
+  check(OgaGeneratorParamsSetSearchNumber(params, "max_length", kMaxLength), "max_length");
+  check(OgaGeneratorParamsSetSearchBool(params, "do_sample", false), "do_sample");
+  return params;
+}
+
+static void add(int i) {
+  OgaGeneratorParams* params = greedy_params();
+  OgaSequences* seq;
+  check(OgaCreateSequences(&seq), "OgaCreateSequences");
+  check(OgaAppendTokenSequence(items[i].prompt, items[i].prompt_len, seq), "OgaAppendTokenSequence");
+  check(OgaCreateRequest(params, &items[i].request), "OgaCreateRequest");
+  check(OgaRequestAddTokens(items[i].request, seq), "OgaRequestAddTokens");
+  check(OgaRequestSetOpaqueData(items[i].request, &items[i]), "OgaRequestSetOpaqueData");
+  check(OgaEngineAddRequest(engine, items[i].request), "OgaEngineAddRequest");
+  OgaDestroySequences(seq);
+  OgaDestroyGeneratorParams(params);
+}
+
+static void* producer(void* arg) {
+  (void)arg;
+  for (int i = 2; i < kRequests; ++i) {
+    pthread_mutex_lock(&lock);
+    add(i);
+    ++added;
+    pthread_mutex_unlock(&lock);
+    struct timespec pause = {0, 2000000};
+    nanosleep(&pause, NULL);
+  }
+  return NULL;
+}
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: c_engine_test MODEL_DIR\n");
+    return 2;
+  }
+  check(OgaCreateModel(argv[1], &model), "OgaCreateModel");
+  check(OgaCreateEngine(model, &engine), "OgaCreateEngine");
+  for (int i = 0; i < kRequests; ++i) {
+    items[i].prompt_len = (size_t)(2 + 2 * i);
+    for (size_t j = 0; j < items[i].prompt_len; ++j) items[i].prompt[j] = (int32_t)(1 + (7 * i + 13 * (int)j) % 500);
+  }
+  add(0);
+  add(1);
+  added = 2;
+  pthread_t thread;
+  pthread_create(&thread, NULL, producer, NULL);
+  int finished = 0;
+  for (int guard = 0; guard < 100000; ++guard) {
+    bool pending;
+    pthread_mutex_lock(&lock);
+    check(OgaEngineHasPendingRequests(engine, &pending), "OgaEngineHasPendingRequests");
+    const bool all_added = added == kRequests;
+    pthread_mutex_unlock(&lock);
+    if (!pending && all_added) break;
+    OgaRequest* ready = NULL;
+    check(OgaEngineStep(engine, &ready), "OgaEngineStep");
+    if (!ready) continue;
+    pthread_mutex_lock(&lock);
+    void* data = NULL;
+    check(OgaRequestGetOpaqueData(ready, &data), "OgaRequestGetOpaqueData");
+    Item* item = (Item*)data;
+    expect(item && item->request == ready, "Step returns the caller's request handle");
+    bool unseen;
+    for (;;) {
+      check(OgaRequestHasUnseenTokens(ready, &unseen), "OgaRequestHasUnseenTokens");
+      if (!unseen) break;
+      int32_t token;
+      check(OgaRequestGetUnseenToken(ready, &token), "OgaRequestGetUnseenToken");
+      if (item->out_len < kMaxLength) item->out[item->out_len++] = token;
+    }
+    bool done;
+    check(OgaRequestIsDone(ready, &done), "OgaRequestIsDone");
+    if (done && !item->done) {
+      item->done = true;
+      ++finished;
+      check(OgaEngineRemoveRequest(engine, ready), "OgaEngineRemoveRequest");
+    }
+    pthread_mutex_unlock(&lock);
+  }
+  pthread_join(thread, NULL);
+  expect(finished == kRequests, "every request finished");
+
+  for (int i = 0; i < kRequests; ++i) {
+    OgaGeneratorParams* params = greedy_params();
+    OgaGenerator* generator;
+    check(OgaCreateGenerator(model, params, &generator), "OgaCreateGenerator");
+    check(OgaGenerator_AppendTokens(generator, items[i].prompt, items[i].prompt_len), "OgaGenerator_AppendTokens");
+    while (!OgaGenerator_IsDone(generator)) check(OgaGenerator_GenerateNextToken(generator), "GenerateNextToken");
+    const size_t count = OgaGenerator_GetSequenceCount(generator, 0);
+    const int32_t* seq = OgaGenerator_GetSequenceData(generator, 0);
+    const size_t generated = count - items[i].prompt_len;
+    expect(generated > 0, "the generator generated tokens");
+    expect(items[i].out_len == generated, "the engine generated as many tokens as the generator");
+    expect(memcmp(items[i].out, seq + items[i].prompt_len, generated * sizeof(int32_t)) == 0,
+           "the engine's tokens are the generator's");
+    OgaDestroyGenerator(generator);
+    OgaDestroyGeneratorParams(params);
+    OgaDestroyRequest(items[i].request);
+  }
+  OgaDestroyEngine(engine);
+  OgaDestroyModel(model);
+  printf("%d requests, %d failures\n", kRequests, failures);
+  return failures == 0 ? 0 : 1;
+}

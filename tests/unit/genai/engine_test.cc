@@ -1,0 +1,307 @@
+// The serving engine (genai/engine) on random-weight Llama builds: every request's greedy tokens
+// equal a Generator's for the same prompt whether it runs alone, in a batch of 16 that others join
+// and leave at random steps, after a prefix-cache hit, or after being preempted by a small KV
+// pool; a turn continued with add_tokens equals a fresh generation over the whole conversation;
+// and bad use is a clear error.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "genai/engine/engine.h"
+#include "genai/generator/generator.h"
+#include "tests/unit/builder/builder_test_util.h"
+
+namespace onnxllm::genai {
+namespace {
+
+using onnxllm::test::expect_error;
+
+std::filesystem::path build(const std::string& name, const std::string& precision) {
+  auto config = onnxllm::test::tiny_config();
+  config["max_position_embeddings"] = 256;
+  const auto dir = onnxllm::test::temp_dir("engine/" + name) / "model";
+  onnxllm::test::build_random(config, dir, precision, 11);
+  return dir;
+}
+
+std::shared_ptr<const Model> load(const std::filesystem::path& dir, const std::string& overlay = "") {
+  Config config = Config::load(dir);
+  if (!overlay.empty()) config.overlay(overlay);
+  ModelOptions options;
+  options.num_threads = 2;
+  return Model::create(std::move(config), options);
+}
+
+std::vector<int32_t> random_prompt(std::mt19937& rng, int length) {
+  std::vector<int32_t> p(static_cast<size_t>(length));
+  for (auto& t : p) t = std::uniform_int_distribution<int32_t>(3, 127)(rng);
+  return p;
+}
+
+GeneratorParams greedy(const std::shared_ptr<const Model>& model, int max_length) {
+  GeneratorParams params(model);
+  params.set_search_options(R"({"max_length": )" + std::to_string(max_length) + "}");
+  return params;
+}
+
+// The Generator's greedy continuation (all tokens, prompt included).
+std::vector<int32_t> reference(const std::shared_ptr<const Model>& model, const std::vector<int32_t>& prompt,
+                               int max_length) {
+  Generator g(greedy(model, max_length));
+  g.append_tokens(prompt);
+  while (!g.is_done()) g.generate_next_token();
+  const auto seq = g.get_sequence(0);
+  return {seq.begin(), seq.end()};
+}
+
+std::shared_ptr<Request> make_request(const std::shared_ptr<const Model>& model, const std::vector<int32_t>& prompt,
+                                      int max_length) {
+  auto r = std::make_shared<Request>(greedy(model, max_length));
+  r->add_tokens(prompt);
+  return r;
+}
+
+// Steps until nothing is pending; checks that every ready request had a token (or finished).
+void drain(Engine& engine, std::map<Request*, std::vector<int32_t>>* seen = nullptr) {
+  while (auto r = engine.step()) {
+    ASSERT_TRUE(r->has_unseen_tokens() || r->is_done());
+    while (r->has_unseen_tokens()) {
+      const int32_t t = r->get_unseen_token();
+      if (seen) (*seen)[r.get()].push_back(t);
+    }
+  }
+  EXPECT_FALSE(engine.has_pending_requests());
+}
+
+TEST(Engine, AloneMatchesTheGenerator) {
+  for (const std::string precision : {"fp32", "int4"}) {
+    const auto model = load(build("alone_" + precision, precision));
+    std::mt19937 rng(5);
+    Engine engine(model);
+    for (int length : {1, 7, 33, 64}) {
+      const auto prompt = random_prompt(rng, length);
+      const int max_length = length + 20;
+      auto r = make_request(model, prompt, max_length);
+      engine.add_request(r);
+      std::map<Request*, std::vector<int32_t>> seen;
+      drain(engine, &seen);
+      EXPECT_TRUE(r->is_done());
+      const auto tokens = r->tokens();
+      EXPECT_EQ(tokens, reference(model, prompt, max_length)) << precision << " prompt " << length;
+      EXPECT_GT(tokens.size(), prompt.size());
+      // The unseen tokens are exactly the generated ones.
+      EXPECT_EQ(seen[r.get()], std::vector<int32_t>(tokens.begin() + length, tokens.end()));
+      engine.remove_request(*r);
+    }
+  }
+}
+
+// 16 requests of mixed prompt lengths, joining at random steps, some removed midway; small steps
+// (max_step_tokens 24) so prompts are chunked and decoders share steps with prompt chunks.
+TEST(Engine, BatchOfSixteenWithJoinsAndLeaves) {
+  const auto model = load(build("batch", "fp32"));
+  EngineOptions options;
+  options.block_size = 8;
+  options.max_step_tokens = 24;
+  options.max_batch = 16;
+  Engine engine(model, options);
+  std::mt19937 rng(17);
+  struct Item {
+    std::vector<int32_t> prompt;
+    int max_length;
+    std::shared_ptr<Request> request;
+    bool removed = false;
+  };
+  std::vector<Item> items;
+  for (int i = 0; i < 16; ++i) {
+    const int length = std::uniform_int_distribution<int>(1, 60)(rng);
+    items.push_back({random_prompt(rng, length), length + std::uniform_int_distribution<int>(5, 30)(rng), nullptr});
+  }
+  size_t added = 0;
+  int steps = 0;
+  while (added < items.size() || engine.has_pending_requests()) {
+    // Join: 0-2 new requests before each step.
+    for (int k = std::uniform_int_distribution<int>(0, 2)(rng); k > 0 && added < items.size(); --k, ++added) {
+      items[added].request = make_request(model, items[added].prompt, items[added].max_length);
+      engine.add_request(items[added].request);
+    }
+    // Leave: now and then a running request is removed midway.
+    if (steps % 9 == 4)
+      for (auto& it : items)
+        if (it.request && !it.request->is_done() && !it.removed && it.request->tokens().size() > it.prompt.size()) {
+          engine.remove_request(*it.request);
+          it.removed = true;
+          break;
+        }
+    auto r = engine.step();
+    ++steps;
+    if (r)
+      while (r->has_unseen_tokens()) r->get_unseen_token();
+    ASSERT_LT(steps, 5000);
+  }
+  int removed = 0;
+  for (const auto& it : items) {
+    const auto want = reference(model, it.prompt, it.max_length);
+    const auto got = it.request->tokens();
+    if (it.removed) {
+      ++removed;
+      ASSERT_LE(got.size(), want.size());
+      EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin())) << "removed request diverged";
+    } else {
+      EXPECT_EQ(got, want);
+    }
+  }
+  EXPECT_GT(removed, 0);
+  // Finished requests keep their blocks (a turn may continue) until they are removed.
+  EXPECT_GT(engine.stats().blocks_used, 0);
+  for (const auto& it : items) engine.remove_request(*it.request);
+  EXPECT_EQ(engine.step(), nullptr);
+  const Engine::Stats s = engine.stats();
+  EXPECT_GT(s.steps, 0);
+  EXPECT_EQ(s.blocks_used, 0) << "removed requests must free their blocks";
+  EXPECT_EQ(s.running, 0);
+}
+
+TEST(Engine, PrefixCacheHitGivesTheSameTokens) {
+  const auto model = load(build("prefix", "fp32"));
+  EngineOptions options;
+  options.block_size = 8;
+  Engine engine(model, options);
+  std::mt19937 rng(23);
+  const auto system = random_prompt(rng, 70);
+  auto first_prompt = system, second_prompt = system;
+  const auto a = random_prompt(rng, 5), b = random_prompt(rng, 9);
+  first_prompt.insert(first_prompt.end(), a.begin(), a.end());
+  second_prompt.insert(second_prompt.end(), b.begin(), b.end());
+  auto first = make_request(model, first_prompt, 100);
+  engine.add_request(first);
+  drain(engine);
+  EXPECT_EQ(engine.stats().prefix.hits, 0);
+  engine.remove_request(*first);
+  auto second = make_request(model, second_prompt, 100);
+  engine.add_request(second);
+  drain(engine);
+  // 70 shared tokens: 8 full blocks of 8.
+  EXPECT_EQ(engine.stats().prefix.hits, 8);
+  EXPECT_EQ(first->tokens(), reference(model, first_prompt, 100));
+  EXPECT_EQ(second->tokens(), reference(model, second_prompt, 100));
+  // The same prompt again: every full block but the one holding the last token is a hit.
+  auto third = make_request(model, second_prompt, 100);
+  engine.add_request(third);
+  drain(engine);
+  EXPECT_EQ(third->tokens(), second->tokens());
+}
+
+TEST(Engine, PreemptionWhenTheKvPoolRunsOut) {
+  const auto model = load(build("preempt", "fp32"));
+  EngineOptions options;
+  options.block_size = 8;
+  // 2 layers x 2 KV heads x 16 head size x 8 tokens x 4 bytes x (K, V) = 4 KiB a block: 14 blocks.
+  options.kv_memory_bytes = 14 * 4096;
+  Engine engine(model, options);
+  std::mt19937 rng(29);
+  std::vector<std::pair<std::vector<int32_t>, std::shared_ptr<Request>>> items;
+  for (int i = 0; i < 6; ++i) {
+    auto prompt = random_prompt(rng, 10 + 3 * i);
+    auto r = make_request(model, prompt, static_cast<int>(prompt.size()) + 40);
+    engine.add_request(r);
+    items.emplace_back(std::move(prompt), std::move(r));
+  }
+  drain(engine);
+  EXPECT_GT(engine.stats().preemptions, 0);
+  for (const auto& [prompt, r] : items) {
+    EXPECT_TRUE(r->error().empty()) << r->error();
+    EXPECT_EQ(r->tokens(), reference(model, prompt, static_cast<int>(prompt.size()) + 40));
+  }
+  // A request that cannot fit even alone fails with a message instead of waiting forever.
+  auto huge = make_request(model, random_prompt(rng, 200), 230);
+  engine.add_request(huge);
+  drain(engine);
+  EXPECT_TRUE(huge->is_done());
+  EXPECT_NE(huge->error().find("cannot hold"), std::string::npos) << huge->error();
+}
+
+TEST(Engine, ContinuationKeepsTheCache) {
+  const auto dir = build("turns", "fp32");
+  auto model = load(dir);
+  std::mt19937 rng(31);
+  const auto prompt = random_prompt(rng, 12);
+  // Make the 6th generated token the EOS, so the first turn completes there.
+  const auto plain = reference(model, prompt, 60);
+  const int32_t eos = plain[prompt.size() + 5];
+  model = load(dir, R"({"model": {"eos_token_id": )" + std::to_string(eos) + "}}");
+  Engine engine(model);
+  auto r = make_request(model, prompt, 80);
+  engine.add_request(r);
+  drain(engine);
+  ASSERT_TRUE(r->is_turn_complete());
+  auto turn1 = r->tokens();
+  EXPECT_EQ(turn1.back(), eos);
+  const auto more = random_prompt(rng, 7);
+  r->add_tokens(more);
+  EXPECT_TRUE(engine.has_pending_requests());
+  drain(engine);
+  auto whole = turn1;
+  whole.insert(whole.end(), more.begin(), more.end());
+  EXPECT_EQ(r->tokens(), reference(model, whole, 80));
+}
+
+TEST(Engine, RequestsAddedFromAnotherThread) {
+  const auto model = load(build("threads", "fp32"));
+  Engine engine(model);
+  std::mt19937 rng(37);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 8; ++i) prompts.push_back(random_prompt(rng, 4 + 5 * i));
+  std::vector<std::shared_ptr<Request>> requests(prompts.size());
+  std::atomic<int> added{0};
+  std::thread producer([&] {
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      requests[i] = make_request(model, prompts[i], static_cast<int>(prompts[i].size()) + 16);
+      engine.add_request(requests[i]);
+      ++added;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  while (added < static_cast<int>(prompts.size()) || engine.has_pending_requests()) {
+    if (auto r = engine.step())
+      while (r->has_unseen_tokens()) r->get_unseen_token();
+  }
+  producer.join();
+  for (size_t i = 0; i < prompts.size(); ++i)
+    EXPECT_EQ(requests[i]->tokens(), reference(model, prompts[i], static_cast<int>(prompts[i].size()) + 16));
+}
+
+TEST(Engine, BadUseIsAClearError) {
+  const auto model = load(build("bad", "fp32"));
+  Engine engine(model);
+  auto empty = std::make_shared<Request>(greedy(model, 20));
+  expect_error([&] { engine.add_request(empty); }, ErrorCode::kInvalidArgument, "has no tokens");
+  expect_error([&] { empty->add_tokens(std::vector<int32_t>{5, 128}); }, ErrorCode::kInvalidArgument,
+               "token 1 (128) is outside the vocabulary [0, 128)");
+  expect_error([&] { empty->add_tokens(std::vector<int32_t>(21, 3)); }, ErrorCode::kInvalidArgument,
+               "exceed max_length (20)");
+  auto r = make_request(model, {4, 5, 6}, 20);
+  engine.add_request(r);
+  expect_error([&] { engine.add_request(r); }, ErrorCode::kInvalidArgument, "already in this engine");
+  ASSERT_NE(engine.step(), nullptr);
+  expect_error([&] { r->add_tokens(std::vector<int32_t>{7}); }, ErrorCode::kInvalidArgument, "is generating");
+  expect_error([&] { r->get_unseen_token(), r->get_unseen_token(); }, ErrorCode::kInvalidArgument, "no unseen tokens");
+  engine.remove_request(*r);
+  EXPECT_TRUE(r->is_done());
+  EXPECT_FALSE(engine.has_pending_requests());
+  GeneratorParams two(model);
+  two.set_search_options(R"({"batch_size": 2})");
+  expect_error([&] { Request bad(two); }, ErrorCode::kInvalidArgument, "batch_size (2) and num_beams (1) must be 1");
+  EngineOptions tiny;
+  tiny.kv_memory_bytes = 100;
+  expect_error([&] { Engine e(model, tiny); }, ErrorCode::kInvalidArgument, "give at least one block");
+  tiny = EngineOptions{};
+  tiny.block_size = 0;
+  expect_error([&] { Engine e(model, tiny); }, ErrorCode::kInvalidArgument, "block_size must be in [1, 1024]");
+}
+
+}  // namespace
+}  // namespace onnxllm::genai
