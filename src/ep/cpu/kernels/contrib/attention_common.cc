@@ -62,27 +62,35 @@ const T* value_row(const KvRows& kv, int64_t j) {
   return static_cast<const T*>(kv.v) + (j - kv.origin) * kv.v_stride;
 }
 
-// Calls f(run, b, e) for the contiguous runs covering keys [begin, end) in order: the whole range
-// once, or one run per block of a paged cache. Every key's score and every output's chain of
-// fused multiply-adds is the same however the range is cut, so paged and contiguous caches give
-// the same bits.
-template <typename T, typename F>
-[[gnu::always_inline]] inline void for_each_run(const KvRows& kv, int64_t begin, int64_t end, F&& f) {
-  if (!kv.blocks) {
-    f(kv, begin, end);
-    return;
-  }
-  for (int64_t j = begin; j < end;) {
-    const int64_t block = j / kv.block_rows, e = std::min(end, (block + 1) * kv.block_rows);
-    KvRows run = kv;
+// The contiguous runs covering keys [begin, end) in order: the whole range once, or one run per
+// block of a paged cache. Every key's score and every output's chain of fused multiply-adds is the
+// same however the range is cut, so paged and contiguous caches give the same bits. (A loop, not a
+// callback: a lambda's body would not take the SIMD callers' target attributes.)
+//   for (KvRuns<T> r(kv, begin, end); r.next();) use(r.run, r.b, r.e);
+template <typename T>
+struct KvRuns {
+  [[gnu::always_inline]] KvRuns(const KvRows& kv, int64_t begin, int64_t end) : kv(kv), b(begin), e(begin), end(end) {}
+  [[gnu::always_inline]] bool next() {
+    b = e;
+    if (b >= end) return false;
+    run = kv;
+    if (!kv.blocks) {
+      e = end;
+      return true;
+    }
+    const int64_t block = b / kv.block_rows;
+    e = std::min(end, (block + 1) * kv.block_rows);
     run.blocks = nullptr;
     run.origin = block * kv.block_rows;
     run.k = static_cast<const T*>(kv.k) + kv.blocks[block] * kv.block_stride;
     run.v = static_cast<const T*>(kv.v) + kv.blocks[block] * kv.block_stride;
-    f(run, j, e);
-    j = e;
+    return true;
   }
-}
+  const KvRows& kv;
+  KvRows run;
+  int64_t b, e;
+  const int64_t end;
+};
 
 // Applies softcap and bias to scores [begin, end) of each row that hold scale * q.k.
 [[gnu::always_inline]] inline void finish_scores(const QueryBlock& qb, int64_t begin, int64_t end,
@@ -163,14 +171,10 @@ template <typename T>
 void attend_block_scalar(const QueryBlock& qb, int64_t head_size, const KvRows& kv, int64_t v_size, int64_t begin,
                          int64_t end, const SoftmaxParams& params, float* scores, float* row_max) noexcept {
   if (!clear_outputs(qb, v_size, begin, end, row_max)) return;
-  for_each_run<T>(kv, begin, end, [&](const KvRows& run, int64_t b, int64_t e) {
-    scores_generic<T>(qb, head_size, run, b, e, end, params, scores);
-  });
+  for (KvRuns<T> r(kv, begin, end); r.next();) scores_generic<T>(qb, head_size, r.run, r.b, r.e, end, params, scores);
   finish_scores(qb, begin, end, params, scores);
   softmax_rows(qb, begin, end, params, scores, row_max);
-  for_each_run<T>(kv, begin, end, [&](const KvRows& run, int64_t b, int64_t e) {
-    values_generic<T>(qb, run, v_size, b, e, end, scores);
-  });
+  for (KvRuns<T> r(kv, begin, end); r.next();) values_generic<T>(qb, r.run, v_size, r.b, r.e, end, scores);
 }
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -333,14 +337,11 @@ ONNXLLM_TARGET_AVX2 void attend_block_avx2(const QueryBlock& qb, int64_t head_si
                                            int64_t begin, int64_t end, const SoftmaxParams& params, float* scores,
                                            float* row_max) noexcept {
   if (!clear_outputs(qb, v_size, begin, end, row_max)) return;
-  for_each_run<T>(kv, begin, end, [&](const KvRows& run, int64_t b, int64_t e) {
-    scores_8_keys<T, dot_8_keys_avx2<T>>(qb, head_size, run, b, e, end, params, scores);
-  });
+  for (KvRuns<T> r(kv, begin, end); r.next();)
+    scores_8_keys<T, dot_8_keys_avx2<T>>(qb, head_size, r.run, r.b, r.e, end, params, scores);
   finish_scores(qb, begin, end, params, scores);
   softmax_rows(qb, begin, end, params, scores, row_max);
-  for_each_run<T>(kv, begin, end, [&](const KvRows& run, int64_t b, int64_t e) {
-    values_simd<__m256, T>(qb, run, v_size, b, e, end, scores);
-  });
+  for (KvRuns<T> r(kv, begin, end); r.next();) values_simd<__m256, T>(qb, r.run, v_size, r.b, r.e, end, scores);
 }
 
 template <typename T>
@@ -348,14 +349,11 @@ ONNXLLM_TARGET_AVX512 void attend_block_avx512(const QueryBlock& qb, int64_t hea
                                                int64_t v_size, int64_t begin, int64_t end, const SoftmaxParams& params,
                                                float* scores, float* row_max) noexcept {
   if (!clear_outputs(qb, v_size, begin, end, row_max)) return;
-  for_each_run<T>(kv, begin, end, [&](const KvRows& run, int64_t b, int64_t e) {
-    scores_8_keys<T, dot_8_keys_avx512<T>>(qb, head_size, run, b, e, end, params, scores);
-  });
+  for (KvRuns<T> r(kv, begin, end); r.next();)
+    scores_8_keys<T, dot_8_keys_avx512<T>>(qb, head_size, r.run, r.b, r.e, end, params, scores);
   finish_scores(qb, begin, end, params, scores);
   softmax_rows(qb, begin, end, params, scores, row_max);
-  for_each_run<T>(kv, begin, end, [&](const KvRows& run, int64_t b, int64_t e) {
-    values_simd<__m512, T>(qb, run, v_size, b, e, end, scores);
-  });
+  for (KvRuns<T> r(kv, begin, end); r.next();) values_simd<__m512, T>(qb, r.run, v_size, r.b, r.e, end, scores);
 }
 #endif
 
