@@ -4,7 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <charconv>
 #include <cstring>
 
@@ -99,6 +103,31 @@ std::string read_prompt_file(const std::string& path, size_t max_bytes) {
     text.append(buffer, static_cast<size_t>(n));
   }
   return text;
+}
+
+size_t parse_byte_size(std::string_view text, std::string_view option) {
+  auto bad = [&](const char* why) {
+    throw_error(ErrorCode::kInvalidArgument, option, " '", std::string(text.substr(0, 64)), "': ", why);
+  };
+  size_t i = 0;
+  while (i < text.size() && ((text[i] >= '0' && text[i] <= '9') || text[i] == '.')) ++i;
+  const std::string number(text.substr(0, i));
+  if (number.empty() || number == "." || std::count(number.begin(), number.end(), '.') > 1)
+    bad("expected a size such as 4GiB, 512MiB or 1000000");
+  std::string unit(text.substr(i));
+  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (!unit.empty() && unit[0] == ' ') unit.erase(0, 1);
+  double scale = 1;
+  if (unit.empty() || unit == "b") scale = 1;
+  else if (unit == "k" || unit == "kb" || unit == "kib") scale = 1024.0;
+  else if (unit == "m" || unit == "mb" || unit == "mib") scale = 1024.0 * 1024;
+  else if (unit == "g" || unit == "gb" || unit == "gib") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "t" || unit == "tb" || unit == "tib") scale = 1024.0 * 1024 * 1024 * 1024;
+  else bad("unknown unit (use K, M, G or T, powers of 1024)");
+  if (scale == 1 && number.find('.') != std::string::npos) bad("a number of bytes must be whole");
+  const double bytes = std::strtod(number.c_str(), nullptr) * scale;
+  if (!(bytes <= std::ldexp(1.0, 50))) bad("larger than 2^50 bytes");
+  return static_cast<size_t>(bytes);
 }
 
 }  // namespace onnxllm::cli

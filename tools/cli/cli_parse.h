@@ -30,6 +30,11 @@ std::pair<std::string, int64_t> parse_dim(std::string_view text, std::string_vie
 // Every id must be in [0, vocab_size): `what` starts the message, e.g. "--ids" or "generated token".
 void check_ids_in_vocab(std::span<const int32_t> ids, int64_t vocab_size, std::string_view what);
 
+// "4GiB", "512MiB", "1.5G", "100000" -> bytes: a number with an optional unit K/M/G/T (powers of
+// 1024; "KiB"/"KB"/"k" spellings alike, case-insensitive). Negative, empty, fractional bytes without
+// a unit, unknown units and values above 2^50 are errors naming the option.
+size_t parse_byte_size(std::string_view text, std::string_view option);
+
 // The content of `path`, or of standard input for "-": any kind of file (a pipe too), read up to
 // `max_bytes`; more is an error naming the limit, as is a directory or an unreadable file.
 std::string read_prompt_file(const std::string& path, size_t max_bytes = kMaxPromptFileBytes);

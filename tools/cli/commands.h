@@ -30,6 +30,7 @@ Command add_info_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
 Command add_pull_command(CLI::App& app);
 Command add_config_command(CLI::App& app);
+Command add_serve_command(CLI::App& app);
 
 // `--threads N` with the range every command accepts (0 = one per available core, up to
 // ThreadPool::kMaxThreads), so all commands refuse -1 or 100000 the same way at parse time.

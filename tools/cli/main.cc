@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
       onnxllm::cli::add_bench_command(app),
       onnxllm::cli::add_pull_command(app),
       onnxllm::cli::add_config_command(app),
+      onnxllm::cli::add_serve_command(app),
   };
   try {
     app.parse(argc, argv);

@@ -1,7 +1,9 @@
 #include "genai/engine/engine.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "core/error.h"
 #include "core/float16.h"
@@ -34,6 +36,31 @@ void check_attention(const Model& model, const std::string& past_key) {
                   "the engine's paged KV cache needs GroupQueryAttention to read '", past_key, "', but ", node.label(),
                   " does (rebuild the model with onnxllm build, or use a Generator)");
   }
+}
+
+// log_softmax(logits)[token] and the `top` largest entries, best first (ties: lower id first).
+TokenLogprobs token_logprobs(std::span<const float> logits, int32_t token, int top) {
+  float max = -std::numeric_limits<float>::infinity();
+  for (const float x : logits) max = std::max(max, x);
+  double sum = 0.0;
+  for (const float x : logits) sum += std::exp(static_cast<double>(x - max));
+  const float lse = max + static_cast<float>(std::log(sum));
+  TokenLogprobs out;
+  out.logprob = logits[static_cast<size_t>(token)] - lse;
+  // A bounded selection: `top` is at most 20 against a vocabulary of 10^5.
+  auto worse = [](const std::pair<int32_t, float>& a, const std::pair<int32_t, float>& b) {
+    return a.second > b.second || (a.second == b.second && a.first < b.first);
+  };
+  for (int32_t i = 0; i < static_cast<int32_t>(logits.size()) && top > 0; ++i) {
+    const std::pair<int32_t, float> c{i, logits[static_cast<size_t>(i)] - lse};
+    if (static_cast<int>(out.top.size()) < top) {
+      out.top.insert(std::upper_bound(out.top.begin(), out.top.end(), c, worse), c);
+    } else if (worse(c, out.top.back())) {
+      out.top.pop_back();
+      out.top.insert(std::upper_bound(out.top.begin(), out.top.end(), c, worse), c);
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -133,11 +160,14 @@ void Engine::remove_request(const Request& request) {
     r.closed_ = true;
   }
   removed_.push_back(&request);
+  // Free the blocks now unless a step is running (that step's successor does it).
+  std::unique_lock step_lock(step_mutex_, std::try_to_lock);
+  if (step_lock.owns_lock()) take_inbox();
 }
 
 bool Engine::has_pending_requests() const {
   std::lock_guard lock(mutex_);
-  if (!inbox_.empty() || !ready_.empty()) return true;
+  if (!inbox_.empty() || !ready_.empty() || !removed_.empty()) return true;
   for (const auto& r : active_) {
     std::lock_guard rlock(r->mutex_);
     if (r->wants_tokens()) return true;
@@ -415,9 +445,11 @@ void Engine::commit() {
       ready_.push_back(s.request);
       continue;
     }
+    if (r.logprobs_top_ >= 0) r.raw_logits_ = r.logits_;
     r.search_->generate(r.logits_);
     const int32_t next = r.search_->next_tokens()[0];
     r.unseen_.push_back(next);
+    if (r.logprobs_top_ >= 0) r.unseen_logprobs_.push_back(token_logprobs(r.raw_logits_, next, r.logprobs_top_));
     ++r.generated_in_turn_;
     ++stats_.tokens_generated;
     if (r.search_->is_done()) {

@@ -63,8 +63,8 @@ class Engine {
   // Queues a request that holds its prompt. Throws kInvalidArgument for a request without
   // tokens, one made for another model, or one already in an engine.
   void add_request(std::shared_ptr<Request> request);
-  // Stops a request and frees its blocks at the next step boundary (it reads as done at once).
-  // Requests not in this engine are ignored.
+  // Stops a request (it reads as done at once) and frees its blocks: now, or after the step that
+  // is running. Requests not in this engine are ignored.
   void remove_request(const Request& request);
   // Runs the model until some request has a new token or finished, and returns one such request;
   // further requests made ready by the same run are returned by the next calls without running

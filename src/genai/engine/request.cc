@@ -40,12 +40,23 @@ bool Request::has_unseen_tokens() const {
   return !unseen_.empty();
 }
 
-int32_t Request::get_unseen_token() {
+int32_t Request::get_unseen_token(TokenLogprobs* logprobs) {
   std::lock_guard lock(mutex_);
   ONNXLLM_CHECK(!unseen_.empty(), kInvalidArgument, "Request.get_unseen_token: no unseen tokens");
   const int32_t t = unseen_.front();
   unseen_.pop_front();
+  if (!unseen_logprobs_.empty()) {
+    if (logprobs) *logprobs = std::move(unseen_logprobs_.front());
+    unseen_logprobs_.pop_front();
+  }
   return t;
+}
+
+void Request::set_logprobs(int top) {
+  std::lock_guard lock(mutex_);
+  ONNXLLM_CHECK(top >= -1 && top <= 20, kInvalidArgument, "Request.set_logprobs: top must be in [-1, 20], got ", top);
+  ONNXLLM_CHECK(engine_ == nullptr, kInvalidArgument, "Request.set_logprobs: set it before adding the request to an engine");
+  logprobs_top_ = top;
 }
 
 bool Request::is_done() const {

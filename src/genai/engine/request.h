@@ -24,6 +24,13 @@ namespace onnxllm::genai {
 
 class Engine;
 
+// A generated token's log probability under the model's distribution (before search options and
+// logits processors) and the most likely alternatives, best first.
+struct TokenLogprobs {
+  float logprob = 0.0f;
+  std::vector<std::pair<int32_t, float>> top;
+};
+
 class Request {
  public:
   // Checks the search options as a Generator does; batch_size and num_beams must be 1.
@@ -36,8 +43,12 @@ class Request {
   // tokens added while the request is generating.
   void add_tokens(std::span<const int32_t> tokens);
   bool has_unseen_tokens() const;
-  // The oldest generated token not read yet; throws when there is none.
-  int32_t get_unseen_token();
+  // The oldest generated token not read yet; throws when there is none. With logprobs on, also
+  // its log probabilities.
+  int32_t get_unseen_token(TokenLogprobs* logprobs = nullptr);
+  // Before the request runs: record each token's log probability and the `top` (0..20) most likely
+  // tokens; -1 (the default) records none.
+  void set_logprobs(int top);
   // Generation stopped: an EOS token, max_length, removal from its engine, or an error.
   bool is_done() const;
   // The current turn is complete (add_tokens may continue it unless max_length is reached).
@@ -66,6 +77,8 @@ class Request {
   std::atomic<bool> closed_{false};  // max_length, removed or failed: no continuation
   std::string error_;
   std::deque<int32_t> unseen_;
+  std::deque<TokenLogprobs> unseen_logprobs_;  // with logprobs on, one per unseen token
+  int logprobs_top_ = -1;
   void* opaque_ = nullptr;
 
   // Engine state (engine thread only, under the engine's lock).
@@ -77,6 +90,7 @@ class Request {
   uint64_t admitted_at_ = 0;          // order of (re)admission, for preemption
   bool running_ = false;
   std::vector<float> logits_;         // scratch, vocabulary size
+  std::vector<float> raw_logits_;     // with logprobs: the logits before the search changes them
 };
 
 }  // namespace onnxllm::genai

@@ -117,3 +117,26 @@ TEST_F(PromptFile, DashReadsStandardInput) {
 
 }  // namespace
 }  // namespace onnxllm::cli
+
+namespace onnxllm::cli {
+namespace {
+
+TEST(CliParse, ByteSizes) {
+  EXPECT_EQ(parse_byte_size("4GiB", "--kv-memory"), size_t{4} << 30);
+  EXPECT_EQ(parse_byte_size("512m", "--kv-memory"), size_t{512} << 20);
+  EXPECT_EQ(parse_byte_size("1.5G", "--kv-memory"), size_t{3} << 29);
+  EXPECT_EQ(parse_byte_size("100000", "--kv-memory"), size_t{100000});
+  EXPECT_EQ(parse_byte_size("2 KB", "--kv-memory"), size_t{2048});
+  for (const char* bad : {"", "-1G", "G", "1.5", "3 parsecs", "1..2M", "99999999T"}) {
+    try {
+      parse_byte_size(bad, "--kv-memory");
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("--kv-memory"), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace onnxllm::cli

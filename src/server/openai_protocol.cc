@@ -1,0 +1,357 @@
+#include "server/openai_protocol.h"
+
+#include <cmath>
+#include <limits>
+#include <set>
+
+namespace onnxllm::server {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr int kMaxChoices = 16;
+constexpr int kMaxStops = 4;
+constexpr int kMaxTopLogprobs = 20;
+constexpr int kMaxJsonDepth = 64;
+
+const char* type_name(const Json& v) {
+  switch (v.type()) {
+    case Json::value_t::null: return "null";
+    case Json::value_t::boolean: return "a boolean";
+    case Json::value_t::string: return "a string";
+    case Json::value_t::array: return "an array";
+    case Json::value_t::object: return "an object";
+    default: return "a number";
+  }
+}
+
+[[noreturn]] void bad_type(const std::string& param, const Json& v, const char* want) {
+  throw_api_error(400, "Invalid type for '" + param + "': expected " + want + ", but got " + type_name(v) + ".", param,
+                  "invalid_type");
+}
+
+Json parse_body(std::string_view body) {
+  // Nesting is bounded before parsing, so a hostile body cannot exhaust the stack.
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (const char c : body) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if ((c == '[' || c == '{') && ++depth > kMaxJsonDepth)
+      throw_api_error(400, "The request body nests deeper than " + std::to_string(kMaxJsonDepth) + " levels.");
+    else if (c == ']' || c == '}') --depth;
+  }
+  Json j;
+  try {
+    j = Json::parse(body);
+  } catch (const nlohmann::json::exception&) {
+    throw_api_error(400,
+                    "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your "
+                    "HTTP library correctly. The OpenAI API expects a JSON payload.)");
+  }
+  if (!j.is_object()) throw_api_error(400, "The request body must be a JSON object.");
+  return j;
+}
+
+void check_known(const Json& j, const std::set<std::string>& known) {
+  for (const auto& [key, value] : j.items())
+    if (!known.count(key)) throw_api_error(400, "Unrecognized request argument supplied: " + key, key);
+}
+
+double number(const Json& j, const std::string& key, double lo, double hi) {
+  const Json& v = j.at(key);
+  if (!v.is_number()) bad_type(key, v, "a number");
+  const double x = v.get<double>();
+  if (!(x >= lo && x <= hi))
+    throw_api_error(400, "Invalid '" + key + "': " + v.dump() + " is outside [" + Json(lo).dump() + ", " +
+                             Json(hi).dump() + "].", key, "invalid_value");
+  return x;
+}
+
+int64_t integer(const Json& j, const std::string& key, int64_t lo, int64_t hi) {
+  const Json& v = j.at(key);
+  if (!v.is_number_integer()) bad_type(key, v, "an integer");
+  // Large unsigned values do not fit int64: compare as double first.
+  const double d = v.get<double>();
+  if (d < static_cast<double>(lo) || d > static_cast<double>(hi))
+    throw_api_error(400, "Invalid '" + key + "': " + v.dump() + " is outside [" + std::to_string(lo) + ", " +
+                             std::to_string(hi) + "].", key, "invalid_value");
+  return v.get<int64_t>();
+}
+
+bool boolean(const Json& j, const std::string& key) {
+  const Json& v = j.at(key);
+  if (!v.is_boolean()) bad_type(key, v, "a boolean");
+  return v.get<bool>();
+}
+
+// Fields both endpoints share.
+void parse_common(const Json& j, GenerationRequest& r) {
+  if (!j.contains("model")) throw_api_error(400, "you must provide a model parameter", "model");
+  if (!j["model"].is_string()) bad_type("model", j["model"], "a string");
+  r.model = j["model"].get<std::string>();
+  auto present = [&](const char* key) { return j.contains(key) && !j[key].is_null(); };
+  if (present("temperature")) r.temperature = static_cast<float>(number(j, "temperature", 0.0, 2.0));
+  if (present("top_p")) r.top_p = static_cast<float>(number(j, "top_p", 0.0, 1.0));
+  if (present("seed")) r.seed = integer(j, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+  if (present("n")) r.n = static_cast<int>(integer(j, "n", 1, kMaxChoices));
+  if (present("stream")) r.stream = boolean(j, "stream");
+  if (present("stream_options")) {
+    const Json& so = j["stream_options"];
+    if (!so.is_object()) bad_type("stream_options", so, "an object");
+    if (!r.stream) throw_api_error(400, "The 'stream_options' parameter is only allowed when 'stream' is enabled.", "stream_options");
+    for (const auto& [key, value] : so.items()) {
+      if (key != "include_usage") throw_api_error(400, "Unrecognized request argument supplied: stream_options." + key, "stream_options." + key);
+      if (!value.is_boolean()) bad_type("stream_options.include_usage", value, "a boolean");
+      r.include_usage = value.get<bool>();
+    }
+  }
+  if (present("stop")) {
+    const Json& s = j["stop"];
+    if (s.is_string()) {
+      r.stop.push_back(s.get<std::string>());
+    } else if (s.is_array()) {
+      if (s.size() > kMaxStops) throw_api_error(400, "'stop' takes at most 4 sequences.", "stop");
+      for (const Json& x : s) {
+        if (!x.is_string()) bad_type("stop", x, "a string");
+        r.stop.push_back(x.get<std::string>());
+      }
+    } else {
+      bad_type("stop", s, "a string or an array of strings");
+    }
+    for (const auto& x : r.stop)
+      if (x.empty()) throw_api_error(400, "'stop' sequences must not be empty.", "stop");
+  }
+  for (const char* key : {"presence_penalty", "frequency_penalty"})
+    if (present(key) && number(j, key, -2.0, 2.0) != 0.0)
+      throw_api_error(400, std::string("'") + key + "' other than 0 is not supported by onnxllm", key, "unsupported_parameter");
+  if (present("logit_bias")) {
+    if (!j["logit_bias"].is_object()) bad_type("logit_bias", j["logit_bias"], "an object");
+    if (!j["logit_bias"].empty())
+      throw_api_error(400, "'logit_bias' is not supported by onnxllm", "logit_bias", "unsupported_parameter");
+  }
+  if (present("user") && !j["user"].is_string()) bad_type("user", j["user"], "a string");
+}
+
+int max_tokens_of(const Json& j, const char* key) {
+  const int64_t v = integer(j, key, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+  if (v < 1) throw_api_error(400, std::string("Invalid '") + key + "': " + std::to_string(v) + " must be at least 1.", key, "invalid_value");
+  return static_cast<int>(std::min<int64_t>(v, std::numeric_limits<int>::max()));
+}
+
+// Message content: a string, or an array of {"type": "text", "text": ...} parts (joined).
+Json message_content(const Json& content, size_t index) {
+  const std::string param = "messages[" + std::to_string(index) + "].content";
+  if (content.is_string() || content.is_null()) return content;
+  if (!content.is_array()) bad_type(param, content, "a string or an array of content parts");
+  std::string text;
+  for (size_t i = 0; i < content.size(); ++i) {
+    const Json& part = content[i];
+    const std::string p = param + "[" + std::to_string(i) + "]";
+    if (!part.is_object() || !part.contains("type") || !part["type"].is_string()) bad_type(p, part, "a content part object");
+    const std::string type = part["type"].get<std::string>();
+    if (type != "text")
+      throw_api_error(400, "Content part type '" + type + "' is not supported by onnxllm (text only).", p + ".type",
+                      "unsupported_parameter");
+    if (!part.contains("text") || !part["text"].is_string()) bad_type(p + ".text", part.value("text", Json()), "a string");
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string ApiError::json() const {
+  Json e = {{"message", message}, {"type", type}, {"param", nullptr}, {"code", nullptr}};
+  if (!param.empty()) e["param"] = param;
+  if (!code.empty()) e["code"] = code;
+  return Json{{"error", e}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void throw_api_error(int status, std::string message, std::string param, std::string code, std::string type) {
+  ApiError e;
+  e.status = status;
+  e.message = std::move(message);
+  e.param = std::move(param);
+  e.code = std::move(code);
+  if (!type.empty()) e.type = std::move(type);
+  else if (status == 401) e.type = "authentication_error";
+  else if (status == 404) e.type = "not_found_error";
+  else if (status == 429) e.type = "rate_limit_error";
+  else if (status >= 500) e.type = "server_error";
+  throw e;
+}
+
+GenerationRequest parse_chat_request(std::string_view body) {
+  const Json j = parse_body(body);
+  check_known(j, {"model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "n", "stream",
+                  "stream_options", "stop", "seed", "logprobs", "top_logprobs", "tools", "tool_choice",
+                  "parallel_tool_calls", "user", "presence_penalty", "frequency_penalty", "logit_bias", "metadata",
+                  "store", "response_format"});
+  GenerationRequest r;
+  r.chat = true;
+  parse_common(j, r);
+  if (!j.contains("messages")) throw_api_error(400, "Missing required parameter: 'messages'.", "messages", "missing_required_parameter");
+  const Json& messages = j["messages"];
+  if (!messages.is_array()) bad_type("messages", messages, "an array");
+  if (messages.empty()) throw_api_error(400, "'messages' must contain at least one message.", "messages", "empty_array");
+  r.messages = Json::array();
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const Json& m = messages[i];
+    const std::string param = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) bad_type(param, m, "an object");
+    if (!m.contains("role") || !m["role"].is_string()) throw_api_error(400, "Missing required parameter: '" + param + ".role'.", param + ".role");
+    const std::string role = m["role"].get<std::string>();
+    static const std::set<std::string> roles = {"system", "developer", "user", "assistant", "tool"};
+    if (!roles.count(role))
+      throw_api_error(400, "Invalid value: '" + role + "'. Supported values are: 'system', 'developer', 'user', 'assistant' and 'tool'.", param + ".role", "invalid_value");
+    Json out = Json::object();
+    out["role"] = role == "developer" ? "system" : role;
+    if (!m.contains("content") && !(role == "assistant" && m.contains("tool_calls")))
+      throw_api_error(400, "Missing required parameter: '" + param + ".content'.", param + ".content");
+    out["content"] = m.contains("content") ? message_content(m["content"], i) : Json("");
+    for (const auto& [key, value] : m.items()) {
+      if (key == "role" || key == "content") continue;
+      if (key == "name" || key == "tool_call_id") {
+        if (!value.is_string()) bad_type(param + "." + key, value, "a string");
+        out[key] = value;
+      } else if (key == "tool_calls" && role == "assistant") {
+        if (!value.is_array()) bad_type(param + ".tool_calls", value, "an array");
+        // Templates (Qwen, Llama 3.1, Hermes) read function.arguments as an object.
+        Json calls = Json::array();
+        for (const Json& c : value) {
+          if (!c.is_object() || !c.contains("function") || !c["function"].is_object()) bad_type(param + ".tool_calls", c, "a tool call object");
+          Json call = c;
+          if (call["function"].contains("arguments") && call["function"]["arguments"].is_string()) {
+            try {
+              call["function"]["arguments"] = Json::parse(call["function"]["arguments"].get<std::string>());
+            } catch (const nlohmann::json::exception&) {
+            }
+          }
+          calls.push_back(call);
+        }
+        out["tool_calls"] = calls;
+      } else {
+        throw_api_error(400, "Unrecognized request argument supplied: " + param + "." + key, param + "." + key);
+      }
+    }
+    r.messages.push_back(out);
+  }
+  if (j.contains("max_completion_tokens") && !j["max_completion_tokens"].is_null()) r.max_tokens = max_tokens_of(j, "max_completion_tokens");
+  else if (j.contains("max_tokens") && !j["max_tokens"].is_null()) r.max_tokens = max_tokens_of(j, "max_tokens");
+  if (j.contains("logprobs") && !j["logprobs"].is_null()) r.logprobs = boolean(j, "logprobs");
+  if (j.contains("top_logprobs") && !j["top_logprobs"].is_null()) {
+    r.top_logprobs = static_cast<int>(integer(j, "top_logprobs", 0, kMaxTopLogprobs));
+    if (!r.logprobs) throw_api_error(400, "'top_logprobs' requires 'logprobs' to be true.", "top_logprobs");
+  }
+  if (j.contains("tools") && !j["tools"].is_null()) {
+    const Json& tools = j["tools"];
+    if (!tools.is_array()) bad_type("tools", tools, "an array");
+    for (size_t i = 0; i < tools.size(); ++i) {
+      const Json& t = tools[i];
+      const std::string p = "tools[" + std::to_string(i) + "]";
+      if (!t.is_object() || t.value("type", "") != "function" || !t.contains("function") || !t["function"].is_object())
+        bad_type(p, t, "a {\"type\": \"function\", \"function\": {...}} object");
+      if (!t["function"].contains("name") || !t["function"]["name"].is_string())
+        throw_api_error(400, "Missing required parameter: '" + p + ".function.name'.", p + ".function.name");
+    }
+    if (!tools.empty()) r.tools = tools;
+  }
+  if (j.contains("tool_choice") && !j["tool_choice"].is_null()) {
+    const Json& c = j["tool_choice"];
+    if (!(c.is_string() && (c == "auto" || c == "none" || c == "required")) && !c.is_object())
+      bad_type("tool_choice", c, "'auto', 'none', 'required' or an object");
+    if (c == "none") r.tools = nullptr;
+  }
+  if (j.contains("response_format") && !j["response_format"].is_null()) {
+    const Json& f = j["response_format"];
+    if (!f.is_object() || f.value("type", "") != "text")
+      throw_api_error(400, "'response_format' other than {\"type\": \"text\"} is not supported by onnxllm", "response_format",
+                      "unsupported_parameter");
+  }
+  return r;
+}
+
+GenerationRequest parse_completion_request(std::string_view body) {
+  const Json j = parse_body(body);
+  check_known(j, {"model", "prompt", "max_tokens", "temperature", "top_p", "n", "stream", "stream_options", "stop",
+                  "seed", "logprobs", "echo", "user", "presence_penalty", "frequency_penalty", "logit_bias",
+                  "best_of", "suffix"});
+  GenerationRequest r;
+  r.chat = false;
+  parse_common(j, r);
+  r.max_tokens = 16;  // OpenAI's default for completions
+  if (j.contains("max_tokens") && !j["max_tokens"].is_null()) r.max_tokens = max_tokens_of(j, "max_tokens");
+  if (!j.contains("prompt")) throw_api_error(400, "Missing required parameter: 'prompt'.", "prompt", "missing_required_parameter");
+  const Json& p = j["prompt"];
+  if (p.is_string()) {
+    r.prompt = p.get<std::string>();
+  } else if (p.is_array() && p.size() == 1 && p[0].is_string()) {
+    r.prompt = p[0].get<std::string>();
+  } else if (p.is_array() && !p.empty() && std::all_of(p.begin(), p.end(), [](const Json& x) { return x.is_number_integer(); })) {
+    r.has_prompt_ids = true;
+    for (const Json& x : p) {
+      const int64_t id = x.get<int64_t>();
+      if (id < 0 || id > std::numeric_limits<int32_t>::max()) throw_api_error(400, "Invalid token id in 'prompt': " + x.dump(), "prompt");
+      r.prompt_ids.push_back(static_cast<int32_t>(id));
+    }
+  } else if (p.is_array() && p.size() > 1) {
+    throw_api_error(400, "Several prompts in one request are not supported by onnxllm; send one request per prompt.", "prompt",
+                    "unsupported_parameter");
+  } else {
+    bad_type("prompt", p, "a string or an array of token ids");
+  }
+  if (j.contains("logprobs") && !j["logprobs"].is_null()) {
+    r.top_logprobs = static_cast<int>(integer(j, "logprobs", 0, 5));
+    r.logprobs = true;
+  }
+  if (j.contains("echo") && !j["echo"].is_null()) r.echo = boolean(j, "echo");
+  if (j.contains("best_of") && !j["best_of"].is_null() && integer(j, "best_of", 1, kMaxChoices) != r.n)
+    throw_api_error(400, "'best_of' other than n is not supported by onnxllm", "best_of", "unsupported_parameter");
+  if (j.contains("suffix") && !j["suffix"].is_null())
+    throw_api_error(400, "'suffix' is not supported by onnxllm", "suffix", "unsupported_parameter");
+  return r;
+}
+
+Json parse_tool_calls(const std::string& text, std::string* content, const std::string& id_prefix) {
+  static const std::string kOpen = "<tool_call>", kClose = "</tool_call>";
+  Json calls = Json::array();
+  std::string rest;
+  size_t at = 0;
+  while (true) {
+    const size_t open = text.find(kOpen, at);
+    if (open == std::string::npos) break;
+    const size_t close = text.find(kClose, open + kOpen.size());
+    if (close == std::string::npos) break;
+    const std::string inner = text.substr(open + kOpen.size(), close - open - kOpen.size());
+    Json call;
+    try {
+      call = Json::parse(inner);
+    } catch (const nlohmann::json::exception&) {
+      break;
+    }
+    if (!call.is_object() || !call.contains("name") || !call["name"].is_string()) break;
+    const Json args = call.contains("arguments") ? call["arguments"] : Json::object();
+    calls.push_back({{"id", id_prefix + std::to_string(calls.size())},
+                     {"type", "function"},
+                     {"function", {{"name", call["name"]}, {"arguments", args.is_string() ? args.get<std::string>() : args.dump()}}}});
+    rest += text.substr(at, open - at);
+    at = close + kClose.size();
+  }
+  if (calls.empty()) {
+    *content = text;
+    return calls;
+  }
+  rest += text.substr(at);
+  // Whitespace around the calls is formatting, not content.
+  const size_t b = rest.find_first_not_of(" \t\r\n"), e = rest.find_last_not_of(" \t\r\n");
+  *content = b == std::string::npos ? "" : rest.substr(b, e - b + 1);
+  return calls;
+}
+
+}  // namespace onnxllm::server

@@ -1,0 +1,679 @@
+#include "server/server.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include "core/error.h"
+#include "genai/chat_template/chat_template.h"
+#include "genai/chat_template/chat_template_config.h"
+#include "genai/engine/engine.h"
+#include "genai/tokenizer/tokenizer.h"
+#include "genai/tokenizer/tokenizer_stream.h"
+#include "server/metrics.h"
+#include "server/openai_protocol.h"
+
+namespace onnxllm::server {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kPoll = std::chrono::milliseconds(50);
+
+std::string dump(const Json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
+
+std::string random_id(const char* prefix) {
+  static std::mutex m;
+  static std::mt19937_64 rng(std::random_device{}());
+  std::lock_guard lock(m);
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(rng()));
+  return std::string(prefix) + buf;
+}
+
+int64_t unix_seconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// One choice of a request: its engine request and the text made from its tokens so far.
+struct Choice {
+  std::shared_ptr<genai::Request> request;
+  std::unique_ptr<TokenizerStream> stream;
+  std::string text;     // final text (stop sequences cut)
+  std::string held;     // decoded but held back: it may begin a stop sequence
+  size_t sent = 0;      // bytes of `text` already streamed
+  int tokens = 0;       // generated tokens
+  std::string finish;   // "" while running; "stop", "length", "tool_calls"
+  Json logprobs = Json::array();
+  size_t logprobs_sent = 0;
+  Clock::time_point last_token;
+};
+
+}  // namespace
+
+struct Server::Impl {
+  Impl(const std::filesystem::path& dir, const ServerOptions& o) : options(o) {
+    genai::ModelOptions mo;
+    mo.num_threads = o.threads;
+    model = genai::Model::load(dir, mo);
+    const genai::Config& config = model->config();
+    const auto tok_dir = config.model.tokenizer_dir.empty() ? config.dir : config.dir / config.model.tokenizer_dir;
+    tokenizer = Tokenizer::load(tok_dir);
+    try {
+      templates = ChatTemplateConfig::load(tok_dir);
+      has_template = true;
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kNotFound) throw;  // no template: /v1/chat/completions answers 400
+    }
+    genai::EngineOptions eo;
+    eo.max_batch = o.max_batch;
+    eo.kv_memory_bytes = o.kv_memory;
+    eo.block_size = o.block_size;
+    eo.max_step_tokens = std::max(512, o.max_batch);
+    engine = std::make_unique<genai::Engine>(model, eo);
+    name = o.model_name.empty() ? std::filesystem::absolute(dir).lexically_normal().filename().string() : o.model_name;
+    if (name.empty()) name = std::filesystem::absolute(dir).lexically_normal().parent_path().filename().string();
+    context = config.model.context_length;
+    for (const int id : config.eos_token_ids()) eos.push_back(id);
+    created = unix_seconds();
+  }
+
+  // The engine thread: steps while any request has work, and wakes every waiting request thread
+  // after each step.
+  void engine_loop() {
+    while (!stopping_engine) {
+      if (!engine->has_pending_requests()) {
+        std::unique_lock lock(work_mutex);
+        work_cv.wait_for(lock, kPoll, [&] { return stopping_engine || work_ready; });
+        work_ready = false;
+        continue;
+      }
+      engine->step();
+      {
+        std::lock_guard lock(step_mutex);
+        ++steps;
+      }
+      step_cv.notify_all();
+    }
+  }
+
+  void wake_engine() {
+    {
+      std::lock_guard lock(work_mutex);
+      work_ready = true;
+    }
+    work_cv.notify_one();
+  }
+
+  // Waits for the next engine step (or kPoll).
+  void wait_step(uint64_t& seen) {
+    std::unique_lock lock(step_mutex);
+    step_cv.wait_for(lock, kPoll, [&] { return steps != seen; });
+    seen = steps;
+  }
+
+  void check_auth(const httplib::Request& req) const {
+    if (options.api_key.empty()) return;
+    const std::string want = "Bearer " + options.api_key;
+    const std::string got = req.get_header_value("Authorization");
+    if (got != want)
+      throw_api_error(401,
+                      got.empty() ? "You didn't provide an API key. You need to provide your API key in an Authorization "
+                                    "header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."
+                                  : "Incorrect API key provided.",
+                      "", "invalid_api_key");
+  }
+
+  std::vector<int32_t> prompt_ids(const GenerationRequest& r) {
+    std::vector<int32_t> ids;
+    if (r.chat) {
+      if (!has_template)
+        throw_api_error(400, "This model has no chat template; use /v1/completions with a plain prompt.", "messages");
+      ChatRequest cr;
+      cr.messages = r.messages;
+      cr.tools = r.tools;
+      cr.add_generation_prompt = true;
+      std::string text;
+      try {
+        const ChatTemplate tmpl = ChatTemplate::parse(templates.select("", !r.tools.is_null()));
+        text = apply_chat_template(tmpl, cr, templates.special_tokens);
+      } catch (const Error& e) {
+        throw_api_error(400, std::string("The chat template could not render these messages: ") + e.what(), "messages");
+      }
+      ids = tokenizer->encode(text, false);
+    } else if (r.has_prompt_ids) {
+      ids = r.prompt_ids;
+      for (const int32_t id : ids)
+        if (id >= model->config().model.vocab_size)
+          throw_api_error(400, "Token id " + std::to_string(id) + " in 'prompt' is outside the vocabulary.", "prompt");
+    } else {
+      ids = tokenizer->encode(r.prompt, true);
+    }
+    if (ids.empty()) throw_api_error(400, "The prompt is empty.", r.chat ? "messages" : "prompt");
+    const int n = static_cast<int>(ids.size());
+    if (n >= context)
+      throw_api_error(400, "This model's maximum context length is " + std::to_string(context) + " tokens. However, your " +
+                               (r.chat ? "messages" : "prompt") + " resulted in " + std::to_string(n) + " tokens.",
+                      r.chat ? "messages" : "prompt", "context_length_exceeded");
+    if (r.max_tokens > 0 && n + static_cast<int64_t>(r.max_tokens) > context)
+      throw_api_error(400, "This model's maximum context length is " + std::to_string(context) + " tokens. However, you requested " +
+                               std::to_string(n + static_cast<int64_t>(r.max_tokens)) + " tokens (" + std::to_string(n) +
+                               " in the " + (r.chat ? "messages" : "prompt") + ", " + std::to_string(r.max_tokens) +
+                               " in the completion). Please reduce the length.",
+                      r.max_tokens > 0 ? (r.chat ? "max_tokens" : "max_tokens") : "", "context_length_exceeded");
+    return ids;
+  }
+
+  std::shared_ptr<genai::Request> make_request(const GenerationRequest& r, const std::vector<int32_t>& ids, int index) {
+    genai::GeneratorParams params(model);
+    Json search = {{"max_length", r.max_tokens > 0 ? static_cast<int>(ids.size()) + r.max_tokens : context},
+                   {"top_k", 0},
+                   {"top_p", r.top_p},
+                   {"temperature", r.temperature},
+                   {"do_sample", r.temperature > 0.0f}};
+    if (r.seed) search["random_seed"] = static_cast<int>((static_cast<uint64_t>(*r.seed) + static_cast<uint64_t>(index)) & 0x7FFFFFFF);
+    params.set_search_options(search.dump());
+    auto request = std::make_shared<genai::Request>(params);
+    if (r.logprobs) request->set_logprobs(r.top_logprobs);
+    request->add_tokens(ids);
+    return request;
+  }
+
+  std::string token_text(int32_t id) const { return tokenizer->decode(std::span<const int32_t>(&id, 1)); }
+
+  Json logprob_entry(int32_t id, const genai::TokenLogprobs& lp, bool chat) const {
+    Json top = Json::array();
+    for (const auto& [t, v] : lp.top) top.push_back({{"token", token_text(t)}, {"logprob", v}});
+    if (chat) return {{"token", token_text(id)}, {"logprob", lp.logprob}, {"top_logprobs", top}};
+    return {{"token", token_text(id)}, {"logprob", lp.logprob}, {"top", top}};
+  }
+
+  // Takes a choice's new tokens: text through the stream, EOS and stop sequences end it.
+  void pump(Choice& c, const GenerationRequest& r) {
+    while (c.finish.empty() && c.request->has_unseen_tokens()) {
+      genai::TokenLogprobs lp;
+      const int32_t id = c.request->get_unseen_token(r.logprobs ? &lp : nullptr);
+      ++c.tokens;
+      const auto now = Clock::now();
+      if (c.tokens == 1) metrics.ttft.observe(std::chrono::duration<double>(now - c.last_token).count());
+      else metrics.itl.observe(std::chrono::duration<double>(now - c.last_token).count());
+      c.last_token = now;
+      metrics.generation_tokens.fetch_add(1, std::memory_order_relaxed);
+      if (std::find(eos.begin(), eos.end(), id) != eos.end()) {
+        c.finish = "stop";
+        break;
+      }
+      if (r.logprobs) c.logprobs.push_back(logprob_entry(id, lp, r.chat));
+      c.held += c.stream->step(id);
+      release_text(c, r);
+    }
+    if (c.finish.empty() && c.request->is_done()) {
+      c.held += c.stream->flush();
+      release_text(c, r);
+      if (c.finish.empty()) {
+        c.text += c.held;
+        c.held.clear();
+        c.finish = "length";
+      }
+    }
+  }
+
+  // Moves held text to `text` up to any stop sequence; keeps back a tail that may start one.
+  void release_text(Choice& c, const GenerationRequest& r) {
+    size_t cut = std::string::npos;
+    for (const auto& s : r.stop) cut = std::min(cut, c.held.find(s));
+    if (cut != std::string::npos) {
+      c.text += c.held.substr(0, cut);
+      c.held.clear();
+      c.finish = "stop";
+      engine->remove_request(*c.request);
+      return;
+    }
+    size_t keep = 0;
+    for (const auto& s : r.stop)
+      for (size_t k = std::min(s.size() - 1, c.held.size()); k > keep; --k)
+        if (c.held.compare(c.held.size() - k, k, s, 0, k) == 0) {
+          keep = k;
+          break;
+        }
+    c.text += c.held.substr(0, c.held.size() - keep);
+    c.held.erase(0, c.held.size() - keep);
+  }
+
+  // The request thread's work for one generation request: admission, then tokens until every
+  // choice finished (or the client is gone: `alive` false cancels).
+  struct Job {
+    GenerationRequest req;
+    std::vector<int32_t> ids;
+    std::vector<Choice> choices;
+    std::string id;
+    int64_t created = 0;
+    uint64_t seen_step = 0;
+    bool admitted = false;
+    bool role_sent = false;
+    bool done_sent = false;
+  };
+
+  std::shared_ptr<Job> admit(GenerationRequest req) {
+    auto job = std::make_shared<Job>();
+    job->req = std::move(req);
+    job->ids = prompt_ids(job->req);
+    job->id = random_id(job->req.chat ? "chatcmpl-" : "cmpl-");
+    job->created = unix_seconds();
+    {
+      std::lock_guard lock(jobs_mutex);
+      if (draining) throw_api_error(503, "The server is shutting down.", "", "server_shutting_down", "server_error");
+      if (active_jobs + 1 > options.max_queue) {
+        metrics.rejected.fetch_add(1, std::memory_order_relaxed);
+        throw_api_error(429, "Too many requests are queued; retry shortly.", "", "rate_limit_exceeded");
+      }
+      ++active_jobs;
+    }
+    job->admitted = true;
+    try {
+      for (int i = 0; i < job->req.n; ++i) {
+        Choice c;
+        c.request = make_request(job->req, job->ids, i);
+        c.stream = std::make_unique<TokenizerStream>(tokenizer, true);
+        c.last_token = Clock::now();
+        job->choices.push_back(std::move(c));
+      }
+      for (auto& c : job->choices) engine->add_request(c.request);
+    } catch (const Error& e) {
+      finish_job(*job);
+      throw_api_error(400, e.what());
+    }
+    metrics.prompt_tokens.fetch_add(static_cast<int64_t>(job->ids.size()) * job->req.n, std::memory_order_relaxed);
+    wake_engine();
+    return job;
+  }
+
+  void finish_job(Job& job) {
+    for (auto& c : job.choices) engine->remove_request(*c.request);
+    if (!job.admitted) return;
+    job.admitted = false;
+    {
+      std::lock_guard lock(jobs_mutex);
+      --active_jobs;
+    }
+    jobs_cv.notify_all();
+  }
+
+  bool all_finished(const Job& job) const {
+    return std::all_of(job.choices.begin(), job.choices.end(), [](const Choice& c) { return !c.finish.empty(); });
+  }
+
+  // A request whose engine request failed (e.g. the KV cache could not hold it).
+  void check_failed(const Job& job) const {
+    for (const auto& c : job.choices) {
+      const std::string err = c.request->error();
+      if (!err.empty()) throw_api_error(500, "The request failed: " + err, "", "engine_error", "server_error");
+    }
+  }
+
+  Json usage(const Job& job) const {
+    int completion = 0;
+    for (const auto& c : job.choices) completion += c.tokens;
+    const int prompt = static_cast<int>(job.ids.size());
+    return {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
+  }
+
+  // Final message / text of a choice (tool calls parsed when the request offered tools).
+  Json final_choice(const Job& job, size_t i) const {
+    const Choice& c = job.choices[i];
+    std::string finish = c.finish;
+    if (job.req.chat) {
+      Json message = {{"role", "assistant"}, {"content", c.text}};
+      if (!job.req.tools.is_null()) {
+        std::string content;
+        Json calls = parse_tool_calls(c.text, &content, "call_" + job.id.substr(9) + "_" + std::to_string(i) + "_");
+        if (!calls.empty()) {
+          message["content"] = content.empty() ? Json(nullptr) : Json(content);
+          message["tool_calls"] = calls;
+          finish = "tool_calls";
+        }
+      }
+      Json out = {{"index", i}, {"message", message}, {"logprobs", nullptr}, {"finish_reason", finish}};
+      if (job.req.logprobs) out["logprobs"] = {{"content", c.logprobs}};
+      return out;
+    }
+    std::string text = job.req.echo ? tokenizer->decode(job.ids) + c.text : c.text;
+    Json out = {{"index", i}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish}};
+    if (job.req.logprobs) out["logprobs"] = completion_logprobs(c.logprobs);
+    return out;
+  }
+
+  static Json completion_logprobs(const Json& entries) {
+    Json tokens = Json::array(), values = Json::array(), tops = Json::array();
+    for (const Json& e : entries) {
+      tokens.push_back(e["token"]);
+      values.push_back(e["logprob"]);
+      Json top = Json::object();
+      for (const Json& t : e["top"]) top[t["token"].get<std::string>()] = t["logprob"];
+      tops.push_back(top);
+    }
+    return {{"tokens", tokens}, {"token_logprobs", values}, {"top_logprobs", tops}, {"text_offset", Json::array()}};
+  }
+
+  Json response(const Job& job) const {
+    Json choices = Json::array();
+    for (size_t i = 0; i < job.choices.size(); ++i) choices.push_back(final_choice(job, i));
+    return {{"id", job.id},
+            {"object", job.req.chat ? "chat.completion" : "text_completion"},
+            {"created", job.created},
+            {"model", name},
+            {"choices", choices},
+            {"usage", usage(job)}};
+  }
+
+  Json chunk(const Job& job, Json choices) const {
+    Json out = {{"id", job.id},
+                {"object", job.req.chat ? "chat.completion.chunk" : "text_completion"},
+                {"created", job.created},
+                {"model", name},
+                {"choices", std::move(choices)}};
+    if (job.req.include_usage) out["usage"] = nullptr;
+    return out;
+  }
+
+  // New streamed events of a job: text deltas per choice, then each choice's finish.
+  std::string stream_events(Job& job) {
+    std::string out;
+    auto event = [&](const Json& j) { out += "data: " + dump(j) + "\n\n"; };
+    if (job.req.chat && !job.role_sent) {
+      Json choices = Json::array();
+      for (size_t i = 0; i < job.choices.size(); ++i)
+        choices.push_back({{"index", i}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}});
+      event(chunk(job, choices));
+      job.role_sent = true;
+    }
+    const bool tools = job.req.chat && !job.req.tools.is_null();
+    for (size_t i = 0; i < job.choices.size(); ++i) {
+      Choice& c = job.choices[i];
+      if (c.sent == SIZE_MAX) continue;
+      // With tools, the text is held until the end: it may be a tool call.
+      if (!tools && c.text.size() > c.sent) {
+        const std::string delta = c.text.substr(c.sent);
+        c.sent = c.text.size();
+        Json choice = job.req.chat ? Json{{"index", i}, {"delta", {{"content", delta}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}}
+                                   : Json{{"index", i}, {"text", delta}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+        if (job.req.logprobs && c.logprobs.size() > c.logprobs_sent) {
+          Json part(c.logprobs.begin() + static_cast<std::ptrdiff_t>(c.logprobs_sent), c.logprobs.end());
+          c.logprobs_sent = c.logprobs.size();
+          choice["logprobs"] = job.req.chat ? Json{{"content", part}} : completion_logprobs(part);
+        }
+        event(chunk(job, Json::array({choice})));
+      }
+      if (!c.finish.empty()) {
+        Json choice;
+        if (job.req.chat) {
+          const Json final = final_choice(job, i);
+          Json delta = Json::object();
+          if (tools) {
+            if (final["message"].contains("tool_calls")) {
+              Json calls = final["message"]["tool_calls"];
+              for (size_t k = 0; k < calls.size(); ++k) calls[k]["index"] = k;
+              delta["tool_calls"] = calls;
+              if (!final["message"]["content"].is_null()) delta["content"] = final["message"]["content"];
+            } else if (!c.text.empty()) {
+              delta["content"] = c.text;
+            }
+          }
+          choice = {{"index", i}, {"delta", delta}, {"logprobs", nullptr}, {"finish_reason", final["finish_reason"]}};
+        } else {
+          choice = {{"index", i}, {"text", ""}, {"logprobs", nullptr}, {"finish_reason", c.finish}};
+        }
+        event(chunk(job, Json::array({choice})));
+        c.sent = SIZE_MAX;
+      }
+    }
+    if (all_finished(job) && !job.done_sent) {
+      if (job.req.include_usage) {
+        Json last = chunk(job, Json::array());
+        last["usage"] = usage(job);
+        event(last);
+      }
+      out += "data: [DONE]\n\n";
+      job.done_sent = true;
+    }
+    return out;
+  }
+
+  void handle_generation(const httplib::Request& req, httplib::Response& res, bool chat) {
+    check_auth(req);
+    GenerationRequest parsed = chat ? parse_chat_request(req.body) : parse_completion_request(req.body);
+    if (parsed.model != name)
+      throw_api_error(404, "The model `" + parsed.model + "` does not exist (this server serves `" + name + "`).", "model",
+                      "model_not_found");
+    std::shared_ptr<Job> job = admit(std::move(parsed));
+    if (job->req.stream) res.set_header("Cache-Control", "no-cache");
+    // Streamed or not, the body goes through a chunked provider, so that the connection is polled
+    // while the request waits: a client that leaves cancels it.
+    res.set_chunked_content_provider(
+        job->req.stream ? "text/event-stream" : "application/json",
+        [this, job](size_t, httplib::DataSink& sink) {
+          for (;;) {
+            if (!sink.is_writable()) return cancel(*job);
+            for (auto& c : job->choices) pump(c, job->req);
+            bool last = false;
+            const std::string out = next_output(*job, &last);
+            if (!out.empty() && !sink.write(out.data(), out.size())) return cancel(*job);
+            if (last) {
+              finish_job(*job);
+              sink.done();
+              return true;
+            }
+            if (out.empty()) wait_step(job->seen_step);
+          }
+        },
+        [this, job](bool) { finish_job(*job); });
+  }
+
+  bool cancel(Job& job) {
+    metrics.cancelled.fetch_add(1, std::memory_order_relaxed);
+    finish_job(job);
+    return false;
+  }
+
+  // What the job sends next: stream events, or the whole response once every choice finished
+  // (empty: nothing yet); *last once it is complete. A failed engine request ends it with an error
+  // in OpenAI's shape (the status line has gone out already).
+  std::string next_output(Job& job, bool* last) {
+    if (const std::string err = first_error(job); !err.empty()) {
+      ApiError e;
+      e.status = 500;
+      e.type = "server_error";
+      e.message = "The request failed: " + err;
+      *last = true;
+      return job.req.stream ? "data: " + e.json() + "\n\n" : e.json();
+    }
+    if (job.req.stream) {
+      std::string events = stream_events(job);
+      *last = job.done_sent;
+      return events;
+    }
+    if (!all_finished(job)) return {};
+    *last = true;
+    return dump(response(job));
+  }
+
+  std::string first_error(const Job& job) const {
+    for (const auto& c : job.choices)
+      if (c.finish.empty()) {
+        std::string e = c.request->error();
+        if (!e.empty()) return e;
+      }
+    return {};
+  }
+
+  std::string metrics_text() const {
+    const genai::Engine::Stats s = engine->stats();
+    int active;
+    {
+      std::lock_guard lock(jobs_mutex);
+      active = active_jobs;
+    }
+    return metrics.render(s, active);
+  }
+
+  ServerOptions options;
+  std::shared_ptr<const genai::Model> model;
+  std::shared_ptr<Tokenizer> tokenizer;
+  ChatTemplateConfig templates;
+  bool has_template = false;
+  std::unique_ptr<genai::Engine> engine;
+  std::string name;
+  int context = 0;
+  std::vector<int32_t> eos;
+  int64_t created = 0;
+  Metrics metrics;
+
+  httplib::Server http;
+  int bound_port = -1;
+  std::thread engine_thread;
+  std::atomic<bool> stopping_engine{false};
+  std::mutex work_mutex;
+  std::condition_variable work_cv;
+  bool work_ready = false;
+  std::mutex step_mutex;
+  std::condition_variable step_cv;
+  uint64_t steps = 0;
+  mutable std::mutex jobs_mutex;
+  std::condition_variable jobs_cv;
+  int active_jobs = 0;
+  bool draining = false;
+  std::once_flag stop_once;
+};
+
+Server::Server(const std::filesystem::path& model_dir, const ServerOptions& options)
+    : impl_(std::make_unique<Impl>(model_dir, options)) {
+  ONNXLLM_CHECK(options.max_queue >= 1, kInvalidArgument, "max_queue must be at least 1, got ", options.max_queue);
+  Impl& s = *impl_;
+  // Every streaming connection holds a thread while it waits for tokens.
+  const size_t threads = static_cast<size_t>(options.max_queue) + 16;
+  s.http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  s.http.set_payload_max_length(options.max_body_bytes);
+  s.http.set_read_timeout(60, 0);
+  s.http.set_write_timeout(60, 0);
+  s.http.set_keep_alive_max_count(1000);
+
+  auto json_error = [](httplib::Response& res, const ApiError& e) {
+    res.status = e.status;
+    if (e.status == 429) res.set_header("Retry-After", "1");
+    res.set_content(e.json(), "application/json");
+  };
+  auto guarded = [&s, json_error](auto&& fn) {
+    return [&s, json_error, fn](const httplib::Request& req, httplib::Response& res) {
+      try {
+        fn(req, res);
+        s.metrics.count_response(req.path, res.status);
+      } catch (const ApiError& e) {
+        json_error(res, e);
+        s.metrics.count_response(req.path, e.status);
+      } catch (const std::exception& e) {
+        ApiError err;
+        err.status = 500;
+        err.type = "server_error";
+        err.message = std::string("Internal error: ") + e.what();
+        json_error(res, err);
+        s.metrics.count_response(req.path, 500);
+      }
+    };
+  };
+  s.http.Post("/v1/chat/completions", guarded([&s](const httplib::Request& req, httplib::Response& res) {
+                s.handle_generation(req, res, true);
+              }));
+  s.http.Post("/v1/completions", guarded([&s](const httplib::Request& req, httplib::Response& res) {
+                s.handle_generation(req, res, false);
+              }));
+  s.http.Get("/v1/models", guarded([&s](const httplib::Request& req, httplib::Response& res) {
+               s.check_auth(req);
+               const Json model = {{"id", s.name}, {"object", "model"}, {"created", s.created}, {"owned_by", "onnxllm"}};
+               res.set_content(dump({{"object", "list"}, {"data", Json::array({model})}}), "application/json");
+             }));
+  s.http.Get(R"(/v1/models/(.+))", guarded([&s](const httplib::Request& req, httplib::Response& res) {
+               s.check_auth(req);
+               if (req.matches[1] != s.name)
+                 throw_api_error(404, "The model `" + std::string(req.matches[1]) + "` does not exist.", "model", "model_not_found");
+               res.set_content(dump({{"id", s.name}, {"object", "model"}, {"created", s.created}, {"owned_by", "onnxllm"}}),
+                               "application/json");
+             }));
+  s.http.Get("/health", [&s](const httplib::Request&, httplib::Response& res) {
+    bool draining;
+    {
+      std::lock_guard lock(s.jobs_mutex);
+      draining = s.draining;
+    }
+    res.status = draining ? 503 : 200;
+    res.set_content(draining ? R"({"status":"draining"})" : R"({"status":"ok"})", "application/json");
+  });
+  s.http.Get("/metrics", [&s](const httplib::Request&, httplib::Response& res) {
+    res.set_content(s.metrics_text(), "text/plain; version=0.0.4");
+  });
+  // Anything else (unknown paths, wrong methods, bodies over the limit): OpenAI's error shape.
+  s.http.set_error_handler([json_error](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    ApiError e;
+    e.status = res.status;
+    if (res.status == 404) {
+      e.type = "invalid_request_error";
+      e.message = "Unknown request URL: " + req.method + " " + req.path + ".";
+    } else if (res.status == 413) {
+      e.message = "The request body is too large.";
+    } else if (res.status == 405) {
+      e.message = "Method " + req.method + " is not allowed for " + req.path + ".";
+    } else {
+      e.message = "HTTP error " + std::to_string(res.status) + ".";
+    }
+    json_error(res, e);
+  });
+}
+
+Server::~Server() {
+  stop();
+  impl_->stopping_engine = true;
+  impl_->work_cv.notify_all();
+  if (impl_->engine_thread.joinable()) impl_->engine_thread.join();
+}
+
+int Server::bind() {
+  Impl& s = *impl_;
+  if (s.options.port == 0) {
+    s.bound_port = s.http.bind_to_any_port(s.options.host);
+  } else {
+    s.bound_port = s.http.bind_to_port(s.options.host, s.options.port) ? s.options.port : -1;
+  }
+  ONNXLLM_CHECK(s.bound_port > 0, kRuntime, "cannot listen on ", s.options.host, ":", s.options.port,
+                " (address in use, or not an address of this machine)");
+  return s.bound_port;
+}
+
+void Server::listen() {
+  Impl& s = *impl_;
+  if (s.bound_port <= 0) bind();
+  s.engine_thread = std::thread([&s] { s.engine_loop(); });
+  s.http.listen_after_bind();
+}
+
+void Server::stop() {
+  Impl& s = *impl_;
+  std::call_once(s.stop_once, [&s] {
+    std::unique_lock lock(s.jobs_mutex);
+    s.draining = true;
+    s.jobs_cv.wait_for(lock, std::chrono::duration<double>(s.options.drain_seconds), [&s] { return s.active_jobs == 0; });
+    lock.unlock();
+    s.http.stop();
+  });
+}
+
+int Server::port() const { return impl_->bound_port; }
+
+}  // namespace onnxllm::server

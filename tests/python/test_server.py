@@ -1,0 +1,273 @@
+"""`onnxllm serve` (OpenAI-compatible) on stories260K: greedy text through the server equals
+og.Generator's, over plain HTTP and through the official OpenAI client (npm `openai`), streaming
+included; n > 1, stop sequences, seeds; a client that leaves cancels its request; a full queue gives
+429 with Retry-After; SIGTERM drains; bad requests are 4xx in OpenAI's error shape and the server
+stays healthy."""
+
+import http.client
+import json
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+import onnxllm as og
+from conftest import CLI
+
+ORACLE_DIR = pathlib.Path(os.environ.get("ONNXLLM_ORACLE_DIR", ""))
+CLIENT_SCRIPT = pathlib.Path(__file__).parent / "data/openai_client.mjs"
+# The chat template of the test model: the user's text alone. The server tokenizes the rendered
+# text without adding special tokens (as transformers does), so a chat answer continues the
+# prompt's tokens without BOS.
+TEMPLATE = "{% for m in messages %}{% if m['role'] == 'user' %}{{ m['content'] }}{% endif %}{% endfor %}"
+
+
+@pytest.fixture(scope="module")
+def chat_model(stories_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("serve") / "stories-chat"
+    shutil.copytree(stories_dir, out)
+    config = json.loads((out / "tokenizer_config.json").read_text())
+    config["chat_template"] = TEMPLATE
+    (out / "tokenizer_config.json").write_text(json.dumps(config))
+    return out
+
+
+class Server:
+    def __init__(self, model_dir, *args):
+        self.proc = subprocess.Popen([str(CLI), "serve", "-m", str(model_dir), "--port", "0", *map(str, args)],
+                                     stderr=subprocess.PIPE, text=True)
+        line = self.proc.stderr.readline()
+        assert "listening on http://127.0.0.1:" in line, line
+        self.port = int(line.split("127.0.0.1:")[1].split()[0])
+        self.model = model_dir.name
+
+    def request(self, method, path, body=None, headers=None, raw=None):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        data = raw if raw is not None else (json.dumps(body) if body is not None else None)
+        conn.request(method, path, body=data, headers=headers or {"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        text = resp.read().decode("utf-8", "replace")
+        conn.close()
+        return resp.status, dict(resp.getheaders()), text
+
+    def post(self, path, body, **kw):
+        status, headers, text = self.request("POST", path, body, **kw)
+        return status, headers, (json.loads(text) if text.startswith("{") else text)
+
+    def metric(self, name):
+        _, _, text = self.request("GET", "/metrics")
+        for line in text.splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+        raise AssertionError(f"{name} not in /metrics")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                return self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        return self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def server(chat_model):
+    s = Server(chat_model)
+    yield s
+    assert s.stop() == 0
+
+
+def generator_text(model_dir, prompt, max_new, bos=True):
+    model = og.Model(str(model_dir))
+    tokenizer = og.Tokenizer(model)
+    ids = list(tokenizer.encode(prompt))
+    if not bos:
+        ids = ids[1:]
+    params = og.GeneratorParams(model)
+    params.set_search_options(do_sample=False, max_length=len(ids) + max_new)
+    generator = og.Generator(model, params)
+    generator.append_tokens(ids)
+    while not generator.is_done():
+        generator.generate_next_token()
+    return tokenizer.decode(list(generator.get_sequence(0))[len(ids):])
+
+
+def sse_events(text):
+    events = [line[len("data: "):] for line in text.split("\n") if line.startswith("data: ")]
+    assert events[-1] == "[DONE]"
+    return [json.loads(e) for e in events[:-1]]
+
+
+def test_greedy_text_equals_the_generator(server, chat_model):
+    want = generator_text(chat_model, "Once upon a time", 24)
+    status, _, body = server.post("/v1/completions", {"model": server.model, "prompt": "Once upon a time",
+                                                      "max_tokens": 24, "temperature": 0})
+    assert status == 200, body
+    assert body["choices"][0]["text"] == want
+    assert body["choices"][0]["finish_reason"] == "length"
+    assert body["usage"]["completion_tokens"] == 24
+    want = generator_text(chat_model, "Once upon a time", 24, bos=False)
+    status, _, body = server.post("/v1/chat/completions", {"model": server.model, "max_tokens": 24, "temperature": 0,
+                                                           "messages": [{"role": "user", "content": "Once upon a time"}]})
+    assert status == 200, body
+    assert body["choices"][0]["message"] == {"role": "assistant", "content": want}
+    # Streaming: the deltas add up to the same text; usage comes last.
+    status, headers, text = server.request("POST", "/v1/chat/completions", {
+        "model": server.model, "max_tokens": 24, "temperature": 0, "stream": True,
+        "stream_options": {"include_usage": True}, "messages": [{"role": "user", "content": "Once upon a time"}]})
+    assert status == 200 and headers["Content-Type"].startswith("text/event-stream")
+    events = sse_events(text)
+    assert events[0]["choices"][0]["delta"]["role"] == "assistant"
+    assert "".join(c["delta"].get("content", "") for e in events for c in e["choices"]) == want
+    assert events[-1]["choices"] == [] and events[-1]["usage"]["completion_tokens"] == 24
+
+
+def test_n_stop_seed_and_logprobs(server):
+    base = {"model": server.model, "prompt": "Once upon a time", "max_tokens": 30}
+    _, _, greedy = server.post("/v1/completions", {**base, "temperature": 0, "n": 3})
+    texts = [c["text"] for c in greedy["choices"]]
+    assert len(texts) == 3 and texts[0] == texts[1] == texts[2]
+    word = texts[0].split()[3]
+    _, _, stopped = server.post("/v1/completions", {**base, "temperature": 0, "stop": [word]})
+    assert stopped["choices"][0]["finish_reason"] == "stop"
+    assert stopped["choices"][0]["text"] == texts[0][:texts[0].index(word)]
+    a = server.post("/v1/completions", {**base, "temperature": 1.0, "seed": 42, "n": 2})[2]
+    b = server.post("/v1/completions", {**base, "temperature": 1.0, "seed": 42, "n": 2})[2]
+    assert [c["text"] for c in a["choices"]] == [c["text"] for c in b["choices"]]
+    _, _, lp = server.post("/v1/chat/completions", {"model": server.model, "max_tokens": 5, "temperature": 0,
+                                                    "logprobs": True, "top_logprobs": 3,
+                                                    "messages": [{"role": "user", "content": "Once upon a time"}]})
+    content = lp["choices"][0]["logprobs"]["content"]
+    assert len(content) == 5
+    for entry in content:
+        assert entry["logprob"] <= 0 and len(entry["top_logprobs"]) == 3
+        # Greedy: the chosen token is the most likely one.
+        assert entry["top_logprobs"][0]["logprob"] == pytest.approx(entry["logprob"])
+
+
+BAD_REQUESTS = [
+    ("malformed JSON", "/v1/chat/completions", b'{"model": "x", "messages": [', 400, None),
+    ("not an object", "/v1/completions", b"[1, 2]", 400, None),
+    ("invalid UTF-8", "/v1/completions", b'{"model": "M", "prompt": "\xff\xfe"}', 400, None),
+    ("wrong type", "/v1/chat/completions", {"model": "M", "messages": "hi"}, 400, "messages"),
+    ("unknown field", "/v1/chat/completions", {"model": "M", "messages": [{"role": "user", "content": "a"}],
+                                               "frobnicate": 1}, 400, "frobnicate"),
+    ("bad role", "/v1/chat/completions", {"model": "M", "messages": [{"role": "wizard", "content": "a"}]}, 400,
+     "messages[0].role"),
+    ("max_tokens 0", "/v1/completions", {"model": "M", "prompt": "a", "max_tokens": 0}, 400, "max_tokens"),
+    ("max_tokens negative", "/v1/completions", {"model": "M", "prompt": "a", "max_tokens": -5}, 400, "max_tokens"),
+    ("temperature too high", "/v1/completions", {"model": "M", "prompt": "a", "temperature": 7}, 400, "temperature"),
+    ("n too large", "/v1/completions", {"model": "M", "prompt": "a", "n": 1000}, 400, "n"),
+    ("prompt over the context", "/v1/completions", {"model": "M", "prompt": "Once upon a time " * 400}, 400, "prompt"),
+    ("completion over the context", "/v1/completions", {"model": "M", "prompt": "a", "max_tokens": 100000}, 400,
+     "max_tokens"),
+    ("token id outside the vocabulary", "/v1/completions", {"model": "M", "prompt": [1, 99999999]}, 400, "prompt"),
+    ("missing messages", "/v1/chat/completions", {"model": "M"}, 400, "messages"),
+    ("unknown model", "/v1/completions", {"model": "gpt-9", "prompt": "a"}, 404, "model"),
+]
+
+
+@pytest.mark.parametrize("name,path,body,status,param", BAD_REQUESTS, ids=[b[0] for b in BAD_REQUESTS])
+def test_bad_requests_are_clear_4xx(server, name, path, body, status, param):
+    if isinstance(body, dict):
+        body = json.dumps({**body, "model": server.model} if body.get("model") == "M" else body).encode()
+    else:
+        body = body.replace(b'"M"', json.dumps(server.model).encode())
+    got, _, text = server.request("POST", path, raw=body)
+    assert got == status, text
+    error = json.loads(text)["error"]
+    assert error["message"] and error["type"]
+    if param:
+        assert error["param"] == param, error
+    assert server.request("GET", "/health")[0] == 200
+
+
+def test_other_http_errors(server):
+    status, _, text = server.request("GET", "/v1/nothing")
+    assert status == 404 and "Unknown request URL" in json.loads(text)["error"]["message"]
+    status, _, text = server.request("POST", "/v1/completions", raw=b"x" * (9 << 20))
+    assert status == 413, text
+    assert server.request("GET", "/health")[0] == 200
+    _, _, text = server.request("GET", "/metrics")
+    for name in ["onnxllm_requests_total", "onnxllm_queue_length", "onnxllm_running_requests", "onnxllm_kv_blocks_used",
+                 "onnxllm_prefix_cache_hits_total", "onnxllm_time_to_first_token_seconds_bucket",
+                 "onnxllm_inter_token_latency_seconds_count"]:
+        assert name in text
+
+
+def test_disconnect_cancels_and_frees_blocks(server):
+    cancelled = server.metric("onnxllm_cancelled_requests_total")
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+    conn.request("POST", "/v1/completions", body=json.dumps({"model": server.model, "prompt": "Once", "max_tokens": 400,
+                                                            "temperature": 0, "stream": True}))
+    resp = conn.getresponse()
+    assert resp.status == 200
+    resp.read1(64)
+    conn.sock.shutdown(2)
+    conn.close()
+    deadline = time.time() + 30
+    while time.time() < deadline and server.metric("onnxllm_cancelled_requests_total") == cancelled:
+        time.sleep(0.05)
+    assert server.metric("onnxllm_cancelled_requests_total") == cancelled + 1
+    while time.time() < deadline and server.metric("onnxllm_active_requests") > 0:
+        time.sleep(0.05)
+    assert server.metric("onnxllm_active_requests") == 0
+    assert server.metric("onnxllm_running_requests") == 0
+
+
+def test_api_key_queue_limit_and_sigterm_drain(chat_model):
+    s = Server(chat_model, "--api-key", "sesame", "--max-queue", "1")
+    try:
+        auth = {"Content-Type": "application/json", "Authorization": "Bearer sesame"}
+        body = {"model": s.model, "prompt": "Once upon a time", "max_tokens": 300, "temperature": 0, "stream": True}
+        status, _, text = s.request("POST", "/v1/completions", body)
+        assert status == 401 and json.loads(text)["error"]["code"] == "invalid_api_key"
+        status, _, _ = s.request("GET", "/v1/models", headers={"Authorization": "Bearer wrong"})
+        assert status == 401
+        # One long request holds the only slot: the next one is refused with Retry-After.
+        conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=60)
+        conn.request("POST", "/v1/completions", body=json.dumps(body), headers=auth)
+        resp = conn.getresponse()
+        assert resp.status == 200
+        status, headers, text = s.request("POST", "/v1/completions", body, headers=auth)
+        assert status == 429 and headers["Retry-After"] == "1", text
+        # SIGTERM: the running request still completes, then the process exits 0.
+        s.proc.send_signal(signal.SIGTERM)
+        events = sse_events(resp.read().decode())
+        assert events[-1]["choices"][0]["finish_reason"] in ("length", "stop")
+        assert s.proc.wait(timeout=60) == 0
+    finally:
+        s.stop()
+
+
+def test_official_openai_client(server, chat_model):
+    module = ORACLE_DIR / "openai"
+    if not (module / "node_modules/openai/package.json").exists():
+        pytest.skip(f"the openai npm client is not installed in {module} (scripts/setup_oracle.sh)")
+    cancelled = server.metric("onnxllm_cancelled_requests_total")
+    out = subprocess.run(["node", str(CLIENT_SCRIPT), str(module), f"http://127.0.0.1:{server.port}/v1", "none",
+                          server.model], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    seen = json.loads(out.stdout)
+    want = generator_text(chat_model, "Once upon a time", 24, bos=False)
+    assert seen["chat"]["content"] == want and seen["chat"]["finish"] == "length"
+    assert seen["chat"]["usage"]["completion_tokens"] == 24
+    assert seen["stream"]["content"] == want and seen["stream"]["finish"] == "length"
+    assert seen["stream"]["usage"]["completion_tokens"] == 24
+    assert seen["completion"]["text"] == generator_text(chat_model, "Lily and Tom", 16)
+    assert len(seen["n"]) == 3 and all(isinstance(t, str) and t for t in seen["n"])
+    assert seen["tool"]["message"]["role"] == "assistant"
+    assert seen["cancel_error"] in (None, "AbortError", "APIUserAbortError") and seen["cancel_seen"] == 2
+    # The abandoned stream was cancelled on the server, not run to its 400 tokens.
+    deadline = time.time() + 30
+    while time.time() < deadline and server.metric("onnxllm_cancelled_requests_total") == cancelled:
+        time.sleep(0.05)
+    assert server.metric("onnxllm_cancelled_requests_total") == cancelled + 1
+    assert seen["bad_model"]["status"] == 404 and seen["bad_model"]["code"] == "model_not_found"
+    assert seen["models"] == [server.model]
+    assert server.request("GET", "/health")[0] == 200

@@ -1,0 +1,111 @@
+// The OpenAI request parser and tool-call extraction of src/server: what OpenAI accepts parses to
+// the right fields, what it rejects is an ApiError naming the parameter, and tool calls are found
+// in generated text (or left as text when malformed).
+#include <gtest/gtest.h>
+
+#include "server/openai_protocol.h"
+
+namespace onnxllm::server {
+namespace {
+
+ApiError error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const ApiError& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no ApiError";
+  return {};
+}
+
+TEST(OpenAiProtocol, ChatRequestFields) {
+  const auto r = parse_chat_request(R"({"model": "m", "messages": [{"role": "developer", "content": "be brief"},
+      {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}],
+      "max_completion_tokens": 7, "temperature": 0, "top_p": 0.5, "seed": 3, "stop": "x", "n": 2, "stream": true,
+      "stream_options": {"include_usage": true}, "logprobs": true, "top_logprobs": 4})");
+  EXPECT_TRUE(r.chat);
+  EXPECT_EQ(r.messages.size(), 2u);
+  EXPECT_EQ(r.messages[0]["role"], "system");
+  EXPECT_EQ(r.messages[1]["content"], "ab");
+  EXPECT_EQ(r.max_tokens, 7);
+  EXPECT_EQ(r.temperature, 0.0f);
+  EXPECT_EQ(r.top_p, 0.5f);
+  EXPECT_EQ(*r.seed, 3);
+  EXPECT_EQ(r.stop, std::vector<std::string>{"x"});
+  EXPECT_EQ(r.n, 2);
+  EXPECT_TRUE(r.stream && r.include_usage && r.logprobs);
+  EXPECT_EQ(r.top_logprobs, 4);
+}
+
+TEST(OpenAiProtocol, CompletionPromptsAndDefaults) {
+  auto r = parse_completion_request(R"({"model": "m", "prompt": "hi"})");
+  EXPECT_EQ(r.prompt, "hi");
+  EXPECT_EQ(r.max_tokens, 16);  // OpenAI's default
+  EXPECT_EQ(r.temperature, 1.0f);
+  r = parse_completion_request(R"({"model": "m", "prompt": [1, 2, 3], "logprobs": 2, "echo": true})");
+  EXPECT_TRUE(r.has_prompt_ids);
+  EXPECT_EQ(r.prompt_ids, (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_EQ(r.top_logprobs, 2);
+  EXPECT_TRUE(r.echo);
+}
+
+TEST(OpenAiProtocol, BadRequestsNameTheParameter) {
+  struct Case {
+    const char* body;
+    const char* param;
+    const char* text;
+  };
+  const Case cases[] = {
+      {R"({"model": "m", "messages": [{"role": "user", "content": "a"}], "max_tokens": 0})", "max_tokens", "at least 1"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": "a"}], "temperature": "hot"})", "temperature", "expected a number"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": "a"}], "stop": ["a", "b", "c", "d", "e"]})", "stop", "at most 4"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": "a"}], "top_logprobs": 2})", "top_logprobs", "requires 'logprobs'"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": "a", "colour": 1}]})", "messages[0].colour", "Unrecognized"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]})", "messages[0].content[0].type", "not supported"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": "a"}], "stream_options": {"include_usage": true}})", "stream_options", "only allowed"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": "a"}], "seed": 1.5})", "seed", "expected an integer"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": "a"}], "n": 99999999999999999999})", "n", "expected an integer"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": "a"}], "n": 9999999999})", "n", "outside"},
+      {R"({"messages": []})", "model", "model parameter"},
+      {R"({"model": "m", "messages": []})", "messages", "at least one"},
+  };
+  for (const Case& c : cases) {
+    const ApiError e = error_of([&] { parse_chat_request(c.body); });
+    EXPECT_EQ(e.status, 400) << c.body;
+    EXPECT_EQ(e.param, c.param) << c.body << " -> " << e.message;
+    EXPECT_NE(e.message.find(c.text), std::string::npos) << e.message;
+    const auto j = nlohmann::json::parse(e.json());
+    EXPECT_EQ(j["error"]["type"], "invalid_request_error");
+  }
+  EXPECT_EQ(error_of([] { parse_completion_request(R"({"model": "m", "prompt": ["a", "b"]})"); }).param, "prompt");
+  EXPECT_EQ(error_of([] { parse_completion_request(R"({"model": "m"})"); }).param, "prompt");
+  // Nesting deep enough to exhaust a recursive parser's stack is refused before parsing.
+  const std::string deep = R"({"model": "m", "prompt": )" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  EXPECT_NE(error_of([&] { parse_completion_request(deep); }).message.find("nests deeper"), std::string::npos);
+  EXPECT_NE(error_of([] { parse_completion_request("{\"model\": \"m\", \"prompt\": \"\xff\"}"); }).message.find("could not parse"),
+            std::string::npos);
+}
+
+TEST(OpenAiProtocol, ToolCallsInGeneratedText) {
+  std::string content;
+  auto calls = parse_tool_calls(
+      "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"
+      "<tool_call>{\"name\": \"now\"}</tool_call>",
+      &content, "call_");
+  ASSERT_EQ(calls.size(), 2u);
+  EXPECT_EQ(calls[0]["id"], "call_0");
+  EXPECT_EQ(calls[0]["type"], "function");
+  EXPECT_EQ(calls[0]["function"]["name"], "get_weather");
+  EXPECT_EQ(nlohmann::json::parse(calls[0]["function"]["arguments"].get<std::string>())["city"], "Paris");
+  EXPECT_EQ(calls[1]["function"]["arguments"], "{}");
+  EXPECT_EQ(content, "Let me check.");
+  // Malformed or unterminated calls stay text.
+  calls = parse_tool_calls("<tool_call>{not json}</tool_call>", &content, "c");
+  EXPECT_TRUE(calls.empty());
+  EXPECT_EQ(content, "<tool_call>{not json}</tool_call>");
+  calls = parse_tool_calls("<tool_call>{\"name\": \"x\"}", &content, "c");
+  EXPECT_TRUE(calls.empty());
+}
+
+}  // namespace
+}  // namespace onnxllm::server
