@@ -62,7 +62,7 @@ bench: configure oracle
 # libFuzzer targets (clang, ASan+UBSan) in build-fuzz; each runs FUZZ_SECONDS, starting from its
 # corpus in build-fuzz/corpus and the committed seeds in fuzz/seeds/<name>. Not part of `make test`.
 FUZZ_SECONDS ?= 600
-FUZZERS ?= model_loader_fuzzer tokenizer_fuzzer chat_template_fuzzer config_fuzzer safetensors_fuzzer gguf_fuzzer cli_parse_fuzzer
+FUZZERS ?= model_loader_fuzzer tokenizer_fuzzer chat_template_fuzzer config_fuzzer safetensors_fuzzer gguf_fuzzer cli_parse_fuzzer openai_request_fuzzer
 fuzz:
 	@scripts/install_deps.sh --fuzz
 	CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -G Ninja -DONNXLLM_BUILD_FUZZERS=ON -DONNXLLM_BUILD_TESTS=OFF

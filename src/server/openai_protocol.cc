@@ -1,5 +1,6 @@
 #include "server/openai_protocol.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>

@@ -4,11 +4,13 @@ included; the hub lines against tests/hub/mock_hub.py serving the first build's 
 network) and the C/C++ quickstart block (into a temporary prefix). The Python snippet is run by
 test_examples.py."""
 
+import http.client
 import json
 import os
 import pathlib
 import re
 import shlex
+import signal
 import subprocess
 import sys
 
@@ -128,6 +130,26 @@ def hub():
     hub.close()
 
 
+def check_serve_line(line, argv, files):
+    """`serve` runs until a signal: start it on a free port, ask /health and /v1/models, then
+    SIGTERM it, which must drain and exit 0."""
+    argv = [w if w != "8080" else "0" for w in argv]
+    argv = [w if w != "ID" else "readme-model" for w in argv]
+    argv = [w if w != "KEY" else "sesame" for w in argv]
+    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
+    try:
+        started = proc.stderr.readline()
+        assert "listening on http://127.0.0.1:" in started, f"README line `{line}`: {started}"
+        port = int(started.split("127.0.0.1:")[1].split()[0])
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        conn.request("GET", "/v1/models", headers={"Authorization": "Bearer sesame"})
+        models = json.loads(conn.getresponse().read())
+        assert models["data"][0]["id"] == "readme-model", models
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0, f"README line `{line}` did not drain and exit 0 on SIGTERM"
+
+
 def test_readme_cli_lines(files, hub):
     env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
     env.update(HF_HOME=str(files["tmp"] / "hf_home"), HF_ENDPOINT=hub.endpoint)
@@ -139,6 +161,9 @@ def test_readme_cli_lines(files, hub):
         argv = substitute(line, files, index)
         if argv[1] == "pull" and not hub.repos:
             serve_hub(hub, files["tmp"] / "out")
+        if argv[1] == "serve":
+            check_serve_line(line, argv, files)
+            continue
         stdin = "Once upon a time\n/reset\n/exit\n" if argv[1] == "chat" else None
         r = subprocess.run(argv, capture_output=True, text=True, input=stdin, timeout=300, env=env,
                            stdin=None if stdin is not None else subprocess.DEVNULL)

@@ -16,6 +16,7 @@ import time
 import pytest
 
 import onnxllm as og
+import scripted_model
 from conftest import CLI
 
 ORACLE_DIR = pathlib.Path(os.environ.get("ONNXLLM_ORACLE_DIR", ""))
@@ -245,13 +246,49 @@ def test_api_key_queue_limit_and_sigterm_drain(chat_model):
         s.stop()
 
 
-def test_official_openai_client(server, chat_model):
+@pytest.fixture(scope="module")
+def tool_server(tmp_path_factory):
+    s = Server(scripted_model.write(tmp_path_factory.mktemp("serve") / "scripted"))
+    yield s
+    assert s.stop() == 0
+
+
+def test_tool_calls(tool_server):
+    s = tool_server
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+    messages = [{"role": "user", "content": "What is the weather in Paris?"}]
+    status, _, body = s.post("/v1/chat/completions", {"model": s.model, "messages": messages, "tools": tools,
+                                                      "temperature": 0})
+    assert status == 200, body
+    choice = body["choices"][0]
+    assert choice["finish_reason"] == "tool_calls"
+    assert choice["message"]["content"] is None
+    [call] = choice["message"]["tool_calls"]
+    assert call["type"] == "function" and call["function"]["name"] == "get_weather"
+    assert json.loads(call["function"]["arguments"]) == {"city": "Paris"}
+    # Without tools the template adds no '~': plain text, no tool call.
+    _, _, body = s.post("/v1/chat/completions", {"model": s.model, "messages": messages, "max_tokens": 5,
+                                                 "temperature": 0})
+    assert body["choices"][0]["finish_reason"] == "length" and "tool_calls" not in body["choices"][0]["message"]
+    # tool_choice "none" drops the tools.
+    _, _, body = s.post("/v1/chat/completions", {"model": s.model, "messages": messages, "tools": tools,
+                                                 "tool_choice": "none", "max_tokens": 5, "temperature": 0})
+    assert body["choices"][0]["finish_reason"] == "length"
+    # A tool result continues the conversation (the template renders it like any message).
+    follow = messages + [choice["message"], {"role": "tool", "tool_call_id": call["id"], "content": "sunny"}]
+    status, _, body = s.post("/v1/chat/completions", {"model": s.model, "messages": follow, "max_tokens": 4,
+                                                      "temperature": 0})
+    assert status == 200, body
+
+
+def test_official_openai_client(server, chat_model, tool_server):
     module = ORACLE_DIR / "openai"
     if not (module / "node_modules/openai/package.json").exists():
         pytest.skip(f"the openai npm client is not installed in {module} (scripts/setup_oracle.sh)")
     cancelled = server.metric("onnxllm_cancelled_requests_total")
     out = subprocess.run(["node", str(CLIENT_SCRIPT), str(module), f"http://127.0.0.1:{server.port}/v1", "none",
-                          server.model], capture_output=True, text=True, timeout=300)
+                          server.model, f"http://127.0.0.1:{tool_server.port}/v1", tool_server.model],
+                         capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     seen = json.loads(out.stdout)
     want = generator_text(chat_model, "Once upon a time", 24, bos=False)
@@ -261,7 +298,11 @@ def test_official_openai_client(server, chat_model):
     assert seen["stream"]["usage"]["completion_tokens"] == 24
     assert seen["completion"]["text"] == generator_text(chat_model, "Lily and Tom", 16)
     assert len(seen["n"]) == 3 and all(isinstance(t, str) and t for t in seen["n"])
-    assert seen["tool"]["message"]["role"] == "assistant"
+    assert seen["tool"]["finish"] == "tool_calls"
+    [call] = seen["tool"]["message"]["tool_calls"]
+    assert call["function"]["name"] == "get_weather" and json.loads(call["function"]["arguments"]) == {"city": "Paris"}
+    assert seen["tool_stream"]["finish"] == "tool_calls"
+    assert [c["function"]["name"] for c in seen["tool_stream"]["calls"]] == ["get_weather"]
     assert seen["cancel_error"] in (None, "AbortError", "APIUserAbortError") and seen["cancel_seen"] == 2
     # The abandoned stream was cancelled on the server, not run to its 400 tokens.
     deadline = time.time() + 30

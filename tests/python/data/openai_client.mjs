@@ -1,10 +1,11 @@
 // The official OpenAI client (npm `openai`) against `onnxllm serve`: chat, streaming chat,
 // completions, n > 1, a tool call and a cancelled stream. Prints one JSON object with what it saw;
 // tests/python/test_server.py checks it against onnxllm's own generation.
-// Usage: node openai_client.mjs OPENAI_MODULE_DIR BASE_URL API_KEY MODEL
+// Usage: node openai_client.mjs OPENAI_MODULE_DIR BASE_URL API_KEY MODEL TOOL_BASE_URL TOOL_MODEL
+// (the tool call goes to a second server whose model writes one: tests/python/scripted_model.py).
 import { createRequire } from "node:module";
 
-const [moduleDir, baseURL, apiKey, model] = process.argv.slice(2);
+const [moduleDir, baseURL, apiKey, model, toolBaseURL, toolModel] = process.argv.slice(2);
 const require = createRequire(moduleDir + "/");
 const OpenAI = require("openai").default ?? require("openai");
 const client = new OpenAI({ baseURL, apiKey, maxRetries: 0 });
@@ -35,10 +36,23 @@ const many = await client.chat.completions.create({ model, messages, max_tokens:
 out.n = many.choices.map((c) => c.message.content);
 
 const tools = [{ type: "function", function: { name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" } } } } }];
-const toolCall = await client.chat.completions.create({
-  model, messages: [{ role: "user", content: "TOOL weather in Paris" }], tools, max_tokens: 40, temperature: 0,
+const toolClient = new OpenAI({ baseURL: toolBaseURL, apiKey, maxRetries: 0 });
+const toolCall = await toolClient.chat.completions.create({
+  model: toolModel, messages: [{ role: "user", content: "What is the weather in Paris?" }], tools, temperature: 0,
 });
 out.tool = { message: toolCall.choices[0].message, finish: toolCall.choices[0].finish_reason };
+const toolStream = await toolClient.chat.completions.create({
+  model: toolModel, messages: [{ role: "user", content: "What is the weather in Paris?" }], tools, temperature: 0, stream: true,
+});
+const streamedCalls = [];
+let toolFinish = null;
+for await (const chunk of toolStream) {
+  for (const c of chunk.choices) {
+    for (const call of c.delta?.tool_calls ?? []) streamedCalls.push(call);
+    if (c.finish_reason) toolFinish = c.finish_reason;
+  }
+}
+out.tool_stream = { calls: streamedCalls, finish: toolFinish };
 
 // A stream the client abandons after its first chunk.
 const controller = new AbortController();

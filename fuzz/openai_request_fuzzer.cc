@@ -1,0 +1,49 @@
+// Feeds arbitrary bytes to the server's OpenAI request parsers (the first byte picks chat or
+// completions) and the tool-call extraction. Besides crashes, checks the contract: every refusal
+// is an ApiError with a 4xx status, a message and valid JSON; an accepted request has values in
+// OpenAI's ranges.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "server/openai_protocol.h"
+
+namespace {
+
+void require(bool cond, const char* what) {
+  if (!cond) {
+    std::fprintf(stderr, "contract broken: %s\n", what);
+    std::abort();
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace onnxllm::server;
+  if (size == 0) return 0;
+  const std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
+  try {
+    const GenerationRequest r = data[0] % 2 == 0 ? parse_chat_request(body) : parse_completion_request(body);
+    require(r.n >= 1 && r.n <= 16, "n out of range");
+    require(r.temperature >= 0 && r.temperature <= 2, "temperature out of range");
+    require(r.top_p >= 0 && r.top_p <= 1, "top_p out of range");
+    require(r.max_tokens == -1 || r.max_tokens >= 1, "max_tokens out of range");
+    require(r.stop.size() <= 4, "too many stops");
+    require(!r.chat || !r.messages.empty(), "chat without messages");
+    require(r.chat || r.has_prompt_ids || r.prompt_ids.empty(), "prompt ids without a flag");
+  } catch (const ApiError& e) {
+    require(e.status >= 400 && e.status < 500, "a parse error that is not 4xx");
+    require(!e.message.empty(), "an error without a message");
+    require(nlohmann::json::parse(e.json()).contains("error"), "an error body that is not JSON");
+  }
+  std::string content;
+  const auto calls = parse_tool_calls(std::string(body), &content, "c");
+  for (const auto& call : calls) require(call["function"]["arguments"].is_string(), "arguments not a string");
+  return 0;
+}
