@@ -5,7 +5,9 @@ server's memory. Prints a JSON summary: answered, refused (429), other errors, /
 worst latency, peak RSS against weights + --kv-memory. Exits 1 on any error other than a 429.
 
   benchmarks/serve_load.py -m MODEL [--cli build/bin/onnxllm] [--clients 64] [--requests 512]
-      [--min-prompt 16] [--max-prompt 2000] [--max-tokens 32] [--kv-memory 512MiB] [--max-queue 48]
+      [--min-prompt 16] [--max-prompt 2000] [--max-tokens 32] [--kv-memory 512MiB] [--max-queue 48] [--retries 30]
+The model folder needs tokenizer files; a random-weights build has none: give it a character
+tokenizer with tests/python/optimum_export.py's write_tokenizer(folder, vocab_size).
 """
 
 import argparse
@@ -41,6 +43,7 @@ def main():
     ap.add_argument("--kv-memory", default="512MiB")
     ap.add_argument("--max-queue", type=int, default=48)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--retries", type=int, default=30, help="429s a client retries after Retry-After")
     args = ap.parse_args()
 
     config = json.load(open(os.path.join(args.model, "genai_config.json")))
@@ -53,7 +56,7 @@ def main():
     threading.Thread(target=lambda: proc.stderr.read(), daemon=True).start()
 
     lock = threading.Lock()
-    counts = {"answered": 0, "refused_429": 0, "errors": 0, "tokens": 0}
+    counts = {"answered": 0, "refused_429": 0, "429_responses": 0, "errors": 0}
     error_samples = []
     next_index = [0]
     stop_monitor = threading.Event()
@@ -71,24 +74,36 @@ def main():
             length = rng.randint(args.min_prompt, args.max_prompt)
             body = {"model": name, "prompt": [rng.randrange(3, vocab) for _ in range(length)],
                     "max_tokens": rng.randint(1, args.max_tokens), "temperature": 0, "stream": i % 2 == 1}
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-                conn.request("POST", "/v1/completions", body=json.dumps(body), headers={"Content-Type": "application/json"})
-                resp = conn.getresponse()
-                text = resp.read().decode()
-                conn.close()
+            # As OpenAI's clients do, a 429 is retried after its Retry-After (up to --retries times).
+            for attempt in range(args.retries + 1):
+                try:
+                    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+                    conn.request("POST", "/v1/completions", body=json.dumps(body),
+                                 headers={"Content-Type": "application/json"})
+                    resp = conn.getresponse()
+                    text = resp.read().decode()
+                    conn.close()
+                except Exception as e:  # noqa: BLE001 (a dropped connection is an error to report)
+                    with lock:
+                        counts["errors"] += 1
+                        error_samples.append(repr(e))
+                    break
                 with lock:
-                    if resp.status == 200 and ("[DONE]" in text or '"usage"' in text):
+                    if resp.status == 429 and resp.getheader("Retry-After"):
+                        counts["429_responses"] += 1
+                        if attempt < args.retries:
+                            retry_after = float(resp.getheader("Retry-After"))
+                        else:
+                            counts["refused_429"] += 1
+                            break
+                    elif resp.status == 200 and ("[DONE]" in text or '"usage"' in text):
                         counts["answered"] += 1
-                    elif resp.status == 429 and resp.getheader("Retry-After"):
-                        counts["refused_429"] += 1
+                        break
                     else:
                         counts["errors"] += 1
                         error_samples.append(f"{resp.status}: {text[:200]}")
-            except Exception as e:  # noqa: BLE001 (a dropped connection is an error to report)
-                with lock:
-                    counts["errors"] += 1
-                    error_samples.append(repr(e))
+                        break
+                time.sleep(retry_after * rng.uniform(0.5, 1.5))
 
     def monitor():
         while not stop_monitor.is_set():

@@ -574,7 +574,8 @@ Server::Server(const std::filesystem::path& model_dir, const ServerOptions& opti
     return [&s, json_error, fn](const httplib::Request& req, httplib::Response& res) {
       try {
         fn(req, res);
-        s.metrics.count_response(req.path, res.status);
+        // A body sent by a content provider has its status (200) set after the handler returns.
+        s.metrics.count_response(req.path, res.status == -1 ? 200 : res.status);
       } catch (const ApiError& e) {
         json_error(res, e);
         s.metrics.count_response(req.path, e.status);
