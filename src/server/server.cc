@@ -96,7 +96,13 @@ struct Server::Impl {
         work_ready = false;
         continue;
       }
-      engine->step();
+      try {
+        engine->step();
+      } catch (const std::exception& e) {
+        // The engine fails requests itself; anything escaping is logged, and the loop goes on.
+        std::fprintf(stderr, "onnxllm serve: engine step failed: %s\n", e.what());
+        std::this_thread::sleep_for(kPoll);
+      }
       {
         std::lock_guard lock(step_mutex);
         ++steps;
