@@ -9,6 +9,7 @@
 
 #include "core/tensor.h"
 #include "ep/cpu/kernels/contrib/matmul_nbits.h"
+#include "ep/cpu/kernels/contrib/matmul_nbits_q8.h"
 
 namespace onnxllm {
 namespace {
@@ -75,6 +76,52 @@ void decode_args(benchmark::internal::Benchmark* b) {
 }
 
 BENCHMARK(BM_MatMulNBits)->Apply(decode_args);
+
+// accuracy_level 4 (int8 activations, VNNI): M rows of a Qwen2.5-0.5B MLP projection, the shape of
+// a decode step with M requests. "VNNI/s" counts 64-MAC instructions' worth of work (M*K*N/64).
+// Args: M, K, N, threads.
+void BM_MatMulNBitsQ8(benchmark::State& state) {
+  const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
+  const int threads = static_cast<int>(state.range(3));
+  NBitsShape shape;
+  shape.k = k;
+  shape.n = n;
+  shape.bits = 4;
+  shape.block_size = 32;
+  const NBitsQ8Layout l = nbits_q8_layout(shape, false);
+  std::mt19937 rng(1);
+  std::vector<uint8_t> b(static_cast<size_t>(n * shape.blocks() * shape.blob_bytes()));
+  for (auto& x : b) x = static_cast<uint8_t>(rng());
+  std::vector<float> scales(static_cast<size_t>(n * shape.blocks()));
+  std::uniform_real_distribution<float> u(-0.05f, 0.05f);
+  for (auto& x : scales) x = u(rng);
+  NBitsSource src;
+  src.b = b.data();
+  src.scales = scales.data();
+  AlignedBuffer packed(l.bytes());
+  pack_nbits_q8(l, src, static_cast<uint8_t*>(packed.data()), 0, l.tiles);
+  std::vector<float> a(static_cast<size_t>(m * k)), y(static_cast<size_t>(m * n));
+  for (auto& x : a) x = u(rng);
+  AlignedBuffer ws(matmul_nbits_q8_workspace(l, m));
+  ThreadPool pool(threads);
+  ThreadPool::SpinScope spin(&pool);
+  const Isa isa = best_isa();
+  for (auto _ : state) {
+    matmul_nbits_q8_run(l, static_cast<const uint8_t*>(packed.data()), a.data(), m, nullptr, y.data(), ws.data(), pool,
+                        isa);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["VNNI/s"] =
+      benchmark::Counter(static_cast<double>(m * k * n) / 64.0, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["weight_bytes/s"] =
+      benchmark::Counter(static_cast<double>(l.bytes()), benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_MatMulNBitsQ8)
+    ->ArgNames({"M", "K", "N", "threads"})
+    ->Args({1, 896, 4864, 1})
+    ->Args({8, 896, 4864, 1})
+    ->Args({16, 896, 4864, 1})
+    ->Args({64, 896, 4864, 1});
 
 }  // namespace
 }  // namespace onnxllm
