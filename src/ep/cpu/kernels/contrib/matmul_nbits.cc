@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/mapped_file.h"
 #include "ep/cpu/cpu_provider.h"
 #include "ep/cpu/kernels/contrib/matmul_nbits_kernels.h"
 #include "ep/cpu/kernels/contrib/matmul_nbits_q8.h"
@@ -332,6 +333,10 @@ class MatMulNBitsKernel final : public OpKernel {
         pack_nbits(layout_, source(*b, *scales, zp), static_cast<uint8_t*>(packed_.data()), 0, layout_.tiles);
       }
       packed_scale_dtype_ = scales->dtype();
+      // The packed copy is all compute() reads: drop the mapped file pages of B (clean, so a later
+      // reader of the same initializer faults them in again), or an int4 model would sit in memory
+      // twice.
+      MappedFile::release_pages(b->raw(), b->bytes());
     }
   }
 

@@ -4,6 +4,7 @@
 // MatMulNBits would compute them, straight into its output.
 #include <algorithm>
 
+#include "core/mapped_file.h"
 #include "ep/cpu/cpu_provider.h"
 #include "ep/cpu/kernels/contrib/matmul_nbits_q8.h"
 #include "ep/cpu/kernels/kernel_utils.h"
@@ -55,6 +56,7 @@ class MatMulNBitsSiblingsKernel final : public OpKernel {
       src.scale_dtype = scales->dtype();
       pack_nbits_q8(m.layout, src, static_cast<uint8_t*>(packed_.data()) + tile0 * all_.tile_bytes, 0, m.layout.tiles,
                     isa_);
+      MappedFile::release_pages(b->raw(), b->bytes());  // as MatMulNBits: only the packed copy is read
       tile0 += m.layout.tiles;
       members_.push_back(m);
     }
