@@ -13,11 +13,6 @@ namespace {
 
 using OrderedJson = nlohmann::ordered_json;
 
-// Where a model folder keeps its tokenizer: model.tokenizer_dir, or the folder itself.
-std::filesystem::path tokenizer_folder(const genai::Config& config) {
-  return config.model.tokenizer_dir.empty() ? config.dir : config.dir / config.model.tokenizer_dir;
-}
-
 void set_tokenizer(OgaTokenizer** out, std::shared_ptr<const genai::Model> model, const std::filesystem::path& dir) {
   auto t = std::make_unique<TokenizerData>();
   t->model = std::move(model);
@@ -90,7 +85,7 @@ OgaResult* OGA_API_CALL OgaCreateTokenizer(const OgaModel* model, OgaTokenizer**
     const auto& m = require(handle<ModelData>(model), "OgaCreateTokenizer", "model");
     require_out(out, "OgaCreateTokenizer", "out");
     *out = nullptr;
-    set_tokenizer(out, m.model, tokenizer_folder(m.model->config()));
+    set_tokenizer(out, m.model, m.model->config().tokenizer_dir());
   });
 }
 
@@ -99,7 +94,7 @@ OgaResult* OGA_API_CALL OgaCreateTokenizerFromConfig(const OgaConfig* config, Og
     const auto& c = require(handle<ConfigData>(config), "OgaCreateTokenizerFromConfig", "config");
     require_out(out, "OgaCreateTokenizerFromConfig", "out");
     *out = nullptr;
-    set_tokenizer(out, nullptr, tokenizer_folder(c.config));
+    set_tokenizer(out, nullptr, c.config.tokenizer_dir());
   });
 }
 

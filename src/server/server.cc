@@ -65,14 +65,9 @@ struct Server::Impl {
     mo.num_threads = o.threads;
     model = genai::Model::load(dir, mo);
     const genai::Config& config = model->config();
-    const auto tok_dir = config.model.tokenizer_dir.empty() ? config.dir : config.dir / config.model.tokenizer_dir;
-    tokenizer = Tokenizer::load(tok_dir);
-    try {
-      templates = ChatTemplateConfig::load(tok_dir);
-      has_template = true;
-    } catch (const Error& e) {
-      if (e.code() != ErrorCode::kNotFound) throw;  // no template: /v1/chat/completions answers 400
-    }
+    tokenizer = Tokenizer::load(config.tokenizer_dir());
+    // No template is allowed (/v1/chat/completions then answers 400); a broken one is an error.
+    templates = ChatTemplateConfig::load(config.tokenizer_dir(), /*require_template=*/false);
     genai::EngineOptions eo;
     eo.max_batch = o.max_batch;
     eo.kv_memory_bytes = o.kv_memory;
@@ -141,7 +136,7 @@ struct Server::Impl {
   std::vector<int32_t> prompt_ids(const GenerationRequest& r) {
     std::vector<int32_t> ids;
     if (r.chat) {
-      if (!has_template)
+      if (templates.templates.empty())
         throw_api_error(400, "This model has no chat template; use /v1/completions with a plain prompt.", "messages");
       ChatRequest cr;
       cr.messages = r.messages;
@@ -174,7 +169,7 @@ struct Server::Impl {
                                std::to_string(n + static_cast<int64_t>(r.max_tokens)) + " tokens (" + std::to_string(n) +
                                " in the " + (r.chat ? "messages" : "prompt") + ", " + std::to_string(r.max_tokens) +
                                " in the completion). Please reduce the length.",
-                      r.max_tokens > 0 ? (r.chat ? "max_tokens" : "max_tokens") : "", "context_length_exceeded");
+                      "max_tokens", "context_length_exceeded");
     return ids;
   }
 
@@ -254,8 +249,8 @@ struct Server::Impl {
     c.held.erase(0, c.held.size() - keep);
   }
 
-  // The request thread's work for one generation request: admission, then tokens until every
-  // choice finished (or the client is gone: `alive` false cancels).
+  // One generation request on its request thread: admitted, then fed tokens until every choice
+  // finished (or the client is gone, which cancels it).
   struct Job {
     GenerationRequest req;
     std::vector<int32_t> ids;
@@ -315,14 +310,6 @@ struct Server::Impl {
 
   bool all_finished(const Job& job) const {
     return std::all_of(job.choices.begin(), job.choices.end(), [](const Choice& c) { return !c.finish.empty(); });
-  }
-
-  // A request whose engine request failed (e.g. the KV cache could not hold it).
-  void check_failed(const Job& job) const {
-    for (const auto& c : job.choices) {
-      const std::string err = c.request->error();
-      if (!err.empty()) throw_api_error(500, "The request failed: " + err, "", "engine_error", "server_error");
-    }
   }
 
   Json usage(const Job& job) const {
@@ -533,8 +520,7 @@ struct Server::Impl {
   ServerOptions options;
   std::shared_ptr<const genai::Model> model;
   std::shared_ptr<Tokenizer> tokenizer;
-  ChatTemplateConfig templates;
-  bool has_template = false;
+  ChatTemplateConfig templates;  // empty without a chat template
   std::unique_ptr<genai::Engine> engine;
   std::string name;
   int context = 0;

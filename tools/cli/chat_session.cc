@@ -14,7 +14,7 @@ ChatSession::ChatSession(const std::filesystem::path& model_dir, ChatOptions opt
   model_options.kv_cache_dtype = options_.kv_cache_dtype;
   model_ = genai::Model::load(model_dir, model_options);
   const genai::Config& config = model_->config();
-  const auto dir = config.model.tokenizer_dir.empty() ? config.dir : config.dir / config.model.tokenizer_dir;
+  const auto dir = config.tokenizer_dir();
   tokenizer_ = Tokenizer::load(dir);
   try {
     const ChatTemplateConfig templates = ChatTemplateConfig::load(dir);

@@ -56,12 +56,6 @@ struct GenerateArgs {
   bool no_timings = false;
 };
 
-// The folder the tokenizer files are in: model.tokenizer_dir (relative to the model folder), or
-// the model folder itself.
-std::filesystem::path tokenizer_dir(const genai::Config& config) {
-  return config.model.tokenizer_dir.empty() ? config.dir : config.dir / config.model.tokenizer_dir;
-}
-
 // The prompt text of --chat: one user message through the folder's chat template.
 std::string chat_prompt(const std::filesystem::path& dir, const std::string& text) {
   const ChatTemplateConfig templates = ChatTemplateConfig::load(dir);
@@ -109,7 +103,7 @@ int run_generate(const GenerateArgs& args, bool has_ids, bool has_prompt, bool h
 
   // The tokenizer is needed for text prompts and for printing text.
   std::shared_ptr<Tokenizer> tokenizer;
-  if (has_prompt || has_chat || !args.print_ids) tokenizer = Tokenizer::load(tokenizer_dir(model->config()));
+  if (has_prompt || has_chat || !args.print_ids) tokenizer = Tokenizer::load(model->config().tokenizer_dir());
   std::vector<std::vector<int32_t>> rows;
   if (has_ids) rows = parse_id_rows(args.ids);
   if (has_prompt) rows.push_back(tokenizer->encode(prompt, true));
@@ -117,7 +111,7 @@ int run_generate(const GenerateArgs& args, bool has_ids, bool has_prompt, bool h
   // instead of printing empty text.
   if (has_ids && tokenizer)
     for (const auto& row : rows) check_ids_in_vocab(row, tokenizer->vocab_size(), "--ids");
-  if (has_chat) rows.push_back(tokenizer->encode(chat_prompt(tokenizer_dir(model->config()), args.chat), false));
+  if (has_chat) rows.push_back(tokenizer->encode(chat_prompt(model->config().tokenizer_dir(), args.chat), false));
   for (const auto& row : rows)
     ONNXLLM_CHECK(!row.empty(), kInvalidArgument, "generate: the prompt has no tokens");
 

@@ -150,6 +150,8 @@ class Config {
   int max_length() const { return search.max_length > 0 ? search.max_length : model.context_length; }
   // A file of the model folder.
   std::filesystem::path file(const std::string& name) const { return dir / name; }
+  // The folder the tokenizer files are in: model.tokenizer_dir (relative to dir), or dir itself.
+  std::filesystem::path tokenizer_dir() const { return model.tokenizer_dir.empty() ? dir : dir / model.tokenizer_dir; }
 
   ModelConfig model;
   SearchConfig search;

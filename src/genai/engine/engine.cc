@@ -237,7 +237,7 @@ void Engine::fail(Request& r, const std::string& why) {
   r.error_ = why;
 }
 
-bool Engine::admit(Request& r) {
+void Engine::admit(Request& r) {
   // Full blocks of the prompt that are cached, leaving at least one token to compute (its logits
   // choose the next token).
   const auto tokens = r.search_->sequences().row(0);
@@ -256,7 +256,6 @@ bool Engine::admit(Request& r) {
   r.computed_ = r.published_ * bs;
   r.running_ = true;
   r.admitted_at_ = ++admissions_;
-  return true;
 }
 
 bool Engine::preempt_one(const Request* keep) {
@@ -296,14 +295,14 @@ bool Engine::schedule() {
   batch_.clear();
   int budget = options_.max_step_tokens;
   const int bs = blocks_.block_size();
-  // Pass 0: one token for each decoding request; pass 1: prompt chunks.
+  // Pass 0: one token for each decoding request; pass 1: prompt chunks. A request is decoding in
+  // both passes or in neither, so none is scheduled twice.
   for (int pass = 0; pass < 2; ++pass) {
     for (const auto& rp : active_) {
       Request& r = *rp;
       if (static_cast<int>(batch_.size()) >= options_.max_batch || budget == 0) break;
       std::lock_guard rlock(r.mutex_);
       if (!r.wants_tokens()) continue;
-      if (std::any_of(batch_.begin(), batch_.end(), [&](const Scheduled& s) { return s.request == rp; })) continue;
       const bool decoding = r.running_ && r.length() - r.computed_ == 1;
       if ((pass == 0) != decoding) continue;
       if (!r.running_) admit(r);
@@ -333,11 +332,10 @@ bool Engine::schedule() {
 void Engine::run_batch() {
   if (batch_.empty()) return;
   const DecoderIo& io = model_->io();
-  size_t total = 0, logit_rows = 0;
+  size_t total = 0;
   int64_t width = 1, max_keys = 1;
   for (const auto& s : batch_) {
     total += static_cast<size_t>(s.count);
-    logit_rows += s.logits;
     width = std::max<int64_t>(width, static_cast<int64_t>(s.request->blocks_.size()));
     max_keys = std::max<int64_t>(max_keys, s.start + s.count);
   }
@@ -350,18 +348,14 @@ void Engine::run_batch() {
   }
   token_seq_.clear();
   token_pos_.clear();
-  std::vector<int32_t> ids;
-  ids.reserve(total);
   tables_.assign(batch_.size() * static_cast<size_t>(width), 0);
   int64_t* logit_at = static_cast<int64_t*>(logits_positions_.data());
   size_t rows = 0;
   for (size_t i = 0; i < batch_.size(); ++i) {
     const Scheduled& s = batch_[i];
-    const auto tokens = s.request->search_->sequences().row(0);
     for (int p = s.start; p < s.start + s.count; ++p) {
       token_seq_.push_back(static_cast<int32_t>(i));
       token_pos_.push_back(p);
-      ids.push_back(tokens[p]);
     }
     if (s.logits) logit_at[rows++] = static_cast<int64_t>(token_seq_.size()) - 1;
     std::copy(s.request->blocks_.begin(), s.request->blocks_.end(), tables_.begin() + static_cast<int64_t>(i) * width);
@@ -372,7 +366,8 @@ void Engine::run_batch() {
   paged_.table_width = width;
   paged_.max_keys = max_keys;
   const int64_t t = static_cast<int64_t>(total);
-  write_ints(input_ids_, io.input_ids_dtype, total, [&](size_t i) { return ids[i]; });
+  write_ints(input_ids_, io.input_ids_dtype, total,
+             [&](size_t i) { return batch_[token_seq_[i]].request->search_->sequences().row(0)[token_pos_[i]]; });
   binding_.bind_input(io.input_ids, TensorView(input_ids_.data(), io.input_ids_dtype, Shape{1, t}));
   if (io.attention_mask >= 0) {
     write_ints(mask_, io.attention_mask_dtype, total, [](size_t) { return 1; });
@@ -426,14 +421,20 @@ void Engine::commit() {
     std::lock_guard rlock(r.mutex_);
     stats_.tokens_computed += s.count;
     token += static_cast<size_t>(s.count);
+    // Split LM head: [rows, 1, vocab], a row per request with logits (removed ones included);
+    // else [1, tokens, vocab] and the request's last token.
+    const int64_t at = !s.logits ? -1 : split ? static_cast<int64_t>(row++) : static_cast<int64_t>(token) - 1;
     if (r.closed_) continue;  // removed while running: take_inbox frees it
     r.computed_ = s.start + s.count;
     publish_full_blocks(r);
     if (!s.logits) continue;
-    // Split LM head: [rows, 1, vocab]; else [1, tokens, vocab] and the request's last token.
-    const int64_t at = split ? static_cast<int64_t>(row++) : static_cast<int64_t>(token) - 1;
-    ONNXLLM_CHECK(out.numel() >= (at + 1) * vocab, kInvalidModel, "the decoder's logits are ", out.describe(),
-                  "; a row of ", vocab, " (model.vocab_size) was expected per sequence");
+    if (out.numel() < (at + 1) * vocab) {
+      // A failed request, not a throw halfway through committing the batch.
+      fail(r, str_cat("the decoder's logits are ", out.describe(), "; a row of ", vocab,
+                      " (model.vocab_size) was expected per sequence"));
+      ready_.push_back(s.request);
+      continue;
+    }
     r.logits_.resize(static_cast<size_t>(vocab));
     if (out.dtype() == DType::kFloat32) {
       std::memcpy(r.logits_.data(), out.data<float>() + at * vocab, static_cast<size_t>(vocab) * sizeof(float));
@@ -450,7 +451,6 @@ void Engine::commit() {
     const int32_t next = r.search_->next_tokens()[0];
     r.unseen_.push_back(next);
     if (r.logprobs_top_ >= 0) r.unseen_logprobs_.push_back(token_logprobs(r.raw_logits_, next, r.logprobs_top_));
-    ++r.generated_in_turn_;
     ++stats_.tokens_generated;
     if (r.search_->is_done()) {
       r.done_ = true;

@@ -83,7 +83,7 @@ class Engine {
 
   void take_inbox();           // under mutex_
   bool schedule();             // fills batch_; false when nothing can run
-  bool admit(Request& r);      // prefix lookup; false if it needs blocks it cannot get
+  void admit(Request& r);      // running, with the prompt's cached full blocks (prefix lookup)
   bool reserve(Request& r, int end_position, const Request* keep);  // blocks for positions < end_position
   bool preempt_one(const Request* keep);
   void release_blocks(Request& r);

@@ -30,7 +30,6 @@ void Request::add_tokens(std::span<const int32_t> tokens) {
                 " tokens exceed max_length (", max_length_, ")");
   search_->append_tokens(tokens, static_cast<int>(tokens.size()));
   done_ = false;
-  generated_in_turn_ = 0;
 }
 
 bool Request::wants_tokens() const { return !done_ && !closed_ && search_->length() > computed_; }

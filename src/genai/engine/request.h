@@ -71,7 +71,6 @@ class Request {
   std::unique_ptr<Search> search_;
   int vocab_size_ = 0;
   int max_length_ = 0;
-  int generated_in_turn_ = 0;
   // Read by the engine's scheduler without this request's lock, written under it.
   std::atomic<bool> done_{false};    // turn complete
   std::atomic<bool> closed_{false};  // max_length, removed or failed: no continuation

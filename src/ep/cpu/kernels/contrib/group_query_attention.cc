@@ -78,11 +78,12 @@ class GroupQueryAttentionKernel final : public OpKernel {
     ONNXLLM_CHECK(ctx.num_outputs() >= 3, kUnsupported, "GroupQueryAttention needs the present_key and present_value outputs");
     ONNXLLM_CHECK(!ctx.has_output(3), kUnsupported, "GroupQueryAttention output_qk is not supported");
     ctx.set_output(0, DType::kFloat32, Shape{d.batch, d.seq, heads_ * d.head_size});
-    if (const PagedKv* paged = paged_kv(ctx.paged_kv())) {
-      check_paged(ctx, d, *paged);
+    if (paged_layer(ctx.paged_kv())) {
+      const PagedKv& paged = *ctx.paged_kv();
+      check_paged(ctx, d, paged);
       ctx.set_output(1, d.cache, Shape{d.batch, kv_heads_, 0, d.head_size});
       ctx.set_output(2, d.cache, Shape{d.batch, kv_heads_, 0, d.head_size});
-      ctx.request_workspace(layout(d, paged->max_keys).bytes(ctx.num_threads()));
+      ctx.request_workspace(layout(d, paged.max_keys).bytes(ctx.num_threads()));
       return;
     }
     ctx.set_output(1, d.cache, Shape{d.batch, kv_heads_, d.present_len, d.head_size});
@@ -97,16 +98,16 @@ class GroupQueryAttentionKernel final : public OpKernel {
 
   void compute(const ComputeContext& ctx) const noexcept override {
     const GqaDims d = dims(ctx.num_inputs(), [&](int i) { return ctx.has_input(i) ? &ctx.input(i) : nullptr; });
-    if (const PagedKv* paged = paged_kv(ctx.paged_kv())) {
-      const PagedKvLayer& layer = *paged->layer(past_key_name_);
+    if (const PagedKvLayer* layer = paged_layer(ctx.paged_kv())) {
+      const PagedKv& paged = *ctx.paged_kv();
       if (d.cache == DType::kFloat16) {
-        write_paged<Float16>(ctx, d, *paged, layer.k, /*is_key=*/true);
-        write_paged<Float16>(ctx, d, *paged, layer.v, /*is_key=*/false);
+        write_paged<Float16>(ctx, d, paged, layer->k, /*is_key=*/true);
+        write_paged<Float16>(ctx, d, paged, layer->v, /*is_key=*/false);
       } else {
-        write_paged<float>(ctx, d, *paged, layer.k, /*is_key=*/true);
-        write_paged<float>(ctx, d, *paged, layer.v, /*is_key=*/false);
+        write_paged<float>(ctx, d, paged, layer->k, /*is_key=*/true);
+        write_paged<float>(ctx, d, paged, layer->v, /*is_key=*/false);
       }
-      attend(ctx, d, layer.k, layer.v, paged);
+      attend(ctx, d, layer->k, layer->v, &paged);
       return;
     }
     const TensorView& present_k = ctx.output(1);
@@ -127,9 +128,9 @@ class GroupQueryAttentionKernel final : public OpKernel {
     return ScratchLayout(0, static_cast<size_t>((heads_ / kv_heads_) * (keys + d.head_size)));
   }
 
-  // The run's paged cache when it holds this node's layer.
-  const PagedKv* paged_kv(const PagedKv* paged) const {
-    return paged && !past_key_name_.empty() && paged->layer(past_key_name_) ? paged : nullptr;
+  // This node's layer in the run's paged cache, or null (no paged cache, or not one of its layers).
+  const PagedKvLayer* paged_layer(const PagedKv* paged) const {
+    return paged && !past_key_name_.empty() ? paged->layer(past_key_name_) : nullptr;
   }
 
   // The paged batch against this node (PagedKv::check has checked it on its own).
@@ -387,12 +388,13 @@ class GroupQueryAttentionKernel final : public OpKernel {
     params.scale = scale_ != 0.0f ? scale_ : 1.0f / std::sqrt(static_cast<float>(h));
     params.softcap = softcap_;
     params.use_sink = smooth_softmax_ || sinks != nullptr;
-    const ScratchLayout scratch = layout(d, paged ? paged->max_keys : d.present_len);
+    const int64_t keys = paged ? paged->max_keys : d.present_len;
+    const ScratchLayout scratch = layout(d, keys);
     const int64_t element = static_cast<int64_t>(dtype_size(d.cache));
     std::atomic<int64_t> next{0};
     ctx.pool().run([&](int thread, int) {
       float* scores = scratch.thread_slice(ctx.workspace(), thread);
-      float* q_rot = scores + group * (paged ? paged->max_keys : d.present_len);
+      float* q_rot = scores + group * keys;
       for (int64_t task; (task = next.fetch_add(1, std::memory_order_relaxed)) < rows * slices;) {
         const int64_t slice = task % slices, kvh = (task / slices) % d.kv_heads, bi = task / slices / d.kv_heads;
         const int64_t b = bi / d.seq, i = bi % d.seq;
