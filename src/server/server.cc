@@ -76,7 +76,16 @@ struct Server::Impl {
     engine = std::make_unique<genai::Engine>(model, eo);
     name = o.model_name.empty() ? std::filesystem::absolute(dir).lexically_normal().filename().string() : o.model_name;
     if (name.empty()) name = std::filesystem::absolute(dir).lexically_normal().parent_path().filename().string();
+    // A request longer than the KV pool would fail after its 200 status line went out; as vLLM
+    // does, the served context is what the pool holds, and longer ones are refused up front.
     context = config.model.context_length;
+    const genai::Engine::Stats es = engine->stats();
+    const int64_t kv_tokens = static_cast<int64_t>(es.blocks_total) * eo.block_size;
+    if (kv_tokens < context) {
+      context = static_cast<int>(kv_tokens);
+      std::fprintf(stderr, "onnxllm serve: the KV memory holds %d tokens, less than the model's context of %d: requests are limited to %d tokens (raise --kv-memory for more)\n",
+                   context, config.model.context_length, context);
+    }
     for (const int id : config.eos_token_ids()) eos.push_back(id);
     created = unix_seconds();
   }

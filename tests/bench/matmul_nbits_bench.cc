@@ -78,7 +78,7 @@ void decode_args(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_MatMulNBits)->Apply(decode_args);
 
 // accuracy_level 4 (int8 activations, VNNI): M rows of a Qwen2.5-0.5B MLP projection, the shape of
-// a decode step with M requests. "VNNI/s" counts 64-MAC instructions' worth of work (M*K*N/64).
+// a decode step with M requests, and the LM head. "VNNI/s" counts 64-MAC instructions' worth of work (M*K*N/64).
 // Args: M, K, N, threads.
 void BM_MatMulNBitsQ8(benchmark::State& state) {
   const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
@@ -121,7 +121,12 @@ BENCHMARK(BM_MatMulNBitsQ8)
     ->Args({1, 896, 4864, 1})
     ->Args({8, 896, 4864, 1})
     ->Args({16, 896, 4864, 1})
-    ->Args({64, 896, 4864, 1});
+    ->Args({64, 896, 4864, 1})
+    // The LM head (68 MB packed): the weights stream from DRAM, as a whole model's do.
+    ->Args({1, 896, 151936, 2})
+    ->Args({4, 896, 151936, 2})
+    ->Args({8, 896, 151936, 2})
+    ->Args({16, 896, 151936, 2});
 
 }  // namespace
 }  // namespace onnxllm

@@ -41,8 +41,12 @@ class Server:
     def __init__(self, model_dir, *args):
         self.proc = subprocess.Popen([str(CLI), "serve", "-m", str(model_dir), "--port", "0", *map(str, args)],
                                      stderr=subprocess.PIPE, text=True)
+        self.preamble = []  # what the server said before it listened
         line = self.proc.stderr.readline()
-        assert "listening on http://127.0.0.1:" in line, line
+        while line and "listening on" not in line:
+            self.preamble.append(line)
+            line = self.proc.stderr.readline()
+        assert "listening on http://127.0.0.1:" in line, self.preamble + [line]
         self.port = int(line.split("127.0.0.1:")[1].split()[0])
         self.model = model_dir.name
 
@@ -219,6 +223,28 @@ def test_disconnect_cancels_and_frees_blocks(server):
         time.sleep(0.05)
     assert server.metric("onnxllm_active_requests") == 0
     assert server.metric("onnxllm_running_requests") == 0
+
+
+def test_kv_memory_limits_the_served_context(chat_model):
+    # stories260K: 1280 bytes of KV per token, so 200 KiB in blocks of 16 holds 160 of its 512
+    # tokens. A longer request is refused before it starts (it would fail after a 200 status line).
+    s = Server(chat_model, "--kv-memory", "200KiB", "--block-size", 16)
+    try:
+        assert any("KV memory holds 160 tokens" in line and "context of 512" in line for line in s.preamble), s.preamble
+        status, _, body = s.post("/v1/completions", {"model": s.model, "prompt": "a", "max_tokens": 200})
+        assert status == 400, body
+        assert body["error"]["code"] == "context_length_exceeded" and body["error"]["param"] == "max_tokens", body
+        assert "maximum context length is 160 tokens" in body["error"]["message"], body
+        status, _, body = s.post("/v1/completions", {"model": s.model, "prompt": "Once upon a time " * 60})
+        assert status == 400 and body["error"]["param"] == "prompt", body
+        # Without max_tokens the completion may run to the limit, and does (ignore_eos is not
+        # OpenAI's; a long story reaches 160 tokens or stops at EOS, both a 200).
+        status, _, body = s.post("/v1/completions", {"model": s.model, "prompt": "Once upon a time", "max_tokens": 100})
+        assert status == 200 and body["usage"]["completion_tokens"] > 0, body
+        status, _, _ = s.request("GET", "/health")
+        assert status == 200
+    finally:
+        assert s.stop() == 0
 
 
 def test_api_key_queue_limit_and_sigterm_drain(chat_model):

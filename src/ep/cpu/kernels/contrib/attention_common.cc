@@ -61,6 +61,18 @@ template <typename T>
 const T* value_row(const KvRows& kv, int64_t j) {
   return static_cast<const T*>(kv.v) + (j - kv.origin) * kv.v_stride;
 }
+// Key / value row j of a run for prefetching, where j may lie past the run's end (`end`): then the
+// next block's row, or null.
+template <typename T>
+const T* key_row_ahead(const KvRows& kv, int64_t j, int64_t end) {
+  if (j < end) return key_row<T>(kv, j);
+  return kv.next_k ? static_cast<const T*>(kv.next_k) + (j - end) * kv.k_stride : nullptr;
+}
+template <typename T>
+const T* value_row_ahead(const KvRows& kv, int64_t j, int64_t end) {
+  if (j < end) return value_row<T>(kv, j);
+  return kv.next_v ? static_cast<const T*>(kv.next_v) + (j - end) * kv.v_stride : nullptr;
+}
 
 // The contiguous runs covering keys [begin, end) in order: the whole range once, or one run per
 // block of a paged cache. Every key's score and every output's chain of fused multiply-adds is the
@@ -84,6 +96,9 @@ struct KvRuns {
     run.origin = block * kv.block_rows;
     run.k = static_cast<const T*>(kv.k) + kv.blocks[block] * kv.block_stride;
     run.v = static_cast<const T*>(kv.v) + kv.blocks[block] * kv.block_stride;
+    const bool more = e < end;
+    run.next_k = more ? static_cast<const T*>(kv.k) + kv.blocks[block + 1] * kv.block_stride : nullptr;
+    run.next_v = more ? static_cast<const T*>(kv.v) + kv.blocks[block + 1] * kv.block_stride : nullptr;
     return true;
   }
   const KvRows& kv;
@@ -256,10 +271,9 @@ template <typename T, void (*Dot8)(const float*, const T*, int64_t, int64_t, flo
   int64_t j = begin;
   for (; j + 8 <= end; j += 8) {
     // Long contexts stream the keys from memory: ask for a later block while this one computes.
-    if (j + kPrefetchKeys + 8 <= end)
-      for (int key = 0; key < 8; ++key)
-        for (int64_t b = 0; b < row_bytes; b += 64)
-          __builtin_prefetch(reinterpret_cast<const char*>(key_row<T>(kv, j + kPrefetchKeys + key)) + b);
+    for (int key = 0; key < 8; ++key)
+      if (const T* ahead = key_row_ahead<T>(kv, j + kPrefetchKeys + key, end))
+        for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(reinterpret_cast<const char*>(ahead) + b);
     for (int64_t m = 0; m < qb.rows; ++m) {
       float* x = scores + m * stride + j;
       Dot8(qb.q + m * qb.q_stride, key_row<T>(kv, j), kv.k_stride, head_size, x);
@@ -293,8 +307,37 @@ struct VecOps<__m512> {
   ONNXLLM_TARGET_AVX512 static __m512 fmadd(__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); }
 };
 
-// values_generic's results with a row's outputs held in registers (kVectors of kLanes) over runs
-// of 64 keys.
+// kRows rows' outputs [d0, d0 + kVectors * kLanes) over keys [j0, j1) in registers: each value
+// row loaded once for the rows, kRows * kVectors independent chains (one per output vector, in key
+// order, as values_generic's).
+template <typename V, typename T, int kRows, int kVectors>
+[[gnu::always_inline]] inline void values_tile(const QueryBlock& qb, const KvRows& kv, int64_t m0, int64_t d0,
+                                               int64_t j0, int64_t j1, int64_t end, int64_t stride,
+                                               const float* scores) noexcept {
+  using Ops = VecOps<V>;
+  constexpr int64_t kLanes = Ops::kLanes;
+  V acc[kRows][kVectors];
+  for (int r = 0; r < kRows; ++r)
+    for (int c = 0; c < kVectors; ++c) acc[r][c] = Ops::load(qb.out + (m0 + r) * qb.out_stride + d0 + kLanes * c);
+  for (int64_t j = j0; j < j1; ++j) {
+    if (m0 == 0)
+      if (const T* ahead = value_row_ahead<T>(kv, j + kPrefetchKeys, end))
+        for (int64_t b = 0; b < kLanes * kVectors * static_cast<int64_t>(sizeof(T)); b += 64)
+          __builtin_prefetch(reinterpret_cast<const char*>(ahead + d0) + b);
+    const T* vj = value_row<T>(kv, j) + d0;
+    V v[kVectors];
+    for (int c = 0; c < kVectors; ++c) v[c] = Ops::load(vj + kLanes * c);
+    for (int r = 0; r < kRows; ++r) {
+      const V wj = Ops::set1(scores[(m0 + r) * stride + j]);
+      for (int c = 0; c < kVectors; ++c) acc[r][c] = Ops::fmadd(wj, v[c], acc[r][c]);
+    }
+  }
+  for (int r = 0; r < kRows; ++r)
+    for (int c = 0; c < kVectors; ++c) Ops::store(qb.out + (m0 + r) * qb.out_stride + d0 + kLanes * c, acc[r][c]);
+}
+
+// values_generic's results with the outputs held in registers over runs of 64 keys, two rows at
+// a time (a GQA group's heads share each value row; two rows' chains keep the FMA units busy).
 template <typename V, typename T>
 [[gnu::always_inline]] inline void values_simd(const QueryBlock& qb, const KvRows& kv, int64_t v_size, int64_t begin,
                                                 int64_t end, int64_t stride, const float* scores) noexcept {
@@ -302,30 +345,23 @@ template <typename V, typename T>
   constexpr int64_t kKeys = 64, kLanes = Ops::kLanes, kVectors = Ops::kVectors;
   for (int64_t j0 = begin; j0 < end; j0 += kKeys) {
     const int64_t j1 = std::min(end, j0 + kKeys);
+    int64_t d0 = 0;
+    for (; d0 + kLanes * kVectors <= v_size; d0 += kLanes * kVectors) {
+      int64_t m = 0;
+      for (; m + 2 <= qb.rows; m += 2) values_tile<V, T, 2, kVectors>(qb, kv, m, d0, j0, j1, end, stride, scores);
+      if (m < qb.rows) values_tile<V, T, 1, kVectors>(qb, kv, m, d0, j0, j1, end, stride, scores);
+    }
     for (int64_t m = 0; m < qb.rows; ++m) {
       float* out = qb.out + m * qb.out_stride;
       const float* w = scores + m * stride;
-      int64_t d0 = 0;
-      for (; d0 + kLanes * kVectors <= v_size; d0 += kLanes * kVectors) {
-        V acc[kVectors];
-        for (int c = 0; c < kVectors; ++c) acc[c] = Ops::load(out + d0 + kLanes * c);
-        for (int64_t j = j0; j < j1; ++j) {
-          if (m == 0 && j + kPrefetchKeys < end)
-            for (int64_t b = 0; b < kLanes * kVectors * static_cast<int64_t>(sizeof(T)); b += 64)
-              __builtin_prefetch(reinterpret_cast<const char*>(value_row<T>(kv, j + kPrefetchKeys) + d0) + b);
-          const V wj = Ops::set1(w[j]);
-          const T* vj = value_row<T>(kv, j) + d0;
-          for (int c = 0; c < kVectors; ++c) acc[c] = Ops::fmadd(wj, Ops::load(vj + kLanes * c), acc[c]);
-        }
-        for (int c = 0; c < kVectors; ++c) Ops::store(out + d0 + kLanes * c, acc[c]);
-      }
-      for (; d0 + kLanes <= v_size; d0 += kLanes) {
-        V acc = Ops::load(out + d0);
-        for (int64_t j = j0; j < j1; ++j) acc = Ops::fmadd(Ops::set1(w[j]), Ops::load(value_row<T>(kv, j) + d0), acc);
-        Ops::store(out + d0, acc);
+      int64_t d = d0;
+      for (; d + kLanes <= v_size; d += kLanes) {
+        V acc = Ops::load(out + d);
+        for (int64_t j = j0; j < j1; ++j) acc = Ops::fmadd(Ops::set1(w[j]), Ops::load(value_row<T>(kv, j) + d), acc);
+        Ops::store(out + d, acc);
       }
       for (int64_t j = j0; j < j1; ++j)
-        for (int64_t d = d0; d < v_size; ++d) out[d] = std::fma(w[j], kv_float(value_row<T>(kv, j)[d]), out[d]);
+        for (int64_t e = d; e < v_size; ++e) out[e] = std::fma(w[j], kv_float(value_row<T>(kv, j)[e]), out[e]);
     }
   }
 }

@@ -42,6 +42,10 @@ struct KvRows {
   const int32_t* blocks = nullptr;
   int64_t block_rows = 0;
   int64_t block_stride = 0;
+  // For one block's run of a paged cache: the next block's first key and value rows (null at the
+  // last), so that the loops prefetch across blocks as they do along a contiguous cache.
+  const void* next_k = nullptr;
+  const void* next_v = nullptr;
 };
 
 // A block of query rows that share one head's keys and key range (e.g. the query heads of one

@@ -15,16 +15,36 @@ constexpr int kCols = NBitsQ8Layout::kCols;
 constexpr int kDefaultZp = 8;
 constexpr float kRoundMagic = 12582912.f;  // 1.5 * 2^23
 
-// The workspace: A's int8 values, then its per-block scales, then its per-block sums.
+constexpr int kGroupRows = QuantizedA::kGroupRows;
+
+// The workspace: A's int8 values, its per-block scales, its per-block sums, then its row groups.
 struct WorkspaceParts {
-  size_t scales = 0, sums = 0, total = 0;
+  size_t scales = 0, sums = 0, groups = 0, total = 0;
 };
 WorkspaceParts workspace_parts(const NBitsQ8Layout& l, int64_t m) {
   WorkspaceParts w;
   w.scales = nbits_align64(static_cast<size_t>(m * l.k_padded));
   w.sums = w.scales + nbits_align64(static_cast<size_t>(m * l.blocks) * 4);
-  w.total = w.sums + nbits_align64(static_cast<size_t>(m * l.blocks) * 4);
+  w.groups = w.sums + nbits_align64(static_cast<size_t>(m * l.blocks) * 4);
+  const int64_t group_rows = m > 1 ? (m + kGroupRows - 1) / kGroupRows * kGroupRows : 0;
+  w.total = w.groups + nbits_align64(static_cast<size_t>(group_rows * l.k_padded));
   return w;
+}
+
+// Row groups [g0, g1) of q.values into q.groups (rows past m as zeros).
+void interleave_groups(const NBitsQ8Layout& l, const QuantizedA& q, int64_t m, int64_t g0, int64_t g1) noexcept {
+  for (int64_t g = g0; g < g1; ++g) {
+    int8_t* dst = q.groups + g * kGroupRows * l.k_padded;
+    for (int r = 0; r < kGroupRows; ++r) {
+      const int64_t row = g * kGroupRows + r;
+      const int8_t* src = q.values + row * l.k_padded;
+      for (int64_t c = 0; c < l.k_padded; c += 4) {
+        int8_t* out = dst + c * kGroupRows + r * 4;
+        if (row < m) std::memcpy(out, src + c, 4);
+        else std::memset(out, 0, 4);
+      }
+    }
+  }
 }
 
 // Integer dot products of one tile block with one quantized row block, then the float step all
@@ -190,6 +210,12 @@ QuantizedA matmul_nbits_q8_quantize(const NBitsQ8Layout& l, const float* a, int6
     quantize = nbits_q8_quantizer_avx512();
   if (m == 1) {
     quantize(l, a, 0, 1, q);
+  } else if (isa == Isa::kAvx512 && nbits_q8_kernel_avx512()) {
+    q.groups = reinterpret_cast<int8_t*>(ws + parts.groups);
+    pool.parallel_for((m + kGroupRows - 1) / kGroupRows, 1, [&](int64_t g0, int64_t g1) {
+      quantize(l, a, g0 * kGroupRows, std::min(m, g1 * kGroupRows), q);
+      interleave_groups(l, q, m, g0, g1);
+    });
   } else {
     pool.parallel_for(m, 1, [&](int64_t r0, int64_t r1) { quantize(l, a, r0, r1, q); });
   }
