@@ -9,7 +9,7 @@
 #include <random>
 
 #include "core/error.h"
-#include "ep/cpu/kernels/fast_math.h"
+#include "core/fast_math.h"
 #include "tests/unit/kernels/opsa/op_runner.h"
 
 namespace onnxllm {

@@ -10,7 +10,7 @@
 #endif
 
 #include "ep/cpu/isa/cpu_isa.h"
-#include "ep/cpu/kernels/fast_math.h"
+#include "core/fast_math.h"
 #include "ep/kernel_registry.h"
 
 namespace onnxllm {

@@ -3,7 +3,7 @@
 //   BiasGelu   Gelu(A + B), B broadcast over the last axis
 //   FastGelu   y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), optional bias as BiasGelu
 //   QuickGelu  y = x sigmoid(alpha x), alpha default 1.702
-#include "ep/cpu/kernels/fast_math.h"
+#include "core/fast_math.h"
 #include "ep/cpu/kernels/kernel_utils.h"
 #include "ep/kernel_registry.h"
 

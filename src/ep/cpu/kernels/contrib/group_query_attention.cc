@@ -23,7 +23,7 @@
 
 #include "ep/cpu/cpu_provider.h"
 #include "ep/cpu/kernels/contrib/attention_common.h"
-#include "ep/cpu/kernels/fast_math.h"
+#include "core/fast_math.h"
 #include "ep/kernel_registry.h"
 
 namespace onnxllm {

@@ -8,7 +8,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "ep/cpu/kernels/fast_math.h"
+#include "core/fast_math.h"
 #include "ep/cpu/kernels/kernel_utils.h"
 #include "ep/cpu/kernels/onnx/type_list.h"
 #include "ep/kernel_registry.h"

@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "ep/cpu/cpu_provider.h"
-#include "ep/cpu/kernels/fast_math.h"
+#include "core/fast_math.h"
 #include "ep/cpu/kernels/kernel_utils.h"
 #include "ep/cpu/kernels/onnx/type_list.h"
 #include "ep/kernel_registry.h"
