@@ -16,9 +16,10 @@ import json
 import os
 import pathlib
 import random
-import subprocess
 import threading
 import time
+
+from serve_common import start_server
 
 
 def folder_bytes(path):
@@ -48,12 +49,8 @@ def main():
 
     config = json.load(open(os.path.join(args.model, "genai_config.json")))
     vocab = config["model"]["vocab_size"]
-    proc = subprocess.Popen([args.cli, "serve", "-m", args.model, "--port", "0", "--kv-memory", args.kv_memory,
-                             "--max-queue", str(args.max_queue)], stderr=subprocess.PIPE, text=True)
-    line = proc.stderr.readline()
-    port = int(line.split("127.0.0.1:")[1].split()[0])
+    proc, port = start_server(args.cli, args.model, "--kv-memory", args.kv_memory, "--max-queue", args.max_queue)
     name = pathlib.Path(args.model).resolve().name
-    threading.Thread(target=lambda: proc.stderr.read(), daemon=True).start()
 
     lock = threading.Lock()
     counts = {"answered": 0, "refused_429": 0, "429_responses": 0, "errors": 0}

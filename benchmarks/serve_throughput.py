@@ -16,21 +16,10 @@ import json
 import pathlib
 import random
 import statistics
-import subprocess
 import threading
 import time
 
-
-def start_server(args):
-    cmd = [args.cli, "serve", "-m", args.model, "--port", "0", "--max-batch", str(max(args.clients, 1)),
-           "--kv-memory", args.kv_memory]
-    if args.threads:
-        cmd += ["--threads", str(args.threads)]
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
-    for line in proc.stderr:
-        if "listening on http://" in line:
-            return proc, int(line.split("127.0.0.1:")[1].split()[0])
-    raise SystemExit(f"the server did not start: {proc.wait()}")
+from serve_common import start_server
 
 
 def stream_one(port, model, prompt, max_tokens, stamps, errors):
@@ -94,7 +83,10 @@ def main():
     vocab = json.loads((pathlib.Path(args.model) / "genai_config.json").read_text())["model"]["vocab_size"]
     model = pathlib.Path(args.model).resolve().name
     rng = random.Random(1)
-    proc, port = start_server(args)
+    options = ["--max-batch", args.clients, "--kv-memory", args.kv_memory]
+    if args.threads:
+        options += ["--threads", args.threads]
+    proc, port = start_server(args.cli, args.model, *options)
     try:
         one, many = [], []
         for _ in range(args.rounds):

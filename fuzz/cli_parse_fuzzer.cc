@@ -4,24 +4,14 @@
 // and printing the parsed value back gives an equivalent text.
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 
 #include "core/error.h"
+#include "fuzz/fuzz_contract.h"
 #include "tools/cli/cli_parse.h"
 
-namespace {
-
-void require(bool cond, const char* what) {
-  if (!cond) {
-    std::fprintf(stderr, "contract broken: %s\n", what);
-    std::abort();
-  }
-}
-
-}  // namespace
+using onnxllm::fuzz::require;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace onnxllm;

@@ -4,25 +4,15 @@
 // OpenAI's ranges.
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
 
+#include "fuzz/fuzz_contract.h"
 #include "server/openai_protocol.h"
 
-namespace {
-
-void require(bool cond, const char* what) {
-  if (!cond) {
-    std::fprintf(stderr, "contract broken: %s\n", what);
-    std::abort();
-  }
-}
-
-}  // namespace
+using onnxllm::fuzz::require;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace onnxllm::server;

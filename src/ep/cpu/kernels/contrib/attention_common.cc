@@ -351,17 +351,13 @@ template <typename V, typename T>
       for (; m + 2 <= qb.rows; m += 2) values_tile<V, T, 2, kVectors>(qb, kv, m, d0, j0, j1, end, stride, scores);
       if (m < qb.rows) values_tile<V, T, 1, kVectors>(qb, kv, m, d0, j0, j1, end, stride, scores);
     }
+    for (; d0 + kLanes <= v_size; d0 += kLanes)
+      for (int64_t m = 0; m < qb.rows; ++m) values_tile<V, T, 1, 1>(qb, kv, m, d0, j0, j1, end, stride, scores);
     for (int64_t m = 0; m < qb.rows; ++m) {
       float* out = qb.out + m * qb.out_stride;
       const float* w = scores + m * stride;
-      int64_t d = d0;
-      for (; d + kLanes <= v_size; d += kLanes) {
-        V acc = Ops::load(out + d);
-        for (int64_t j = j0; j < j1; ++j) acc = Ops::fmadd(Ops::set1(w[j]), Ops::load(value_row<T>(kv, j) + d), acc);
-        Ops::store(out + d, acc);
-      }
       for (int64_t j = j0; j < j1; ++j)
-        for (int64_t e = d; e < v_size; ++e) out[e] = std::fma(w[j], kv_float(value_row<T>(kv, j)[e]), out[e]);
+        for (int64_t d = d0; d < v_size; ++d) out[d] = std::fma(w[j], kv_float(value_row<T>(kv, j)[d]), out[d]);
     }
   }
 }

@@ -31,18 +31,13 @@ WorkspaceParts workspace_parts(const NBitsQ8Layout& l, int64_t m) {
   return w;
 }
 
-// Row groups [g0, g1) of q.values into q.groups (rows past m as zeros).
+// Row groups [g0, g1) of q.values into q.groups (the last group's rows past m are left unset).
 void interleave_groups(const NBitsQ8Layout& l, const QuantizedA& q, int64_t m, int64_t g0, int64_t g1) noexcept {
   for (int64_t g = g0; g < g1; ++g) {
     int8_t* dst = q.groups + g * kGroupRows * l.k_padded;
-    for (int r = 0; r < kGroupRows; ++r) {
-      const int64_t row = g * kGroupRows + r;
+    for (int64_t row = g * kGroupRows; row < std::min(m, (g + 1) * kGroupRows); ++row) {
       const int8_t* src = q.values + row * l.k_padded;
-      for (int64_t c = 0; c < l.k_padded; c += 4) {
-        int8_t* out = dst + c * kGroupRows + r * 4;
-        if (row < m) std::memcpy(out, src + c, 4);
-        else std::memset(out, 0, 4);
-      }
+      for (int64_t c = 0; c < l.k_padded; c += 4) std::memcpy(dst + c * kGroupRows + (row % kGroupRows) * 4, src + c, 4);
     }
   }
 }

@@ -46,9 +46,9 @@ void pack_nbits_q8(const NBitsQ8Layout& l, const NBitsSource& src, uint8_t* dst,
 
 // A's rows quantized per block: values [m, k_padded] (zeros past K), scales and sums [m, blocks].
 // `groups` (AVX-512 and m > 1 only, else null): the same values with the rows of each group of
-// kGroupRows interleaved by 4 bytes, [m / kGroupRows rounded up][k_padded / 4][kGroupRows][4] with
-// zero rows past m, so that a kernel step's activation bytes for all rows are one cache line
-// reached from one pointer.
+// kGroupRows interleaved by 4 bytes, [m / kGroupRows rounded up][k_padded / 4][kGroupRows][4] (the
+// last group's rows past m unset: a kernel reads only its rows), so that a kernel step's activation
+// bytes for all rows are one cache line reached from one pointer.
 struct QuantizedA {
   static constexpr int kGroupRows = 8;
   int8_t* values = nullptr;
