@@ -88,7 +88,7 @@ void BM_MatMulNBitsQ8(benchmark::State& state) {
   shape.n = n;
   shape.bits = 4;
   shape.block_size = 32;
-  const NBitsQ8Layout l = nbits_q8_layout(shape, false);
+  const NBitsQ8Layout l = nbits_q8_layout(shape, false, true);  // float16 scales, as real weights get
   std::mt19937 rng(1);
   std::vector<uint8_t> b(static_cast<size_t>(n * shape.blocks() * shape.blob_bytes()));
   for (auto& x : b) x = static_cast<uint8_t>(rng());

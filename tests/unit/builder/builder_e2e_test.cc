@@ -219,20 +219,22 @@ TEST_P(RuntimeTest, OnnxllmAndOrtGiveTheSameGreedyTokens) {
     EXPECT_EQ(ours, ort) << rc.name;
     return;
   }
-  // accuracy_level 4 lets ORT quantize activations to int8, which can flip a near-tie; the same
-  // weights with accuracy_level 0 (exact float compute in ORT) must then give onnxllm's tokens.
-  BuildOptions o;
-  o.config_path = dir / "model.config.json";
-  o.output_dir = dir / "model_acc0";
-  o.random_weights = true;
-  o.seed = 7;
-  o.decoder.precision = parse_precision(rc.precision);
-  o.decoder.accuracy_level = 0;
-  build_model(o);
-  EXPECT_EQ(ours, ort_greedy(*script, o.output_dir, 16, kPrompt)) << rc.name;
-  RecordProperty("ort_int8_activation_divergence", 1);
-  std::cout << "[" << rc.name << "] ORT's accuracy_level 4 tokens differ from onnxllm's; ORT with exact float "
-            << "compute (level 0) agrees with onnxllm\n";
+  // accuracy_level 4 computes approximately in both runtimes (int8 activations; onnxllm's tiles
+  // hold the scales as float16), which can flip a near-tie. Then ORT, fed onnxllm's tokens, must
+  // rank each of them within kNearTie of its own best logit, at every step (a wrong kernel is off by
+  // whole standard deviations).
+  constexpr double kNearTie = 0.05;  // standard deviations of the step's logits
+  const std::vector<int64_t> ours_new(ours.begin() + static_cast<std::ptrdiff_t>(kPrompt.size()), ours.end());
+  const std::vector<double> gaps = ort_logit_gaps(*script, dir / "model", kPrompt, ours_new);
+  double worst = 0;
+  for (size_t i = 0; i < gaps.size(); ++i) {
+    EXPECT_LE(gaps[i], kNearTie) << rc.name << ": ORT ranks onnxllm's token " << i << " (" << ours_new[i]
+                                 << ") that far below its best";
+    worst = std::max(worst, gaps[i]);
+  }
+  RecordProperty("ort_near_tie_divergence", 1);
+  std::cout << "[" << rc.name << "] onnxllm's int4 tokens part from ORT's at a near-tie; ORT fed onnxllm's tokens ranks "
+            << "each within " << worst << " of its best logit\n";
 }
 
 INSTANTIATE_TEST_SUITE_P(Builds, RuntimeTest, ::testing::ValuesIn(runtime_cases()),

@@ -147,6 +147,25 @@ inline std::vector<int64_t> ort_greedy(const std::filesystem::path& script, cons
   return parse_ids(out);
 }
 
+// ONNX Runtime fed `prompt` and then `tokens`: per new token, ORT's best logit minus its logit for
+// that token, in standard deviations of that step's logits (0 where ORT's greedy choice is the same).
+inline std::vector<double> ort_logit_gaps(const std::filesystem::path& script, const std::filesystem::path& model_dir,
+                                          const std::vector<int64_t>& prompt, const std::vector<int64_t>& tokens) {
+  int status = 0;
+  const auto oracle_dir = std::filesystem::path(ONNXLLM_BUILD_DIR) / "oracle";
+  const std::string out =
+      run_capture("node '" + script.string() + "' '" + oracle_dir.string() + "' '" + model_dir.string() + "' " +
+                      std::to_string(tokens.size()) + " " + join_ids(prompt) + " --threads 1 --force " + join_ids(tokens) +
+                      " 2>&1",
+                  &status);
+  ONNXLLM_CHECK(status == 0, kRuntime, "ort_greedy.js failed: ", out);
+  std::vector<double> gaps;
+  std::stringstream ss(out);
+  for (std::string item; std::getline(ss, item, ',');) gaps.push_back(std::stod(item));
+  ONNXLLM_CHECK(gaps.size() == tokens.size(), kRuntime, "ort_greedy.js --force printed ", out);
+  return gaps;
+}
+
 // prompt + n greedy tokens from onnxllm's runtime: a plain loop over Session runs with separate
 // past and present tensors.
 inline std::vector<int64_t> onnxllm_greedy(const std::filesystem::path& model_dir, int n, std::vector<int64_t> ids) {

@@ -1,6 +1,9 @@
 // Greedy decoding of a built genai folder on ONNX Runtime (onnxruntime-node), the builder tests'
 // oracle: separate past/present tensors, batch 1; float16 logits are decoded before the argmax.
-// usage: node ort_greedy.js ORACLE_DIR MODEL_DIR N_NEW TOKEN_IDS(comma) [--threads T]
+// usage: node ort_greedy.js ORACLE_DIR MODEL_DIR N_NEW TOKEN_IDS(comma) [--threads T] [--force IDS]
+// --force IDS (comma, N_NEW of them): feed these tokens instead of ORT's choices and print, per
+// step, ORT's best logit minus its logit for the forced token, over the standard deviation of the
+// step's logits (0 where ORT would pick it too).
 const path = require('path');
 const fs = require('fs');
 const [oracleDir, dir, nNewS, idsS] = process.argv.slice(2);
@@ -16,6 +19,9 @@ function halfToFloat(h) {
 async function main() {
   const threadsAt = process.argv.indexOf('--threads');
   const threads = threadsAt > 0 ? +process.argv[threadsAt + 1] : 1;
+  const forceAt = process.argv.indexOf('--force');
+  const forced = forceAt > 0 ? process.argv[forceAt + 1].split(',').map(Number) : null;
+  const gaps = [];
   const cfg = JSON.parse(fs.readFileSync(path.join(dir, 'genai_config.json'))).model;
   const dec = cfg.decoder;
   const session = await ort.InferenceSession.create(path.join(dir, dec.filename),
@@ -44,9 +50,17 @@ async function main() {
       if (value(off + v) > value(off + best)) best = v;
     for (let l = 0; l < L; l++)
       for (const kv of ['key', 'value']) past[`past_key_values.${l}.${kv}`] = out[`present.${l}.${kv}`];
-    seq.push(best);
-    ids = [best];
+    const next = forced ? forced[step] : best;
+    if (forced) {
+      // The gap in units of the step's logit spread (standard deviation over the vocabulary).
+      let sum = 0, sq = 0;
+      for (let v = 0; v < V; v++) { const x = value(off + v); sum += x; sq += x * x; }
+      const sd = Math.sqrt(Math.max(sq / V - (sum / V) * (sum / V), 1e-30));
+      gaps.push((value(off + best) - value(off + next)) / sd);
+    }
+    seq.push(next);
+    ids = [next];
   }
-  console.log(seq.join(','));
+  console.log(forced ? gaps.join(',') : seq.join(','));
 }
 main().catch((e) => { console.error(e.message || e); process.exit(1); });

@@ -30,9 +30,10 @@ struct Packed {
   AlignedBuffer bytes;
 };
 
-Packed pack(const QuantWeight& w, Isa isa = Isa::kScalar) {
+// half_scales: the float16 tile scales (as nbits_q8_half_scales picks for real weights) or float32.
+Packed pack(const QuantWeight& w, Isa isa = Isa::kScalar, bool half_scales = true) {
   Packed p;
-  p.layout = nbits_q8_layout(NBitsShape{w.k, w.n, w.bits, w.bs}, !w.zp.empty());
+  p.layout = nbits_q8_layout(NBitsShape{w.k, w.n, w.bits, w.bs}, !w.zp.empty(), half_scales);
   p.bytes = AlignedBuffer(p.layout.bytes());
   pack_nbits_q8(p.layout, test::nbits_source(w), static_cast<uint8_t*>(p.bytes.data()), 0, p.layout.tiles, isa);
   return p;
@@ -45,6 +46,13 @@ std::vector<float> run(const Packed& p, const std::vector<float>& a, int64_t m, 
   matmul_nbits_q8_run(p.layout, static_cast<const uint8_t*>(p.bytes.data()), a.data(), m,
                       bias ? bias->data() : nullptr, y.data(), ws.data(), pool, isa);
   return y;
+}
+
+// W as the kernels see it: its scales rounded to float16 when the tiles hold them so.
+QuantWeight as_packed(QuantWeight w, const NBitsQ8Layout& l) {
+  if (l.half_scales)
+    for (float& s : w.scales) s = half_bits_to_float(float_to_half_bits(s));
+  return w;
 }
 
 // A as the kernels see it: each value replaced by a8 * scale.
@@ -61,7 +69,7 @@ std::vector<float> dequantized_a(const NBitsQ8Layout& l, const std::vector<float
 }
 
 TEST(MatMulNBitsQ8, QuantizerRoundsWithinHalfAStep) {
-  const NBitsQ8Layout l = nbits_q8_layout(NBitsShape{70, 16, 4, 32}, false);  // last block partial
+  const NBitsQ8Layout l = nbits_q8_layout(NBitsShape{70, 16, 4, 32}, false, true);  // last block partial
   auto a = test::gaussian(140, 2.f, 3);
   a[5] = 0.f;
   std::fill(a.begin() + 32, a.begin() + 64, 0.f);  // an all-zero block
@@ -99,7 +107,7 @@ TEST(MatMulNBitsQ8, VectorQuantizerBitIdenticalToScalar) {
   if (!isa_available(Isa::kAvx512) || !nbits_q8_quantizer_avx512()) GTEST_SKIP() << "no AVX-512 here";
   for (int64_t bs : {16, 32, 128})
     for (int64_t k : {16, 37, 100, 300}) {
-      const NBitsQ8Layout l = nbits_q8_layout(NBitsShape{k, 16, 4, bs}, false);
+      const NBitsQ8Layout l = nbits_q8_layout(NBitsShape{k, 16, 4, bs}, false, true);
       auto a = test::gaussian(static_cast<size_t>(3 * k), 3.f, static_cast<uint32_t>(k + bs));
       a[1] = std::numeric_limits<float>::quiet_NaN();
       a[2] = -std::numeric_limits<float>::infinity();
@@ -129,9 +137,10 @@ TEST(MatMulNBitsQ8, EveryIsaPacksTheSameBytes) {
       for (int64_t n : {1, 17, 290})
         for (bool zp : {false, true}) {
           const QuantWeight w = test::random_weight(k, n, 4, bs, zp, seed++);
-          const Packed ref = pack(w);
+          const bool half = cases % 3 != 0;
+          const Packed ref = pack(w, Isa::kScalar, half);
           for (Isa isa : isas()) {
-            const Packed p = pack(w, isa);
+            const Packed p = pack(w, isa, half);
             ASSERT_EQ(0, std::memcmp(ref.bytes.data(), p.bytes.data(), ref.layout.bytes()))
                 << isa_name(isa) << " bs=" << bs << " K=" << k << " N=" << n << (zp ? " zp" : "");
           }
@@ -149,16 +158,17 @@ TEST(MatMulNBitsQ8, ScalarMatchesReferenceAndSimdIsBitIdentical) {
       for (int64_t n : {1, 17, 32, 290})
         for (int64_t m : {1, 2, 3, 5, 8, 13, 16, 33}) {
           ++variant;
-          const bool with_zp = variant % 2 == 0, with_bias = variant % 3 == 0;
+          const bool with_zp = variant % 2 == 0, with_bias = variant % 3 == 0, half = variant % 5 != 0;
           const QuantWeight w = test::random_weight(k, n, 4, bs, with_zp, seed++);
           const auto a = test::gaussian(static_cast<size_t>(m * k), 1.f, seed++);
           const auto bias = test::uniform(static_cast<size_t>(n), -1.f, 1.f, seed++);
           const auto* b = with_bias ? &bias : nullptr;
-          const Packed p = pack(w);
+          const Packed p = pack(w, Isa::kScalar, half);
           const std::string what = "bs=" + std::to_string(bs) + " M=" + std::to_string(m) + " N=" + std::to_string(n) +
-                                   " K=" + std::to_string(k) + (with_zp ? " zp" : "") + (with_bias ? " bias" : "");
+                                   " K=" + std::to_string(k) + (with_zp ? " zp" : "") + (with_bias ? " bias" : "") +
+                                   (half ? " half scales" : "");
           const auto y = run(p, a, m, b, Isa::kScalar, one);
-          const auto ref = test::matmul_nbits_reference(w, dequantized_a(p.layout, a, m), m, b);
+          const auto ref = test::matmul_nbits_reference(as_packed(w, p.layout), dequantized_a(p.layout, a, m), m, b);
           for (size_t i = 0; i < y.size(); ++i) {
             const double tol = 1e-5 * ref.scale[i] + 1e-6;
             ASSERT_LE(std::abs(y[i] - ref.y[i]), tol) << what << " y[" << i << "]";
@@ -186,6 +196,45 @@ TEST(MatMulNBitsQ8, CloseToFloatResult) {
   for (size_t i = 0; i < y.size(); ++i) worst = std::max(worst, std::abs(y[i] - ref.y[i]) / (ref.scale[i] + 1e-9));
   EXPECT_LT(worst, 0.01);   // relative to sum |a * w|
   EXPECT_GT(worst, 1e-7);   // and it did quantize
+}
+
+// The tiles keep float32 scales when one of them is not a normal float16 number after rounding
+// (zero aside): a tiny or huge scale stored as float16 would change that block's products by far
+// more than rounding.
+TEST(MatMulNBitsQ8, ScalesFloat16CannotHoldStayFloat32) {
+  const NBitsShape shape{64, 16, 4, 32};
+  QuantWeight w = test::random_weight(64, 16, 4, 32, false, 21);
+  for (float& s : w.scales) s = s >= 0 ? s + 0.01f : s - 0.01f;  // all normal in float16
+  auto half = [&] { return nbits_q8_half_scales(shape, test::nbits_source(w)); };
+  EXPECT_TRUE(half());
+  w.scales[3] = 0.f;
+  EXPECT_TRUE(half()) << "zero is exact";
+  for (float odd : {3e-7f, -5e-5f, 7e4f, -1e6f, std::numeric_limits<float>::infinity(),
+                    std::numeric_limits<float>::quiet_NaN()}) {
+    const float keep = w.scales[7];
+    w.scales[7] = odd;
+    EXPECT_FALSE(half()) << odd;
+    w.scales[7] = keep;
+  }
+  w.scales[7] = 6.2e-5f;  // just above float16's smallest normal
+  EXPECT_TRUE(half());
+  // Float16 scales are always kept as they are.
+  std::vector<uint16_t> h(w.scales.size(), float_to_half_bits(3e-7f));
+  NBitsSource src = test::nbits_source(w);
+  src.scales = h.data();
+  src.scale_dtype = DType::kFloat16;
+  EXPECT_TRUE(nbits_q8_half_scales(shape, src));
+
+  // Through the packer and kernel: a block with a tiny scale keeps its weight (float16 would make
+  // 3e-7 a subnormal 2.98e-7 or 3.58e-7, >= 0.6% off; float32 is exact).
+  ThreadPool pool(1);
+  for (float& s : w.scales) s = 3e-7f;
+  const auto a = test::gaussian(64, 1.f, 22);
+  const Packed p = pack(w, Isa::kScalar, nbits_q8_half_scales(shape, test::nbits_source(w)));
+  EXPECT_FALSE(p.layout.half_scales);
+  const auto y = run(p, a, 1, nullptr, isas().back(), pool);
+  const auto ref = test::matmul_nbits_reference(w, dequantized_a(p.layout, a, 1), 1, nullptr);
+  for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], ref.y[i], 1e-5 * ref.scale[i] + 1e-12) << i;
 }
 
 }  // namespace

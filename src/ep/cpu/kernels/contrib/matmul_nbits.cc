@@ -324,10 +324,10 @@ class MatMulNBitsKernel final : public OpKernel {
       // kernels agree bit for bit). Fractional (float) zero points have no integer form.
       q8_ = level == 4 && nbits_q8_supported(shape_) && (!zp || zp->dtype() == DType::kUInt8);
       if (q8_) {
-        q8_layout_ = nbits_q8_layout(shape_, has_zp_);
+        const NBitsSource src = source(*b, *scales, zp);
+        q8_layout_ = nbits_q8_layout(shape_, has_zp_, nbits_q8_half_scales(shape_, src));
         packed_ = AlignedBuffer(q8_layout_.bytes());
-        pack_nbits_q8(q8_layout_, source(*b, *scales, zp), static_cast<uint8_t*>(packed_.data()), 0, q8_layout_.tiles,
-                      isa_);
+        pack_nbits_q8(q8_layout_, src, static_cast<uint8_t*>(packed_.data()), 0, q8_layout_.tiles, isa_);
       } else {
         packed_ = AlignedBuffer(layout_.bytes());
         pack_nbits(layout_, source(*b, *scales, zp), static_cast<uint8_t*>(packed_.data()), 0, layout_.tiles);

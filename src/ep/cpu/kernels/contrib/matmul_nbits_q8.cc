@@ -42,14 +42,14 @@ void interleave_groups(const NBitsQ8Layout& l, const QuantizedA& q, int64_t m, i
   }
 }
 
-// Integer dot products of one tile block with one quantized row block, then the float step all
-// kernels share: acc[j] = fma(float(isum[j] - zp[j] * asum), scale[j] * a_scale, acc[j]).
-void block_scalar(const NBitsQ8Layout& l, const uint8_t* p, const int8_t* a, float a_scale, int32_t a_sum,
-                  float* acc) {
+// Integer dot products of block blk of a tile with one quantized row block, then the float step
+// all kernels share: acc[j] = fma(float(isum[j] - zp[j] * asum), scale[j] * a_scale, acc[j]).
+void block_scalar(const NBitsQ8Layout& l, const uint8_t* tile, int64_t blk, const int8_t* a, float a_scale,
+                  int32_t a_sum, float* acc) {
   float scale[kCols];
-  std::memcpy(scale, p, sizeof scale);
-  const uint8_t* zp = l.has_zp ? p + kCols * 4 : nullptr;
-  const uint8_t* d = p + l.header_bytes;
+  nbits_q8_load_scales(l, tile, blk, scale);
+  const uint8_t* zp = l.has_zp ? tile + l.zero_points_at(blk) : nullptr;
+  const uint8_t* d = tile + l.data_at(blk);
   int32_t isum[kCols] = {};
   for (int64_t c = 0; c < l.shape.block_size; c += 8, d += 4 * kCols)
     for (int j = 0; j < kCols; ++j)
@@ -71,8 +71,8 @@ void kernel_scalar(const NBitsQ8Layout& l, const uint8_t* packed, const Quantize
     for (int64_t r = 0; r < m; ++r) {
       float acc[kCols] = {};
       for (int64_t blk = 0; blk < l.blocks; ++blk)
-        block_scalar(l, tile + blk * l.block_bytes, a.values + r * l.k_padded + blk * bs,
-                     a.scales[r * l.blocks + blk], a.sums[r * l.blocks + blk], acc);
+        block_scalar(l, tile, blk, a.values + r * l.k_padded + blk * bs, a.scales[r * l.blocks + blk],
+                     a.sums[r * l.blocks + blk], acc);
       for (int j = 0; j < kCols; ++j) {
         const int64_t n = t * kCols + j;
         if (n < n_total) y[r * n_total + n] = acc[j] + (bias ? bias[n] : 0.f);
@@ -85,34 +85,58 @@ void kernel_scalar(const NBitsQ8Layout& l, const uint8_t* packed, const Quantize
 
 bool nbits_q8_supported(const NBitsShape& shape) { return shape.bits == 4 && shape.block_size % 8 == 0; }
 
-NBitsQ8Layout nbits_q8_layout(const NBitsShape& shape, bool has_zp) {
+NBitsQ8Layout nbits_q8_layout(const NBitsShape& shape, bool has_zp, bool half_scales) {
   NBitsQ8Layout l;
   l.shape = shape;
   l.has_zp = has_zp;
+  l.half_scales = half_scales;
   l.blocks = shape.blocks();
   l.k_padded = l.blocks * shape.block_size;
-  l.header_bytes = kCols * 4 + (has_zp ? kCols : 0);
+  l.group_blocks = half_scales ? 2 : 1;  // 64 bytes of scales per header
+  l.scale_bytes = kCols * (half_scales ? 2 : 4);
+  l.header_bytes =
+      static_cast<int64_t>(nbits_align64(static_cast<size_t>(l.group_blocks * (l.scale_bytes + (has_zp ? kCols : 0)))));
   l.data_bytes = kCols * shape.block_size / 2;
-  l.block_bytes = l.header_bytes + l.data_bytes;
-  l.tile_bytes = l.blocks * l.block_bytes;
+  l.group_bytes = l.header_bytes + l.group_blocks * l.data_bytes;
+  l.tile_bytes = (l.blocks + l.group_blocks - 1) / l.group_blocks * l.group_bytes;
   l.tiles = (shape.n + kCols - 1) / kCols;
   return l;
 }
 
 namespace {
 
-void pack_column_scalar(const uint8_t* q, int64_t blocks, int64_t block_size, int64_t block_bytes,
-                        uint8_t* d) noexcept {
-  for (int64_t blk = 0; blk < blocks; ++blk, q += block_size / 2) {
-    uint8_t* o = d + blk * block_bytes;
-    // Source byte i of a chunk holds values 2i (low nibble) and 2i + 1; ours holds i and i + 4.
-    for (int64_t c = 0; c < block_size; c += 8, o += 4 * kCols) {
-      const uint8_t* s = q + c / 2;
-      o[0] = static_cast<uint8_t>((s[0] & 0x0F) | ((s[2] & 0x0F) << 4));
-      o[1] = static_cast<uint8_t>((s[0] >> 4) | (s[2] & 0xF0));
-      o[2] = static_cast<uint8_t>((s[1] & 0x0F) | ((s[3] & 0x0F) << 4));
-      o[3] = static_cast<uint8_t>((s[1] >> 4) | (s[3] & 0xF0));
-    }
+template <typename Scale>
+bool scales_fit_half(const Scale* scales, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    const float s = std::fabs(static_cast<float>(scales[i]));
+    const float h = std::fabs(half_bits_to_float(float_to_half_bits(s)));
+    // Zero, or normal after rounding (2^-14 .. 65504): no subnormal precision loss, no infinity.
+    if (s != 0.f && !(h >= 6.103515625e-05f && h <= 65504.f)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool nbits_q8_half_scales(const NBitsShape& shape, const NBitsSource& src) {
+  const int64_t count = shape.n * shape.blocks();
+  switch (src.scale_dtype) {
+    case DType::kFloat16: return true;  // already float16, subnormals included
+    case DType::kBFloat16: return scales_fit_half(static_cast<const BFloat16*>(src.scales), count);
+    default: return scales_fit_half(static_cast<const float*>(src.scales), count);
+  }
+}
+
+namespace {
+
+void pack_column_scalar(const uint8_t* q, int64_t block_size, uint8_t* o) noexcept {
+  // Source byte i of a chunk holds values 2i (low nibble) and 2i + 1; ours holds i and i + 4.
+  for (int64_t c = 0; c < block_size; c += 8, o += 4 * kCols) {
+    const uint8_t* s = q + c / 2;
+    o[0] = static_cast<uint8_t>((s[0] & 0x0F) | ((s[2] & 0x0F) << 4));
+    o[1] = static_cast<uint8_t>((s[0] >> 4) | (s[2] & 0xF0));
+    o[2] = static_cast<uint8_t>((s[1] & 0x0F) | ((s[3] & 0x0F) << 4));
+    o[3] = static_cast<uint8_t>((s[1] >> 4) | (s[3] & 0xF0));
   }
 }
 
@@ -130,12 +154,18 @@ void pack_tiles(const NBitsQ8Layout& l, const NBitsSource& src, const Scale* sca
       if (n >= s.n) break;
       const Scale* srow = scales + n * l.blocks;
       for (int64_t blk = 0; blk < l.blocks; ++blk) {
-        uint8_t* p = tile + blk * l.block_bytes;
+        uint8_t* p = tile + l.scales_at(blk);
         const float scale = static_cast<float>(srow[blk]);
-        std::memcpy(p + 4 * j, &scale, 4);
-        if (l.has_zp) p[kCols * 4 + j] = static_cast<uint8_t>(nbits_source_zero_point(s, src, n, blk));
+        if (l.half_scales) {
+          const uint16_t h = float_to_half_bits(scale);
+          std::memcpy(p + 2 * j, &h, 2);
+        } else {
+          std::memcpy(p + 4 * j, &scale, 4);
+        }
+        if (l.has_zp)
+          tile[l.zero_points_at(blk) + j] = static_cast<uint8_t>(nbits_source_zero_point(s, src, n, blk));
+        pack_column(src.b + (n * l.blocks + blk) * blob, s.block_size, tile + l.data_at(blk) + 4 * j);
       }
-      pack_column(src.b + n * l.blocks * blob, l.blocks, s.block_size, l.block_bytes, tile + l.header_bytes + 4 * j);
     }
   }
 }

@@ -5,16 +5,26 @@
 // Integer sums are exact, and every kernel (scalar reference, AVX2, AVX-512 VNNI) does the float steps in
 // the same order with fused multiply-adds, so all ISAs give bit-identical results.
 //
-// Packed layout, in tiles of kCols = 16 columns (one 512-bit lane per column); per tile, per block:
-//   float scale[16]; uint8 zero_point[16] (only with zero points; else 8);
-//   then block_size/8 chunks of 64 bytes: for columns j = 0..15, 4 bytes whose byte i holds value
-//   c + i in its low nibble and value c + 4 + i in its high nibble (c = 8 * chunk), so one AND and
-//   one shift give the unsigned bytes that VPDPBUSD multiplies with 4 broadcast activations.
+// Packed layout, in tiles of kCols = 16 columns (one 512-bit lane per column). A tile is a run of
+// groups of `group_blocks` blocks of K (2 with float16 scales, else 1), each group
+//   header (padded to 64 bytes): the group's blocks' scales, 16 each as float16 (half_scales) or
+//                    float32; then, only with zero points, 16 uint8 per block (else 8);
+//   data, per block: block_size/8 chunks of 64 bytes: for columns j = 0..15, 4 bytes whose byte i
+//                    holds value c + i in its low nibble and value c + 4 + i in its high nibble
+//                    (c = 8 * chunk), so one AND and one shift give the unsigned bytes that
+//                    VPDPBUSD multiplies with 4 broadcast activations.
+// Decoding one token streams every tile once, so bytes per weight set its speed: float16 scales
+// make two 32-blocks 576 bytes instead of 640. One sequential stream with every data chunk on a
+// cache line keeps the hardware prefetcher ahead (scales in a region of their own missed cache on
+// every block). Scales that float16 cannot hold as normal numbers (zero aside) keep float32
+// (nbits_q8_half_scales), so no weight loses more than float16's rounding.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
+#include "core/float16.h"
 #include "core/thread_pool.h"
 #include "ep/cpu/isa/cpu_isa.h"
 #include "ep/cpu/kernels/contrib/matmul_nbits.h"
@@ -25,20 +35,47 @@ struct NBitsQ8Layout {
   static constexpr int kCols = 16;
   NBitsShape shape;
   bool has_zp = false;
+  bool half_scales = true;
   int64_t blocks = 0;
   int64_t k_padded = 0;      // blocks * block_size
-  int64_t header_bytes = 0;  // scales (+ zero points)
-  int64_t data_bytes = 0;    // one tile block's nibbles: kCols * block_size / 2
-  int64_t block_bytes = 0;
+  int64_t group_blocks = 1;  // blocks sharing one header
+  int64_t scale_bytes = 0;   // one block's scales: kCols * 2 or 4
+  int64_t header_bytes = 0;  // a group's scales (+ zero points), padded to 64
+  int64_t data_bytes = 0;    // one block's nibbles: kCols * block_size / 2
+  int64_t group_bytes = 0;   // header + group_blocks * data_bytes
   int64_t tile_bytes = 0;
   int64_t tiles = 0;
 
+  // Offsets in a tile of block blk's group, scales, zero points and data.
+  int64_t group_at(int64_t blk) const { return blk / group_blocks * group_bytes; }
+  int64_t scales_at(int64_t blk) const { return group_at(blk) + blk % group_blocks * scale_bytes; }
+  int64_t zero_points_at(int64_t blk) const {
+    return group_at(blk) + group_blocks * scale_bytes + blk % group_blocks * kCols;
+  }
+  int64_t data_at(int64_t blk) const { return group_at(blk) + header_bytes + blk % group_blocks * data_bytes; }
   size_t bytes() const { return static_cast<size_t>(tiles * tile_bytes); }
 };
 
+// Block blk's 16 scales of a tile as float (the scalar kernels' view).
+inline void nbits_q8_load_scales(const NBitsQ8Layout& l, const uint8_t* tile, int64_t blk, float* out) {
+  const uint8_t* p = tile + l.scales_at(blk);
+  for (int j = 0; j < NBitsQ8Layout::kCols; ++j) {
+    if (l.half_scales) {
+      uint16_t h;
+      std::memcpy(&h, p + 2 * j, 2);
+      out[j] = half_bits_to_float(h);
+    } else {
+      std::memcpy(out + j, p + 4 * j, 4);
+    }
+  }
+}
+
 // The shapes this path takes: 4-bit weights (block sizes are powers of two >= 16).
 bool nbits_q8_supported(const NBitsShape& shape);
-NBitsQ8Layout nbits_q8_layout(const NBitsShape& shape, bool has_zp);
+NBitsQ8Layout nbits_q8_layout(const NBitsShape& shape, bool has_zp, bool half_scales);
+// True when every scale of `src` (n x blocks of `shape`) is zero or a normal float16 number after
+// rounding: the packed tiles can then store them as float16.
+bool nbits_q8_half_scales(const NBitsShape& shape, const NBitsSource& src);
 // Packs tiles [tile_begin, tile_end); every ISA writes the same bytes (the AVX2 nibble shuffle
 // is only faster: a 0.5B model's weights are packed at every load).
 void pack_nbits_q8(const NBitsQ8Layout& l, const NBitsSource& src, uint8_t* dst, int64_t tile_begin,
@@ -80,10 +117,9 @@ NBitsQ8Kernel nbits_q8_kernel_avx512();
 using NBitsQ8Quantizer = void (*)(const NBitsQ8Layout& l, const float* a, int64_t r0, int64_t r1, const QuantizedA& q) noexcept;
 NBitsQ8Quantizer nbits_q8_quantizer_avx512();
 
-// The nibbles of one column of W (blocks x blob bytes from `q`) into a tile: block b's chunk c at
-// d + b * block_bytes + c * 4 * kCols, 4 bytes each (see the layout above).
-using NBitsQ8ColumnPacker = void (*)(const uint8_t* q, int64_t blocks, int64_t block_size, int64_t block_bytes,
-                                     uint8_t* d) noexcept;
+// The nibbles of one block of one column of W (block_size / 2 bytes from `q`) into a tile: chunk c
+// at d + c * 4 * kCols, 4 bytes each (see the layout above).
+using NBitsQ8ColumnPacker = void (*)(const uint8_t* q, int64_t block_size, uint8_t* d) noexcept;
 NBitsQ8ColumnPacker nbits_q8_column_packer_avx2();  // null without AVX2 in the build
 
 }  // namespace onnxllm

@@ -33,8 +33,7 @@ void tile_rows(const NBitsQ8Layout& l, const uint8_t* tile, const QuantizedA& a,
   __m256 acc[kRows][2];
   for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   for (int64_t blk = 0; blk < l.blocks; ++blk) {
-    const uint8_t* p = tile + blk * l.block_bytes;
-    const uint8_t* d = p + l.header_bytes;
+    const uint8_t* d = tile + l.data_at(blk);
     __m256i isum[kRows][2];
     for (int r = 0; r < kRows; ++r) isum[r][0] = isum[r][1] = _mm256_setzero_si256();
     const int8_t* ab = a.values + r0 * l.k_padded + blk * bs;
@@ -49,10 +48,14 @@ void tile_rows(const NBitsQ8Layout& l, const uint8_t* tile, const QuantizedA& a,
           isum[r][h] = _mm256_add_epi32(isum[r][h], dot4(hi, broadcast4(ar + 4)));
         }
       }
+    const uint8_t* sp = tile + l.scales_at(blk);
     for (int h = 0; h < 2; ++h) {
-      const __m256 scale = _mm256_loadu_ps(reinterpret_cast<const float*>(p) + 8 * h);
-      const __m256i zp = kHasZp ? _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 4 * kCols + 8 * h)))
-                                : _mm256_set1_epi32(8);
+      const __m256 scale =
+          l.half_scales ? _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sp + 16 * h)))
+                        : _mm256_loadu_ps(reinterpret_cast<const float*>(sp) + 8 * h);
+      const __m256i zp =
+          kHasZp ? _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(tile + l.zero_points_at(blk) + 8 * h)))
+                 : _mm256_set1_epi32(8);
       for (int r = 0; r < kRows; ++r) {
         const int64_t ri = (r0 + r) * l.blocks + blk;
         const __m256i v = _mm256_sub_epi32(isum[r][h], _mm256_mullo_epi32(zp, _mm256_set1_epi32(a.sums[ri])));
@@ -87,35 +90,32 @@ void kernel(const NBitsQ8Layout& l, const uint8_t* packed, const QuantizedA& a, 
 
 // pack_column_scalar's bytes, 32 values (16 source bytes) per step: the nibbles split and
 // interleaved per byte, then each 4-byte group's first and second halves joined.
-void pack_column(const uint8_t* q, int64_t blocks, int64_t block_size, int64_t block_bytes, uint8_t* d) noexcept {
+void pack_column(const uint8_t* q, int64_t block_size, uint8_t* o) noexcept {
   const __m128i nibble = _mm_set1_epi8(0x0F);
   const __m128i halves = _mm_setr_epi8(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15);
-  for (int64_t blk = 0; blk < blocks; ++blk, q += block_size / 2) {
-    uint8_t* o = d + blk * block_bytes;
-    int64_t c = 0;
-    for (; c + 32 <= block_size; c += 32, o += 16 * kCols) {
-      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + c / 2));
-      const __m128i lo = _mm_and_si128(v, nibble), hi = _mm_and_si128(_mm_srli_epi16(v, 4), nibble);
-      // Bytes of source group g (4g..4g+3) as [L0 H0 L1 H1 | L2 H2 L3 H3]: first and second halves.
-      const __m128i a = _mm_shuffle_epi8(_mm_unpacklo_epi8(lo, hi), halves);
-      const __m128i b = _mm_shuffle_epi8(_mm_unpackhi_epi8(lo, hi), halves);
-      const __m128i out = _mm_or_si128(_mm_unpacklo_epi64(a, b), _mm_slli_epi16(_mm_unpackhi_epi64(a, b), 4));
-      const uint32_t g0 = static_cast<uint32_t>(_mm_cvtsi128_si32(out));
-      const uint32_t g1 = static_cast<uint32_t>(_mm_extract_epi32(out, 1));
-      const uint32_t g2 = static_cast<uint32_t>(_mm_extract_epi32(out, 2));
-      const uint32_t g3 = static_cast<uint32_t>(_mm_extract_epi32(out, 3));
-      std::memcpy(o, &g0, 4);
-      std::memcpy(o + 4 * kCols, &g1, 4);
-      std::memcpy(o + 8 * kCols, &g2, 4);
-      std::memcpy(o + 12 * kCols, &g3, 4);
-    }
-    for (; c < block_size; c += 8, o += 4 * kCols) {
-      const uint8_t* s = q + c / 2;
-      o[0] = static_cast<uint8_t>((s[0] & 0x0F) | ((s[2] & 0x0F) << 4));
-      o[1] = static_cast<uint8_t>((s[0] >> 4) | (s[2] & 0xF0));
-      o[2] = static_cast<uint8_t>((s[1] & 0x0F) | ((s[3] & 0x0F) << 4));
-      o[3] = static_cast<uint8_t>((s[1] >> 4) | (s[3] & 0xF0));
-    }
+  int64_t c = 0;
+  for (; c + 32 <= block_size; c += 32, o += 16 * kCols) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + c / 2));
+    const __m128i lo = _mm_and_si128(v, nibble), hi = _mm_and_si128(_mm_srli_epi16(v, 4), nibble);
+    // Bytes of source group g (4g..4g+3) as [L0 H0 L1 H1 | L2 H2 L3 H3]: first and second halves.
+    const __m128i a = _mm_shuffle_epi8(_mm_unpacklo_epi8(lo, hi), halves);
+    const __m128i b = _mm_shuffle_epi8(_mm_unpackhi_epi8(lo, hi), halves);
+    const __m128i out = _mm_or_si128(_mm_unpacklo_epi64(a, b), _mm_slli_epi16(_mm_unpackhi_epi64(a, b), 4));
+    const uint32_t g0 = static_cast<uint32_t>(_mm_cvtsi128_si32(out));
+    const uint32_t g1 = static_cast<uint32_t>(_mm_extract_epi32(out, 1));
+    const uint32_t g2 = static_cast<uint32_t>(_mm_extract_epi32(out, 2));
+    const uint32_t g3 = static_cast<uint32_t>(_mm_extract_epi32(out, 3));
+    std::memcpy(o, &g0, 4);
+    std::memcpy(o + 4 * kCols, &g1, 4);
+    std::memcpy(o + 8 * kCols, &g2, 4);
+    std::memcpy(o + 12 * kCols, &g3, 4);
+  }
+  for (; c < block_size; c += 8, o += 4 * kCols) {
+    const uint8_t* s = q + c / 2;
+    o[0] = static_cast<uint8_t>((s[0] & 0x0F) | ((s[2] & 0x0F) << 4));
+    o[1] = static_cast<uint8_t>((s[0] >> 4) | (s[2] & 0xF0));
+    o[2] = static_cast<uint8_t>((s[1] & 0x0F) | ((s[3] & 0x0F) << 4));
+    o[3] = static_cast<uint8_t>((s[1] >> 4) | (s[3] & 0xF0));
   }
 }
 

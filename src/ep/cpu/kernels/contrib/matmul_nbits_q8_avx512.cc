@@ -30,6 +30,13 @@ inline __m512i dpbusd(__m512i acc, __m512i u, __m512i s) {
   return acc;
 }
 
+// Block blk's 16 scales (float16 or float32 in the tile).
+inline __m512 load_scales(const NBitsQ8Layout& l, const uint8_t* tile, int64_t blk) {
+  const uint8_t* p = tile + l.scales_at(blk);
+  return l.half_scales ? _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)))
+                       : _mm512_loadu_ps(p);
+}
+
 inline __m512i broadcast4(const int8_t* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
@@ -44,12 +51,13 @@ void tile_rows(const NBitsQ8Layout& l, const uint8_t* tile, const QuantizedA& a,
   __m512 acc[kRows];
   for (int r = 0; r < kRows; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t blk = 0; blk < l.blocks; ++blk) {
-    const uint8_t* p = tile + blk * l.block_bytes;
-    const uint8_t* d = p + l.header_bytes;
+    const uint8_t* d = tile + l.data_at(blk);
     // The next tile's block into L2 while this one computes: at M > 1 the loads come in bursts
     // between long runs of VPDPBUSD and the hardware prefetcher alone leaves DRAM idle.
-    if (prefetch)
-      for (int64_t i = 0; i < l.block_bytes; i += 64) _mm_prefetch(reinterpret_cast<const char*>(p + l.tile_bytes + i), _MM_HINT_T1);
+    if (prefetch) {
+      for (int64_t i = 0; i < l.data_bytes; i += 64) _mm_prefetch(reinterpret_cast<const char*>(d + l.tile_bytes + i), _MM_HINT_T1);
+      if (blk % l.group_blocks == 0) _mm_prefetch(reinterpret_cast<const char*>(tile + l.group_at(blk) + l.tile_bytes), _MM_HINT_T1);
+    }
     // One integer sum per row: a single M > 1 pass unpacks each weight chunk for up to 8 rows.
     __m512i isum[kRows];
     for (int r = 0; r < kRows; ++r) isum[r] = _mm512_setzero_si512();
@@ -73,12 +81,12 @@ void tile_rows(const NBitsQ8Layout& l, const uint8_t* tile, const QuantizedA& a,
         }
       }
     }
-    const __m512 scale = _mm512_loadu_ps(p);
+    const __m512 scale = load_scales(l, tile, blk);
     for (int r = 0; r < kRows; ++r) {
       const int64_t ri = (r0 + r) * l.blocks + blk;
       // The zero point's share, zp * sum(a8): a per-lane product only when zero points vary.
       const __m512i corr =
-          kHasZp ? _mm512_mullo_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 4 * kCols))),
+          kHasZp ? _mm512_mullo_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(tile + l.zero_points_at(blk)))),
                                       _mm512_set1_epi32(a.sums[ri]))
                  : _mm512_set1_epi32(8 * a.sums[ri]);
       acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(isum[r], corr)),

@@ -34,31 +34,42 @@ class MatMulNBitsSiblingsKernel final : public OpKernel {
     }
     ONNXLLM_CHECK(tiles <= kMaxDim / NBitsQ8Layout::kCols, kInvalidModel, node.label(), ": the outputs have more than 2^31 columns");
     k_ = k;
-    all_ = nbits_q8_layout(NBitsShape{k, tiles * NBitsQ8Layout::kCols, 4, bs}, false);
-    packed_ = AlignedBuffer(all_.bytes());
+    // all_ quantizes A and counts tiles; each member's tiles keep their own scale type (as the
+    // unfused node would), so members sit at byte offsets.
+    all_ = nbits_q8_layout(NBitsShape{k, tiles * NBitsQ8Layout::kCols, 4, bs}, false, true);
+    std::vector<NBitsSource> sources;
+    size_t bytes = 0;
     int64_t tile0 = 0;
     for (size_t i = 0; i < ns.size(); ++i) {
       const TensorView* b = info.constant_input(1 + 2 * static_cast<int>(i));
       const TensorView* scales = info.constant_input(2 + 2 * static_cast<int>(i));
       ONNXLLM_CHECK(b && scales, kInvalidModel, node.label(), ": B and scales must be initializers");
-      Member m;
-      m.layout = nbits_q8_layout(NBitsShape{k, ns[i], 4, bs}, false);
-      m.tile0 = tile0;
+      const NBitsShape shape{k, ns[i], 4, bs};
       check_dtype(*b, DType::kUInt8, "B");
-      ONNXLLM_CHECK(b->numel() == ns[i] * m.layout.blocks * (bs / 2), kInvalidModel, node.label(), ": B ", i,
-                    " has ", b->numel(), " bytes, expected ", ns[i] * m.layout.blocks * (bs / 2));
+      ONNXLLM_CHECK(b->numel() == ns[i] * shape.blocks() * (bs / 2), kInvalidModel, node.label(), ": B ", i, " has ",
+                    b->numel(), " bytes, expected ", ns[i] * shape.blocks() * (bs / 2));
       ONNXLLM_CHECK((scales->dtype() == DType::kFloat32 || scales->dtype() == DType::kFloat16) &&
-                        scales->numel() == ns[i] * m.layout.blocks,
+                        scales->numel() == ns[i] * shape.blocks(),
                     kInvalidModel, node.label(), ": scales ", i, " must be float32/float16 with N*n_blk values");
       NBitsSource src;
       src.b = b->data<uint8_t>();
       src.scales = scales->raw();
       src.scale_dtype = scales->dtype();
-      pack_nbits_q8(m.layout, src, static_cast<uint8_t*>(packed_.data()) + tile0 * all_.tile_bytes, 0, m.layout.tiles,
-                    isa_);
-      MappedFile::release_pages(b->raw(), b->bytes());  // as MatMulNBits: only the packed copy is read
+      sources.push_back(src);
+      Member m;
+      m.layout = nbits_q8_layout(shape, false, nbits_q8_half_scales(shape, src));
+      m.tile0 = tile0;
+      m.offset = bytes;
       tile0 += m.layout.tiles;
+      bytes += m.layout.bytes();
       members_.push_back(m);
+    }
+    packed_ = AlignedBuffer(bytes);
+    for (size_t i = 0; i < ns.size(); ++i) {
+      const Member& m = members_[i];
+      pack_nbits_q8(m.layout, sources[i], static_cast<uint8_t*>(packed_.data()) + m.offset, 0, m.layout.tiles, isa_);
+      // As MatMulNBits: only the packed copy is read.
+      MappedFile::release_pages(sources[i].b, static_cast<size_t>(ns[i] * m.layout.blocks * (bs / 2)));
     }
   }
 
@@ -89,8 +100,7 @@ class MatMulNBitsSiblingsKernel final : public OpKernel {
         const Member& mb = members_[i];
         const int64_t b = std::max(t0, mb.tile0) - mb.tile0, e = std::min(t1, mb.tile0 + mb.layout.tiles) - mb.tile0;
         if (b < e)
-          kernel(mb.layout, packed + mb.tile0 * all_.tile_bytes, q, m, nullptr, ctx.output(static_cast<int>(i)).data<float>(),
-                 b, e);
+          kernel(mb.layout, packed + mb.offset, q, m, nullptr, ctx.output(static_cast<int>(i)).data<float>(), b, e);
       }
     });
   }
@@ -98,7 +108,8 @@ class MatMulNBitsSiblingsKernel final : public OpKernel {
  private:
   struct Member {
     NBitsQ8Layout layout;
-    int64_t tile0 = 0;  // first tile in packed_
+    int64_t tile0 = 0;  // first tile in all_'s count
+    size_t offset = 0;  // first byte in packed_
   };
   Isa isa_;
   int64_t k_ = 0;
