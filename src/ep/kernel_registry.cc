@@ -1,5 +1,7 @@
 #include "ep/kernel_registry.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 
 namespace onnxllm {
@@ -29,10 +31,26 @@ void KernelRegistry::add(KernelDef def) {
   defs_.push_back(std::move(def));
 }
 
-const KernelDef* KernelRegistry::find(const std::string& domain, const std::string& op_type, int opset) const {
-  for (const auto& d : defs_)
-    if (d.domain == domain && d.op_type == op_type && d.since_version <= opset && opset <= d.end_version) return &d;
+const KernelDef* KernelRegistry::find(const std::string& domain, const std::string& op_type, int opset,
+                                      DType dtype) const {
+  for (const auto& d : defs_) {
+    if (d.domain != domain || d.op_type != op_type || opset < d.since_version || d.end_version < opset) continue;
+    if (dtype == DType::kUndefined || d.dtypes.empty() ||
+        std::find(d.dtypes.begin(), d.dtypes.end(), dtype) != d.dtypes.end())
+      return &d;
+  }
   return nullptr;
+}
+
+DType node_dtype(const Node& node, const Graph& graph) {
+  int input = 0;
+  if (node.domain.empty()) {
+    if (node.op_type == "Where") input = 1;
+    if (node.op_type == "Constant" || node.op_type == "ConstantOfShape") return DType::kUndefined;
+  } else if (node.domain == "com.microsoft" && node.op_type == "EmbedLayerNormalization") {
+    input = 2;
+  }
+  return node.has_input(input) ? graph.value(node.inputs[input]).dtype : DType::kUndefined;
 }
 
 bool KernelRegistry::has_op(const std::string& domain, const std::string& op_type) const {

@@ -17,7 +17,7 @@ struct KernelDef {
   std::string op_type;
   int since_version = 1;
   int end_version = 1 << 30;  // inclusive
-  std::vector<DType> dtypes;  // element types of the op's main type constraint
+  std::vector<DType> dtypes;  // element types of the op's main type constraint (empty: any)
   KernelFactory factory;      // nullptr: handled by the runtime itself (control flow)
 };
 
@@ -29,8 +29,9 @@ KernelFactory make_factory() {
 class KernelRegistry {
  public:
   void add(KernelDef def);
-  // The definition whose version range holds `opset` (the model's opset for the domain).
-  const KernelDef* find(const std::string& domain, const std::string& op_type, int opset) const;
+  // The definition whose version range holds `opset` (the model's opset for the domain) and whose
+  // dtypes hold `dtype` (node_dtype(); kUndefined, a dtype not known before running, matches any).
+  const KernelDef* find(const std::string& domain, const std::string& op_type, int opset, DType dtype) const;
   // True when some version of the op is registered (to tell "unknown op" from "unsupported opset").
   bool has_op(const std::string& domain, const std::string& op_type) const;
   const std::vector<KernelDef>& all() const { return defs_; }
@@ -38,5 +39,11 @@ class KernelRegistry {
  private:
   std::vector<KernelDef> defs_;
 };
+
+// The element type that selects `node`'s kernel: the declared dtype (graph input, initializer or
+// value_info) of the input carrying the op's main type constraint (input 0 for most ops; Where's
+// input 1, EmbedLayerNormalization's word embedding). kUndefined when the graph does not say, or
+// for ops whose main type is an attribute's (Constant, ConstantOfShape).
+DType node_dtype(const Node& node, const Graph& graph);
 
 }  // namespace onnxllm

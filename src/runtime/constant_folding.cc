@@ -48,7 +48,7 @@ int fold_constants(Graph& g, const KernelRegistry& registry, ThreadPool& pool) {
       continue;
     }
     if (!all_inputs_constant(g, node) || has_subgraph(node)) continue;
-    const KernelDef* def = registry.find(node.domain, node.op_type, node.opset);
+    const KernelDef* def = registry.find(node.domain, node.op_type, node.opset, node_dtype(node, g));
     if (!def || !def->factory) continue;
     try {
       auto kernel = def->factory(KernelInfo(node, g));

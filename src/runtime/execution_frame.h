@@ -28,6 +28,10 @@ struct FrameLevel {
   std::vector<int> root;           // value whose arena block backs this value, -1 if none
   std::vector<int> refs;           // live values sharing a root's block
   std::vector<void*> block;        // arena block of a root
+  // A root's device allocator when its block is device memory (nullptr: the arena's); the run
+  // frees such blocks after their last reader, and reset() those an interrupted run left.
+  std::vector<Allocator*> device_allocator;
+  int device_blocks = 0;
   // Scratch for one step, reused to avoid allocation.
   std::vector<TensorView> step_inputs;
   std::vector<TensorView> step_outputs;
@@ -35,8 +39,14 @@ struct FrameLevel {
   std::vector<int64_t> step_key;
   std::vector<StepMemo> memo;  // by step; kept between runs
 
+  FrameLevel() = default;
+  FrameLevel(const FrameLevel&) = delete;
+  FrameLevel& operator=(const FrameLevel&) = delete;
+  ~FrameLevel() { free_device_blocks(); }
+
   // Starts a run: every value takes its initial view (constants) and owns no memory.
   void reset(const std::vector<TensorView>& initial_values);
+  void free_device_blocks() noexcept;
 };
 
 struct ExecutionFrame {

@@ -7,11 +7,24 @@
 namespace onnxllm {
 
 void FrameLevel::reset(const std::vector<TensorView>& initial_values) {
+  free_device_blocks();
   const size_t num_values = initial_values.size();
   values = initial_values;
   root.assign(num_values, -1);
   refs.assign(num_values, 0);
   block.assign(num_values, nullptr);
+  device_allocator.assign(num_values, nullptr);
+}
+
+void FrameLevel::free_device_blocks() noexcept {
+  if (device_blocks == 0) return;
+  for (size_t r = 0; r < device_allocator.size(); ++r) {
+    if (!device_allocator[r]) continue;
+    device_allocator[r]->free(block[r]);
+    device_allocator[r] = nullptr;
+    block[r] = nullptr;
+  }
+  device_blocks = 0;
 }
 
 FrameLevel& ExecutionFrame::level(const void* plan, const std::vector<TensorView>& initial_values) {

@@ -20,19 +20,29 @@ namespace onnxllm {
 
 struct Session::Plan {
   struct Step {
-    const Node* node = nullptr;
+    const Node* node = nullptr;  // nullptr: a copy step
     std::unique_ptr<OpKernel> kernel;
     std::vector<std::unique_ptr<Plan>> branches;  // If: then, else
-    std::vector<int> free_after;                  // values whose last reader is this step
-    std::string_view provider;
+    // The values the step reads and writes: the node's, or their copies in the step's memory;
+    // -1 for an absent one. A copy step copies inputs[0] into outputs[0] with provider->copy().
+    std::vector<int> inputs, outputs;
+    std::vector<int> implicit_inputs;  // If: the outer values its branches read (host copies)
+    std::vector<int> free_after;       // values whose last reader is this step
+    const ExecutionProvider* provider = nullptr;
+    int copy_of = -1;                       // a copy step: the graph value it copies (for messages)
+    Allocator* device_allocator = nullptr;  // the provider's, when it is not host memory
     InferDeps deps;  // the kernel's, read once
   };
   const Graph* graph = nullptr;
   std::vector<Step> steps;
-  std::vector<TensorView> initial_values;         // initializer views, by value id
-  std::vector<std::pair<int, int>> outer_map;     // (value id here, value id in the parent graph)
+  // By value id: the graph's values, then the copies the plan adds at partition boundaries.
+  std::vector<TensorView> initial_values;          // initializer views (device copies for device readers)
+  std::vector<const ExecutionProvider*> device_of;  // provider whose device memory holds the value; nullptr: host
+  std::vector<Tensor> device_constants;            // initializers copied to a device at creation
+  std::vector<std::pair<int, int>> outer_map;     // (value id here, value id in the parent plan)
   std::vector<int> output_slot;                   // value id -> graph output index (root plan), -1
   size_t max_arity = 0;
+  int copies = 0;  // copy steps
 };
 
 namespace {
@@ -49,10 +59,18 @@ void release(FrameLevel& level, MemoryPlan& memory, int v) {
   if (r < 0) return;
   level.root[v] = -1;
   if (--level.refs[r] == 0) {
-    memory.free(level.block[r]);
+    if (Allocator* a = level.device_allocator[r]) {
+      a->free(level.block[r]);
+      level.device_allocator[r] = nullptr;
+      --level.device_blocks;
+    } else {
+      memory.free(level.block[r]);
+    }
     level.block[r] = nullptr;
   }
 }
+
+std::string op_name(const Node& node) { return node.domain.empty() ? node.op_type : node.domain + "." + node.op_type; }
 
 // Values larger than this are not kept in an inference key: such steps infer every run.
 constexpr size_t kMaxKeyValueBytes = size_t{64} << 10;
@@ -72,7 +90,7 @@ bool inference_key(std::span<const TensorView> inputs, uint32_t value_inputs, st
     for (int64_t d : t.shape()) key.push_back(d);
     if (i >= 32 || !(value_inputs >> i & 1u)) continue;
     const size_t bytes = t.bytes();
-    if (bytes > kMaxKeyValueBytes) return false;
+    if (bytes > kMaxKeyValueBytes || !t.on_host()) return false;
     const size_t at = key.size();
     key.resize(at + (bytes + 7) / 8, 0);
     if (bytes) std::memcpy(key.data() + at, t.raw(), bytes);
@@ -109,12 +127,17 @@ Session::Session(std::shared_ptr<Graph> graph, const SessionOptions& options)
       reuse_inference_(options.reuse_inference),
       verify_reuse_(options.verify_reuse) {
   if (const char* verify = std::getenv("ONNXLLM_VERIFY_REUSE")) verify_reuse_ = verify_reuse_ || std::string_view(verify) == "1";
-  providers_.push_back(options.isa ? std::make_unique<CpuProvider>(*options.isa) : std::make_unique<CpuProvider>());
+  for (const auto& ep : options.providers) {
+    ONNXLLM_CHECK(ep != nullptr, kInvalidArgument, "SessionOptions::providers holds a null provider");
+    providers_.push_back(ep);
+  }
+  providers_.push_back(options.isa ? std::make_shared<CpuProvider>(*options.isa) : std::make_shared<CpuProvider>());
+  const ExecutionProvider* cpu = providers_.back().get();
   graph_->remove_dead_nodes();  // nodes that no graph output depends on never run
   const char* fusions_env = std::getenv("ONNXLLM_FUSIONS");
   const bool fusions = options.fusions && !(fusions_env && std::string_view(fusions_env) == "0");
   if (fusions) gather_before_transpose(*graph_);
-  if (options.constant_folding) fold_constants(*graph_, providers_.front()->registry(), *pool_);
+  if (options.constant_folding) fold_constants(*graph_, cpu->registry(), *pool_);
   if (fusions) run_fusions(*graph_);
 
   // Build the plan (and the plans of every subgraph) once.
@@ -147,74 +170,156 @@ Session::Session(std::shared_ptr<Graph> graph, const SessionOptions& options)
       }
     }
   };
-  std::function<std::unique_ptr<Plan>(const Graph&, const Graph*)> build = [&](const Graph& g, const Graph* parent) {
+  // The first provider with a kernel for the node's op, opset and dtype. Providers before the CPU
+  // need the dtype to be declared: a node whose dtype the graph leaves open goes to the CPU, whose
+  // kernels check dtypes when they run.
+  auto choose = [&](const Node& node, const Graph& g) -> Chosen {
+    const DType dtype = node_dtype(node, g);
+    for (const auto& ep : providers_) {
+      if (dtype == DType::kUndefined && ep.get() != cpu) continue;
+      const KernelDef* def = ep->registry().find(node.domain, node.op_type, node.opset, dtype);
+      if (def && def->factory) return {def, ep.get()};
+    }
+    const std::string op = op_name(node);
+    const std::string domain = node.domain.empty() ? "ai.onnx" : node.domain;
+    bool known = false, at_opset = false;
+    std::string names;
+    for (const auto& ep : providers_) {
+      known = known || ep->registry().has_op(node.domain, node.op_type);
+      at_opset = at_opset || ep->registry().find(node.domain, node.op_type, node.opset, DType::kUndefined);
+      names += str_cat(names.empty() ? "" : ", ", ep->name());
+    }
+    if (!known)
+      throw_error(ErrorCode::kUnsupported, "unknown operator ", op, " (domain '", domain, "') in node '", node.name,
+                  "' is not supported");
+    if (!at_opset)
+      throw_error(ErrorCode::kUnsupported, "operator ", op, " (domain '", domain, "', opset ", node.opset,
+                  ") in node '", node.name, "' is not supported at this opset");
+    throw_error(ErrorCode::kUnsupported, "operator ", op, " (domain '", domain, "', opset ", node.opset, ") in node '",
+                node.name, "': inputs of dtype ", dtype_name(dtype), " are not supported by any execution provider (",
+                names, ")");
+  };
+  // The provider whose device memory a provider's kernels use; nullptr: host memory.
+  auto memory_of = [](const ExecutionProvider* ep) -> const ExecutionProvider* {
+    return ep->device().host_accessible() ? nullptr : ep;
+  };
+  // `parent_host`: the id of each parent value's host copy, for If branches.
+  std::function<std::unique_ptr<Plan>(const Graph&, const Graph*, const std::vector<int>*)> build =
+      [&](const Graph& g, const Graph* parent, const std::vector<int>* parent_host) {
     auto plan = std::make_unique<Plan>();
     plan->graph = &g;
     const int n = static_cast<int>(g.values.size());
     plan->initial_values.resize(n);
+    plan->device_of.assign(n, nullptr);
     for (int v = 0; v < n; ++v)
       if (g.values[v].initializer) plan->initial_values[v] = g.values[v].initializer->view;
     for (int v = 0; v < n; ++v) {
       if (!g.values[v].is_outer) continue;
       const int pv = parent ? parent->find_value(g.values[v].name) : -1;
       ONNXLLM_CHECK(pv >= 0, kInvalidModel, "value '", g.values[v].name, "' is used but never defined");
-      plan->outer_map.emplace_back(v, pv);
+      plan->outer_map.emplace_back(v, parent_host ? (*parent_host)[pv] : pv);
     }
+
+    // Partition boundaries: a value lives in the memory of the step that writes it (graph inputs,
+    // initializers and graph outputs in host memory); a step reading it from another memory reads a
+    // copy, made once per memory by a copy step before the first such reader (for initializers:
+    // once, here).
+    std::vector<std::vector<int>> copies(n);  // by graph value: its copies in other memories
+    auto add_value = [&](const ExecutionProvider* memory) {
+      plan->initial_values.emplace_back();
+      plan->device_of.push_back(memory);
+      return static_cast<int>(plan->device_of.size()) - 1;
+    };
+    auto add_copy_step = [&](int value, int src, int dst, const ExecutionProvider* by) {
+      Plan::Step& step = plan->steps.emplace_back();
+      step.copy_of = value;
+      step.inputs = {src};
+      step.outputs = {dst};
+      step.provider = by;
+      ++plan->copies;
+    };
+    std::function<int(int, const ExecutionProvider*)> in_memory = [&](int v, const ExecutionProvider* memory) {
+      if (plan->device_of[v] == memory) return v;
+      for (int c : copies[v])
+        if (plan->device_of[c] == memory) return c;
+      // Between two devices the value goes through host memory.
+      const int src = memory && plan->device_of[v] ? in_memory(v, nullptr) : v;
+      const int c = add_value(memory);
+      const Initializer* init = g.values[v].initializer ? &*g.values[v].initializer : nullptr;
+      if (init && memory) {
+        Tensor on_device(init->view.dtype(), init->view.shape(), memory->allocator());
+        memory->copy(init->view, on_device.view());
+        plan->initial_values[c] = on_device.view();
+        plan->device_constants.push_back(std::move(on_device));
+      } else {
+        add_copy_step(v, src, c, memory ? memory : plan->device_of[src]);
+      }
+      copies[v].push_back(c);
+      return c;
+    };
+
     const std::vector<int> order = g.topological_order();
-    std::vector<int> last_use(n, -1), produced_at(n, -1);
-    for (int s = 0; s < static_cast<int>(order.size()); ++s) {
-      const Node& node = g.nodes[order[s]];
-      for (int v : node.inputs)
-        if (v >= 0) last_use[v] = s;
-      for (int v : node.implicit_inputs) last_use[v] = s;
-      for (int v : node.outputs)
-        if (v >= 0) produced_at[v] = s;
-    }
-    plan->steps.resize(order.size());
     std::vector<std::pair<int, Chosen>> pending;  // steps whose kernels are created below
     for (int s = 0; s < static_cast<int>(order.size()); ++s) {
       const Node& node = g.nodes[order[s]];
-      Plan::Step& step = plan->steps[s];
-      step.node = &node;
       plan->max_arity = std::max({plan->max_arity, node.inputs.size(), node.outputs.size()});
-      if (node.domain.empty() && node.op_type == "If") {
+      const bool is_if = node.domain.empty() && node.op_type == "If";
+      const Chosen chosen = is_if ? Chosen{nullptr, cpu} : choose(node, g);
+      const ExecutionProvider* memory = memory_of(chosen.provider);
+      Plan::Step step;
+      step.node = &node;
+      step.provider = chosen.provider;
+      step.device_allocator = memory ? &memory->allocator() : nullptr;
+      for (int v : node.inputs) step.inputs.push_back(v >= 0 ? in_memory(v, memory) : -1);
+      if (is_if) {
         auto then_g = node.attr_graph("then_branch");
         auto else_g = node.attr_graph("else_branch");
         ONNXLLM_CHECK(then_g && else_g, kInvalidModel, node.label(), ": needs then_branch and else_branch graphs");
-        step.branches.push_back(build(*then_g, &g));
-        step.branches.push_back(build(*else_g, &g));
-        step.provider = providers_.front()->name();
-        continue;
+        std::vector<int> host(n);
+        for (int v = 0; v < n; ++v) host[v] = v;
+        for (int v : node.implicit_inputs) step.implicit_inputs.push_back(host[v] = in_memory(v, nullptr));
+        step.branches.push_back(build(*then_g, &g, &host));
+        step.branches.push_back(build(*else_g, &g, &host));
       }
-      const KernelDef* chosen = nullptr;
-      for (const auto& ep : providers_) {
-        const KernelDef* def = ep->registry().find(node.domain, node.op_type, node.opset);
-        if (!def || !def->factory) continue;
-        chosen = def;
-        step.provider = ep->name();
-        pending.emplace_back(s, Chosen{def, ep.get()});
-        break;
+      // A device step writes graph outputs into device values copied to the host after it.
+      std::vector<std::pair<int, int>> to_host;
+      for (int v : node.outputs) {
+        if (v >= 0 && memory && g.values[v].is_graph_output) {
+          const int d = add_value(memory);
+          copies[v].push_back(d);
+          to_host.emplace_back(d, v);
+          step.outputs.push_back(d);
+          continue;
+        }
+        if (v >= 0) plan->device_of[v] = memory;
+        step.outputs.push_back(v);
       }
-      if (!chosen) {
-        const std::string op = node.domain.empty() ? node.op_type : node.domain + "." + node.op_type;
-        const bool known = providers_.front()->registry().has_op(node.domain, node.op_type);
-        throw_error(ErrorCode::kUnsupported, known ? "operator " : "unknown operator ", op, " (domain '",
-                    node.domain.empty() ? "ai.onnx" : node.domain, "'", known ? str_cat(", opset ", node.opset, ")") : ")",
-                    " in node '", node.name, "' is not supported", known ? " at this opset" : "");
-      }
+      if (!is_if) pending.emplace_back(static_cast<int>(plan->steps.size()), chosen);
+      plan->steps.push_back(std::move(step));
+      for (const auto& [d, v] : to_host) add_copy_step(v, d, v, memory);
     }
     create_kernels(g, *plan, pending);
-    for (int v = 0; v < n; ++v) {
-      const Value& val = g.values[v];
-      if (val.is_graph_output || produced_at[v] < 0) continue;
+
+    const int num_values = static_cast<int>(plan->device_of.size());
+    std::vector<int> last_use(num_values, -1), produced_at(num_values, -1);
+    for (int s = 0; s < static_cast<int>(plan->steps.size()); ++s) {
+      const Plan::Step& step = plan->steps[s];
+      for (int v : step.inputs)
+        if (v >= 0) last_use[v] = s;
+      for (int v : step.implicit_inputs) last_use[v] = s;
+      for (int v : step.outputs)
+        if (v >= 0) produced_at[v] = s;
+    }
+    for (int v = 0; v < num_values; ++v) {
+      if ((v < n && g.values[v].is_graph_output) || produced_at[v] < 0) continue;
       const int at = std::max(last_use[v], produced_at[v]);
       plan->steps[at].free_after.push_back(v);
     }
     return plan;
   };
-  plan_ = build(*graph_, nullptr);
+  plan_ = build(*graph_, nullptr, nullptr);
 
-  plan_->output_slot.assign(graph_->values.size(), -1);
+  plan_->output_slot.assign(plan_->device_of.size(), -1);
   for (int i = 0; i < static_cast<int>(graph_->outputs.size()); ++i) {
     const int v = graph_->outputs[i];
     if (plan_->output_slot[v] < 0) plan_->output_slot[v] = i;
@@ -245,16 +350,27 @@ int Session::output_index(const std::string& name) const {
 
 std::vector<std::pair<std::string, int>> Session::provider_node_counts() const {
   std::map<std::string, int> counts;
-  for (const auto& s : plan_->steps) counts[std::string(s.provider)]++;
+  for (const auto& s : plan_->steps)
+    if (s.node) counts[std::string(s.provider->name())]++;
   return {counts.begin(), counts.end()};
+}
+
+int Session::copy_step_count() const {
+  const auto count = [](const Plan& plan, const auto& self) -> int {
+    int copies = plan.copies;
+    for (const auto& s : plan.steps)
+      for (const auto& branch : s.branches) copies += self(*branch, self);
+    return copies;
+  };
+  return count(*plan_, count);
 }
 
 std::vector<Session::OpAssignment> Session::op_assignments() const {
   std::map<std::pair<std::string, std::string>, int> counts;
   const auto count = [&](const Plan& plan, const auto& self) -> void {
     for (const auto& s : plan.steps) {
-      const Node& n = *s.node;
-      counts[{n.domain.empty() ? n.op_type : n.domain + "." + n.op_type, std::string(s.provider)}]++;
+      if (!s.node) continue;  // a copy
+      counts[{op_name(*s.node), std::string(s.provider->name())}]++;
       for (const auto& branch : s.branches) self(*branch, self);
     }
   };
@@ -285,6 +401,8 @@ void Session::run(IoBinding& binding) const {
     const IoInfo& info = inputs_[i];
     const TensorView& t = binding.inputs_[i];
     ONNXLLM_CHECK(!t.empty(), kInvalidArgument, "input '", info.name, "' is not bound");
+    ONNXLLM_CHECK(t.on_host(), kInvalidArgument, "input '", info.name, "' must be in host memory (the session copies "
+                  "it to the devices that read it)");
     ONNXLLM_CHECK(info.dtype == DType::kUndefined || t.dtype() == info.dtype, kInvalidArgument, "input '", info.name,
                   "' must be ", dtype_name(info.dtype), " but a ", dtype_name(t.dtype()), " tensor was given");
     if (!info.dims.empty() || graph_->values[graph_->inputs[i]].dims) {
@@ -337,17 +455,28 @@ void Session::execute(const Plan& plan, ExecutionFrame& frame, std::span<const T
   level.step_outputs.resize(plan.max_arity);
   level.step_specs.resize(plan.max_arity);
 
-  // Gives output value v (of the step's node) memory for `spec`.
-  auto place_output = [&](int v, const OutputSpec& spec, std::span<const int> node_inputs) -> TensorView {
+  // Gives output value v (of the step) memory for `spec`: the arena, a bound output, or the
+  // device memory of the provider holding v.
+  auto place_output = [&](int v, const OutputSpec& spec, std::span<const int> step_inputs) -> TensorView {
     const size_t bytes = spec.shape.checked_bytes(dtype_size(spec.dtype));
     if (spec.alias_input >= 0) {
-      const int src = node_inputs[spec.alias_input];
+      const int src = step_inputs[spec.alias_input];
       const TensorView& in = level.values[src];
       ONNXLLM_CHECK(bytes == in.bytes(), kRuntime, "an aliased output must keep the input's size");
       const int r = level.root[src];
       level.root[v] = r;
       if (r >= 0) ++level.refs[r];
-      return TensorView(in.raw(), spec.dtype, spec.shape);
+      return TensorView(in.raw(), spec.dtype, spec.shape, in.device());
+    }
+    if (const ExecutionProvider* device = plan.device_of[v]) {
+      Allocator& allocator = device->allocator();
+      void* p = allocator.allocate(bytes);
+      level.root[v] = v;
+      level.refs[v] = 1;
+      level.block[v] = p;
+      level.device_allocator[v] = &allocator;
+      ++level.device_blocks;
+      return TensorView(p, spec.dtype, spec.shape, allocator.device());
     }
     if (binding && plan.output_slot[v] >= 0) {
       auto& slot = binding->outputs_[plan.output_slot[v]];
@@ -375,11 +504,31 @@ void Session::execute(const Plan& plan, ExecutionFrame& frame, std::span<const T
     const Plan::Step& step = plan.steps[step_index];
     ONNXLLM_CHECK(frame.terminate == nullptr || !frame.terminate->load(std::memory_order_relaxed), kRuntime,
                   "the session was terminated (run option terminate_session)");
+    if (!step.node) {  // a copy at a partition boundary
+      const int src = step.inputs[0], dst = step.outputs[0];
+      const TensorView& from = level.values[src];
+      try {
+        const TensorView to = place_output(dst, OutputSpec{from.dtype(), from.shape(), -1}, {});
+        step.provider->copy(from, to);
+        level.values[dst] = to;
+      } catch (const Error& e) {
+        throw Error(e.code(), str_cat(step.provider->name(), ": copying '", plan.graph->values[step.copy_of].name, "' to ",
+                                      plan.device_of[dst] ? "device" : "host", " memory: ", e.what()));
+      }
+      for (int v : step.free_after) release(level, memory, v);
+      continue;
+    }
     const Node& node = *step.node;
-    const size_t n_in = node.inputs.size(), n_out = node.outputs.size();
+    const size_t n_in = step.inputs.size(), n_out = step.outputs.size();
     for (size_t i = 0; i < n_in; ++i)
-      level.step_inputs[i] = node.inputs[i] >= 0 ? level.values[node.inputs[i]] : TensorView();
+      level.step_inputs[i] = step.inputs[i] >= 0 ? level.values[step.inputs[i]] : TensorView();
     std::span<const TensorView> inputs(level.step_inputs.data(), n_in);
+#ifndef NDEBUG
+    // The copies put every input in the memory of the step's provider (CPU kernels: host memory).
+    for (const TensorView& t : inputs)
+      ONNXLLM_CHECK(t.empty() || t.on_host() == (step.device_allocator == nullptr), kRuntime, node.label(),
+                    ": input in the wrong memory");
+#endif
     std::span<OutputSpec> specs(level.step_specs.data(), n_out);
     for (auto& sp : specs) sp = OutputSpec{};
 
@@ -397,11 +546,11 @@ void Session::execute(const Plan& plan, ExecutionFrame& frame, std::span<const T
         FrameLevel& sub = *frame.levels.at(&branch);
         for (size_t i = 0; i < n_out; ++i) {
           const TensorView& src = sub.values[branch.graph->outputs[i]];
-          if (node.outputs[i] < 0) continue;
+          if (step.outputs[i] < 0) continue;
           OutputSpec spec{src.dtype(), src.shape(), -1};
-          TensorView dst = place_output(node.outputs[i], spec, node.inputs);
+          TensorView dst = place_output(step.outputs[i], spec, step.inputs);
           if (src.bytes()) std::memcpy(dst.raw(), src.raw(), src.bytes());
-          level.values[node.outputs[i]] = dst;
+          level.values[step.outputs[i]] = dst;
         }
         for (int v : branch.graph->outputs) release(sub, memory, v);
       } catch (const Error& e) {
@@ -439,27 +588,32 @@ void Session::execute(const Plan& plan, ExecutionFrame& frame, std::span<const T
           }
         }
         for (size_t i = 0; i < n_out; ++i) {
-          const int v = node.outputs[i];
+          const int v = step.outputs[i];
           if (v < 0) {  // unnamed output: scratch for this step if the kernel defines it
             level.step_outputs[i] = TensorView();
             if (specs[i].dtype != DType::kUndefined && specs[i].alias_input < 0) {
-              void* p = memory.allocate(specs[i].shape.checked_bytes(dtype_size(specs[i].dtype)));
-              level.step_outputs[i] = TensorView(p, specs[i].dtype, specs[i].shape);
+              const size_t bytes = specs[i].shape.checked_bytes(dtype_size(specs[i].dtype));
+              void* p = step.device_allocator ? step.device_allocator->allocate(bytes) : memory.allocate(bytes);
+              level.step_outputs[i] = TensorView(p, specs[i].dtype, specs[i].shape,
+                                                 step.device_allocator ? step.device_allocator->device() : kHostDevice);
             }
             continue;
           }
           ONNXLLM_CHECK(specs[i].dtype != DType::kUndefined, kRuntime, "kernel did not define output ", i);
-          level.step_outputs[i] = level.values[v] = place_output(v, specs[i], node.inputs);
+          level.step_outputs[i] = level.values[v] = place_output(v, specs[i], step.inputs);
         }
       } catch (const Error& e) {
         rethrow_with_label(node, e);
       }
+      Allocator* device = step.device_allocator;  // nullptr: the arena
       void* workspace = nullptr;
-      if (workspace_bytes) workspace = memory.allocate(workspace_bytes);
+      if (workspace_bytes) workspace = device ? device->allocate(workspace_bytes) : memory.allocate(workspace_bytes);
       step.kernel->compute(ComputeContext(inputs, outputs, workspace, workspace_bytes, pool_.get(), frame.paged_kv));
-      if (workspace) memory.free(workspace);
-      for (size_t i = 0; i < n_out; ++i)
-        if (node.outputs[i] < 0 && !level.step_outputs[i].empty()) memory.free(level.step_outputs[i].raw());
+      if (workspace) device ? device->free(workspace) : memory.free(workspace);
+      for (size_t i = 0; i < n_out; ++i) {
+        if (step.outputs[i] >= 0 || level.step_outputs[i].empty()) continue;
+        device ? device->free(level.step_outputs[i].raw()) : memory.free(level.step_outputs[i].raw());
+      }
     }
     for (int v : step.free_after) release(level, memory, v);
   }

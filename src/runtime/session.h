@@ -38,6 +38,10 @@ struct SessionOptions {
   // anyway and fails the run when the reused result differs: a kernel declaring too little.
   bool reuse_inference = true;
   bool verify_reuse = false;
+  // Execution providers tried before the CPU, in order (the session adds the CPU provider last,
+  // with `isa`). A node goes to the first one with a kernel for its op, opset and dtype; values
+  // are copied where consecutive nodes use different memories (ep/execution_provider.h).
+  std::vector<std::shared_ptr<ExecutionProvider>> providers = {};
 };
 
 struct IoInfo {
@@ -78,6 +82,9 @@ class Session {
     int count = 0;
   };
   std::vector<OpAssignment> op_assignments() const;
+  // Copies between host and device memory the plan makes per run, If branches included (0 when
+  // every node runs in host memory).
+  int copy_step_count() const;
 
  private:
   friend class IoBinding;
@@ -89,7 +96,7 @@ class Session {
 
   std::shared_ptr<Graph> graph_;
   std::shared_ptr<ThreadPool> pool_;
-  std::vector<std::unique_ptr<ExecutionProvider>> providers_;
+  std::vector<std::shared_ptr<ExecutionProvider>> providers_;  // the CPU last
   std::unique_ptr<Plan> plan_;
   std::vector<IoInfo> inputs_;
   std::vector<IoInfo> outputs_;

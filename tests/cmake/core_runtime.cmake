@@ -6,6 +6,7 @@ onnxllm_test(unit_runtime SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/runtime/session_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/runtime/loader_test.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/runtime/gather_before_transpose_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/runtime/memory_plan_test.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/runtime/plan_step_test.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/runtime/execution_provider_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/runtime/fake_device_provider.cc
   DEPS onnxllm_runtime)
 
 # Every ONNX backend node test from Debian's libonnx-testdata whose op is supported must pass.

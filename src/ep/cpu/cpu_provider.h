@@ -14,6 +14,7 @@ class CpuProvider final : public ExecutionProvider {
   std::string_view name() const override { return "cpu"; }
   Isa isa() const { return isa_; }
   const KernelRegistry& registry() const override;
+  Allocator& allocator() const override { return host_allocator(); }
 
  private:
   Isa isa_;

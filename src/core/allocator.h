@@ -1,0 +1,35 @@
+// The memory of one device, as execution providers hand it out: the session takes device tensors
+// (activations of device kernels, copies of weights) from its provider's allocator. Host
+// activations keep coming from the IoBinding's arena (core/arena.h), which is faster than any
+// general allocator for the per-step stream.
+#pragma once
+
+#include <cstddef>
+
+#include "core/device.h"
+
+namespace onnxllm {
+
+class Allocator {
+ public:
+  static constexpr size_t kDefaultAlignment = 64;
+  virtual ~Allocator() = default;
+  virtual Device device() const = 0;
+  // `alignment` is a power of two; throws kOutOfMemory. Zero bytes may give nullptr. Allocators are
+  // shared by a session's concurrent runs, so both calls must be thread-safe.
+  virtual void* allocate(size_t bytes, size_t alignment = kDefaultAlignment) = 0;
+  virtual void free(void* p) noexcept = 0;
+};
+
+// Aligned heap memory (the CPU provider's allocator).
+class HostAllocator final : public Allocator {
+ public:
+  Device device() const override { return kHostDevice; }
+  void* allocate(size_t bytes, size_t alignment = kDefaultAlignment) override;
+  void free(void* p) noexcept override;
+};
+
+// The process's host allocator.
+HostAllocator& host_allocator();
+
+}  // namespace onnxllm
