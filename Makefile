@@ -55,8 +55,9 @@ pip-test: configure
 
 # Benchmarks (google-benchmark), not part of `make test`.
 bench: configure oracle
-	ninja -C $(BUILD) bench_matmul_nbits tokenizer_bench
+	ninja -C $(BUILD) bench_matmul_nbits bench_attention tokenizer_bench
 	$(BUILD)/bin/bench_matmul_nbits
+	$(BUILD)/bin/bench_attention
 	tests/tokenizers/bench_encode.sh $(BUILD)
 
 # libFuzzer targets (clang, ASan+UBSan) in build-fuzz; each runs FUZZ_SECONDS, starting from its

@@ -6,3 +6,11 @@ onnxllm_test(unit_kernels_attn SOURCES
   ${ATTN_TEST_DIR}/rotary_embed_test.cc ${ATTN_TEST_DIR}/ort_diff_test.cc ${ATTN_TEST_DIR}/gpt2_model_test.cc
   ${ATTN_TEST_DIR}/attend_block_isa_test.cc ${ATTN_TEST_DIR}/paged_attention_test.cc
   DEPS onnxllm_runtime)
+
+# Decode attention throughput at long context (google-benchmark; `make bench`, not part of ctest).
+find_package(benchmark QUIET)
+if(benchmark_FOUND)
+  add_executable(bench_attention EXCLUDE_FROM_ALL ${CMAKE_CURRENT_SOURCE_DIR}/bench/attention_bench.cc)
+  target_include_directories(bench_attention PRIVATE ${PROJECT_SOURCE_DIR})
+  target_link_libraries(bench_attention PRIVATE onnxllm_ep_cpu benchmark::benchmark)
+endif()

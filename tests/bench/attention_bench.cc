@@ -1,0 +1,70 @@
+// Decode attention (attend_block) of one GQA group per thread over a contiguous float cache, the
+// shape of a Qwen2.5-0.5B decode step (head 64, 7 query heads per KV head, 24 layers x 2 KV heads
+// of keys and values cycled so they stream from memory, not cache). "KV bytes/s" is the cached
+// keys and values read per second: the figure a long-context decode step is bound by.
+//   bench_attention [--benchmark_filter=...]
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <vector>
+
+#include "core/tensor.h"
+#include "core/thread_pool.h"
+#include "ep/cpu/kernels/contrib/attention_common.h"
+
+namespace onnxllm {
+namespace {
+
+// Args: keys, threads (each thread attends its own KV head, as a batch-1 decode step does).
+void BM_AttendDecode(benchmark::State& state) {
+  const int64_t keys = state.range(0), head = 64, group = 7, heads = 48;
+  const int threads = static_cast<int>(state.range(1));
+  const size_t per_head = static_cast<size_t>(keys * head);
+  std::vector<AlignedBuffer> k, v;
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  for (int64_t i = 0; i < heads; ++i) {
+    k.emplace_back(per_head * 4);
+    v.emplace_back(per_head * 4);
+    for (size_t j = 0; j < per_head; ++j) {
+      static_cast<float*>(k.back().data())[j] = normal(rng);
+      static_cast<float*>(v.back().data())[j] = normal(rng);
+    }
+  }
+  std::vector<float> q(static_cast<size_t>(group * head));
+  for (float& x : q) x = normal(rng);
+  ThreadPool pool(threads);
+  std::vector<std::vector<float>> scores(static_cast<size_t>(threads), std::vector<float>(static_cast<size_t>(group * keys)));
+  std::vector<std::vector<float>> out(static_cast<size_t>(threads), std::vector<float>(static_cast<size_t>(group * head)));
+  SoftmaxParams params;
+  params.isa = selected_isa();
+  params.scale = 0.125f;
+  int64_t next = 0;
+  for (auto _ : state) {
+    // One "layer": every thread attends one head; then the next heads.
+    ThreadPool::SpinScope spin(&pool);
+    for (int64_t layer = 0; layer < heads / threads; ++layer) {
+      pool.run([&](int t, int) {
+        const int64_t h = (next + t) % heads;
+        QueryBlock qb;
+        qb.q = q.data();
+        qb.q_stride = head;
+        qb.out = out[static_cast<size_t>(t)].data();
+        qb.out_stride = head;
+        qb.rows = group;
+        KvRows kv{k[static_cast<size_t>(h)].data(), v[static_cast<size_t>(h)].data(), head, head, DType::kFloat32};
+        attend_block(qb, head, kv, head, 0, keys, params, scores[static_cast<size_t>(t)].data());
+      });
+      next += threads;
+    }
+    benchmark::DoNotOptimize(out[0].data());
+  }
+  state.counters["KV bytes/s"] = benchmark::Counter(static_cast<double>(heads / threads * threads) * 2.0 * per_head * 4,
+                                                    benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_AttendDecode)->ArgNames({"keys", "threads"})->Args({128, 2})->Args({2048, 1})->Args({2048, 2})->UseRealTime();
+
+}  // namespace
+}  // namespace onnxllm
+
+BENCHMARK_MAIN();
