@@ -11,7 +11,7 @@ CMAKE_FLAGS += -DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=
 export CCACHE_BASEDIR ?= $(CURDIR)
 endif
 
-.PHONY: all build deps configure test run oracle llamacpp clean fuzz bench pip-test asan
+.PHONY: all build deps configure test run oracle llamacpp clean fuzz bench pip-test asan test-neon
 
 all: build
 
@@ -45,6 +45,16 @@ run: deps
 	$(MAKE) configure
 	ninja -C $(BUILD) -j $(JOBS) main_job
 	scripts/run_main_job.sh $(BUILD)
+
+# aarch64: the CPU kernels and the tests comparing each with its scalar reference (ONNXLLM_KERNELS_ONLY:
+# no arm64 protobuf/ONNX needed), cross-built with Debian's g++-aarch64-linux-gnu in build-aarch64 and
+# run by ctest under qemu-user (cmake/aarch64-linux-gnu.cmake). Not part of `make test`.
+NEON_BUILD ?= build-aarch64
+test-neon:
+	@scripts/install_deps.sh --neon
+	cmake -S . -B $(NEON_BUILD) -G Ninja -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DONNXLLM_KERNELS_ONLY=ON $(CMAKE_FLAGS)
+	ninja -C $(NEON_BUILD) -j $(JOBS)
+	ctest --test-dir $(NEON_BUILD) --output-on-failure -j $(JOBS)
 
 # `pip install .` from a clean copy of the sources into a fresh venv, then a generation check;
 # not part of `make test` (it builds everything again: minutes even with a warm ccache).

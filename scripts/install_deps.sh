@@ -2,6 +2,7 @@
 # Installs the Debian packages onnxllm needs (idempotent; run as root on Debian 12).
 #   scripts/install_deps.sh          what `make`, `make test` and `make run` need
 #   scripts/install_deps.sh --fuzz   also clang and its sanitizer runtime for the fuzz targets
+#   scripts/install_deps.sh --neon   also the aarch64 cross compiler and qemu-user (make test-neon)
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
@@ -15,6 +16,11 @@ packages=(
   ccache
 )
 if [ "${1:-}" = "--fuzz" ]; then packages+=(clang lld libclang-rt-14-dev); fi
+if [ "${1:-}" = "--neon" ]; then
+  packages+=(g++-aarch64-linux-gnu)
+  # Either qemu package runs the tests (the toolchain file looks for both names).
+  command -v qemu-aarch64 >/dev/null 2>&1 || command -v qemu-aarch64-static >/dev/null 2>&1 || packages+=(qemu-user)
+fi
 # Node.js runs the ONNX Runtime / tokenizers / jinja oracles. Machines that already carry a
 # Node.js from another source (nodesource bundles npm) must not get Debian's npm: the two conflict.
 command -v node >/dev/null 2>&1 || packages+=(nodejs)

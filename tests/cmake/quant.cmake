@@ -2,7 +2,7 @@
 # Skip(Simplified)LayerNormalization, Gelu family, MoE and QMoE).
 set(QUANT_TEST_DIR ${CMAKE_CURRENT_SOURCE_DIR}/unit/kernels/quant)
 onnxllm_test(unit_kernels_quant SOURCES
-  ${QUANT_TEST_DIR}/matmul_nbits_test.cc ${QUANT_TEST_DIR}/matmul_nbits_q8_test.cc ${QUANT_TEST_DIR}/matmul_nbits_fusion_test.cc ${QUANT_TEST_DIR}/contrib_ops_test.cc ${QUANT_TEST_DIR}/contrib_ort_test.cc ${QUANT_TEST_DIR}/moe_test.cc
+  ${QUANT_TEST_DIR}/matmul_nbits_test.cc ${QUANT_TEST_DIR}/matmul_nbits_kernels_test.cc ${QUANT_TEST_DIR}/matmul_nbits_q8_test.cc ${QUANT_TEST_DIR}/matmul_nbits_fusion_test.cc ${QUANT_TEST_DIR}/contrib_ops_test.cc ${QUANT_TEST_DIR}/contrib_ort_test.cc ${QUANT_TEST_DIR}/moe_test.cc
   DEPS onnxllm_runtime)
 
 # MatMulNBits decode throughput (google-benchmark; not part of ctest or `make`: `make bench`). Skipped when the library is absent.

@@ -48,7 +48,7 @@ TEST(GatherBeforeTranspose, GivesTheFoldedGraphsBits) {
     const auto graph = tied_graph(false, hidden, vocab);
     auto copy = graph->clone();
     EXPECT_EQ(gather_before_transpose(*copy), 1);
-    for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+    for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
       if (!isa_available(isa)) continue;
       SessionOptions on{2, true, nullptr}, off{2, true, nullptr};
       on.isa = off.isa = isa;

@@ -3,6 +3,11 @@
 #include <cstdlib>
 #include <optional>
 
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
+#endif
+
 #include "core/error.h"
 
 namespace onnxllm {
@@ -23,10 +28,16 @@ CpuFeatures detect() {
   f.avx512_fp16 = f.avx512 && __builtin_cpu_supports("avx512fp16");
 #endif
 #endif
+#if defined(__aarch64__)
+  f.neon = true;  // ASIMD is part of the aarch64 base architecture
+#if defined(__linux__)
+  f.neon_dotprod = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+#endif
+#endif
   return f;
 }
 
-constexpr Isa kIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512};
+constexpr Isa kIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon};
 
 std::optional<Isa> isa_named(std::string_view name) {
   for (Isa isa : kIsas)
@@ -40,7 +51,7 @@ Isa select_from_env() {
   const std::string_view name(env);
   const std::optional<Isa> named = isa_named(name);
   ONNXLLM_CHECK(named, kInvalidArgument, "ONNXLLM_ISA='", name,
-                "' is not an instruction set onnxllm knows (expected scalar, avx2 or avx512)");
+                "' is not an instruction set onnxllm knows (expected scalar, avx2, avx512 or neon)");
   const Isa isa = *named;
   ONNXLLM_CHECK(isa_available(isa), kUnsupported, "ONNXLLM_ISA=", env, ": this CPU does not support ", isa_name(isa),
                 " (best available: ", isa_name(best_isa()), ")");
@@ -59,6 +70,7 @@ bool isa_available(Isa isa) {
     case Isa::kScalar: return true;
     case Isa::kAvx2: return cpu_features().avx2;
     case Isa::kAvx512: return cpu_features().avx512_vnni;
+    case Isa::kNeon: return cpu_features().neon;
   }
   return false;
 }
@@ -66,6 +78,7 @@ bool isa_available(Isa isa) {
 Isa best_isa() {
   if (isa_available(Isa::kAvx512)) return Isa::kAvx512;
   if (isa_available(Isa::kAvx2)) return Isa::kAvx2;
+  if (isa_available(Isa::kNeon)) return Isa::kNeon;
   return Isa::kScalar;
 }
 
@@ -76,7 +89,7 @@ Isa selected_isa() {
 
 Isa parse_isa(std::string_view name) {
   const std::optional<Isa> isa = isa_named(name);
-  ONNXLLM_CHECK(isa, kInvalidArgument, "unknown ISA '", name, "' (expected scalar, avx2 or avx512)");
+  ONNXLLM_CHECK(isa, kInvalidArgument, "unknown ISA '", name, "' (expected scalar, avx2, avx512 or neon)");
   return *isa;
 }
 
@@ -85,6 +98,7 @@ std::string_view isa_name(Isa isa) {
     case Isa::kScalar: return "scalar";
     case Isa::kAvx2: return "avx2";
     case Isa::kAvx512: return "avx512";
+    case Isa::kNeon: return "neon";
   }
   return "?";
 }

@@ -1,8 +1,9 @@
 // CPU feature detection (once per process) and the instruction-set levels the CPU kernels are
 // compiled for. Kernels with SIMD paths keep one translation unit per level (compiled with that
 // level's flags) plus a scalar reference, and pick the level when they are created:
-// ONNXLLM_ISA=scalar|avx2|avx512 forces one (an unknown name, or a level this CPU lacks, is an
-// error at session creation rather than a silent fallback).
+// ONNXLLM_ISA=scalar|avx2|avx512|neon forces one (an unknown name, or a level this CPU lacks, is an
+// error at session creation rather than a silent fallback). x86 builds compile the AVX levels,
+// aarch64 builds the NEON one; the other architecture's levels are never available.
 #pragma once
 
 #include <string_view>
@@ -14,6 +15,11 @@
 #define ONNXLLM_TARGET_AVX2 [[gnu::target("avx2,fma,f16c")]]
 #define ONNXLLM_TARGET_AVX512 [[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma,f16c")]]
 #endif
+// The dot-product extension (SDOT) for the one aarch64 translation unit that uses it behind a
+// run-time check; the baseline armv8-a build has plain NEON only.
+#if defined(__aarch64__)
+#define ONNXLLM_TARGET_DOTPROD [[gnu::target("arch=armv8.2-a+dotprod")]]
+#endif
 
 namespace onnxllm {
 
@@ -21,6 +27,7 @@ enum class Isa {
   kScalar,  // portable C++: the reference every SIMD kernel is tested against
   kAvx2,    // AVX2 + FMA + F16C
   kAvx512,  // AVX-512 F/BW/VL/DQ + VNNI (Ice Lake, Zen 4 and later)
+  kNeon,    // aarch64 Advanced SIMD (every aarch64 CPU); int8 kernels use SDOT when neon_dotprod
 };
 
 struct CpuFeatures {
@@ -30,6 +37,8 @@ struct CpuFeatures {
   bool avx_vnni = false;     // the VEX-encoded VNNI of Alder Lake / Zen 5
   bool avx512_bf16 = false;
   bool avx512_fp16 = false;
+  bool neon = false;          // aarch64 ASIMD
+  bool neon_dotprod = false;  // ASIMDDP: SDOT / UDOT (Armv8.2 optional, Armv8.4 mandatory)
 };
 
 const CpuFeatures& cpu_features();
@@ -39,7 +48,7 @@ Isa best_isa();
 // ONNXLLM_ISA when set (throws kInvalidArgument for an unknown name, kUnsupported for a level the
 // CPU lacks), else best_isa(). Read once per process.
 Isa selected_isa();
-// Parses "scalar", "avx2" or "avx512" (throws kInvalidArgument naming the accepted values).
+// Parses "scalar", "avx2", "avx512" or "neon" (throws kInvalidArgument naming the accepted values).
 Isa parse_isa(std::string_view name);
 std::string_view isa_name(Isa isa);
 

@@ -16,7 +16,7 @@ namespace {
 
 TEST(AttendBlockIsa, EveryIsaBitIdenticalToScalar) {
   std::vector<Isa> isas;
-  for (Isa isa : {Isa::kAvx2, Isa::kAvx512})
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kNeon})
     if (isa_available(isa)) isas.push_back(isa);
   uint32_t seed = 1;
   int cases = 0;
@@ -85,7 +85,7 @@ TEST(AttendBlockIsa, EveryIsaBitIdenticalToScalar) {
 // A float16 cache gives exactly what float32 rows holding the same (rounded) values give, on every ISA.
 TEST(AttendBlockIsa, HalfCacheEqualsFloatCacheOfTheSameValues) {
   std::vector<Isa> isas = {Isa::kScalar};
-  for (Isa isa : {Isa::kAvx2, Isa::kAvx512})
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kNeon})
     if (isa_available(isa)) isas.push_back(isa);
   uint32_t seed = 100;
   for (int64_t head : {8, 13, 64, 80})

@@ -114,7 +114,7 @@ void check_case(const GqaCase& c, const std::string& label, double tol = 2e-5) {
   const auto out = run_node(graph, inputs, c.threads);
   // Every instruction set this CPU has gives the scalar kernel's bits.
   const auto scalar = run_node(graph, inputs, c.threads, Isa::kScalar);
-  for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
     if (!isa_available(isa)) continue;
     const auto o = run_node(graph, inputs, c.threads, isa);
     for (size_t i = 0; i < o.size(); ++i)

@@ -155,7 +155,7 @@ void check_paged(const PagedCase& c, std::optional<Isa> isa, const std::string& 
 
 std::vector<std::optional<Isa>> isas() {
   std::vector<std::optional<Isa>> out{Isa::kScalar};
-  for (Isa isa : {Isa::kAvx2, Isa::kAvx512})
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kNeon})
     if (isa_available(isa)) out.push_back(isa);
   return out;
 }

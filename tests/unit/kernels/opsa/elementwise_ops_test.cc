@@ -326,7 +326,7 @@ TEST(UnaryIsa, EveryIsaGivesTheScalarBits) {
     call.threads = 2;
     call.isa = Isa::kScalar;
     const Tensor want = run1(call);
-    for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
+    for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
       if (!isa_available(isa)) continue;
       call.isa = isa;
       const Tensor got = run1(call);

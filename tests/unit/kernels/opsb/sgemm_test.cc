@@ -15,7 +15,7 @@ namespace {
 
 std::vector<Isa> isas() {
   std::vector<Isa> v = {Isa::kScalar};
-  for (Isa isa : {Isa::kAvx2, Isa::kAvx512})
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kNeon})
     if (isa_available(isa)) v.push_back(isa);
   return v;
 }

@@ -60,7 +60,7 @@ TEST(MatMulNBitsFusion, SiblingsGiveTheUnfusedBits) {
           << "output " << i << ", " << rows << " rows";
     }
     // And the same bits with every instruction set (SessionOptions::isa reaches the kernels).
-    for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+    for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
       if (!isa_available(isa)) continue;
       SessionOptions o{2, true, nullptr};
       o.isa = isa;

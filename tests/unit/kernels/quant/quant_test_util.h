@@ -119,6 +119,20 @@ inline RefResult matmul_nbits_reference(const QuantWeight& w, const std::vector<
   return r;
 }
 
+// |y - ref| within float rounding of the terms summed (1e-5 of their absolute sum; a wrong value
+// is off by about |y|, which is ~sqrt(K) times larger).
+inline void expect_close_to_reference(const std::vector<float>& y, const RefResult& ref, const std::string& what) {
+  ASSERT_EQ(y.size(), ref.y.size()) << what;
+  int bad = 0;
+  for (size_t i = 0; i < y.size(); ++i) {
+    const double tol = 1e-5 * ref.scale[i] + 1e-6;
+    if (!(std::abs(y[i] - ref.y[i]) <= tol) && ++bad <= 3)
+      ADD_FAILURE() << what << ": y[" << i << "] = " << y[i] << ", reference " << ref.y[i] << " (tol " << tol << ")";
+  }
+  EXPECT_EQ(bad, 0) << what;
+}
+
+
 struct MatMulNBitsGraphOptions {
   std::vector<int64_t> a_dims;  // declared A shape (-1 allowed)
   DType dtype = DType::kFloat32;

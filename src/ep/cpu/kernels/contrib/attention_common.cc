@@ -7,6 +7,10 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#define ONNXLLM_ATTENTION_SIMD 1
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#define ONNXLLM_ATTENTION_SIMD 1
 #endif
 
 #include "ep/cpu/isa/cpu_isa.h"
@@ -192,10 +196,12 @@ void attend_block_scalar(const QueryBlock& qb, int64_t head_size, const KvRows& 
   for (KvRuns<T> r(kv, begin, end); r.next();) values_generic<T>(qb, r.run, v_size, r.b, r.e, end, scores);
 }
 
-#if defined(__x86_64__) || defined(__i386__)
+#if defined(ONNXLLM_ATTENTION_SIMD)
 // How far ahead of the key being computed the SIMD loops prefetch its row.
 constexpr int64_t kPrefetchKeys = 32;
+#endif
 
+#if defined(__x86_64__) || defined(__i386__)
 // 8 and 16 cached values as floats (half to float is exact).
 ONNXLLM_TARGET_AVX2 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
 ONNXLLM_TARGET_AVX2 inline __m256 load8(const Float16* p) {
@@ -261,7 +267,52 @@ ONNXLLM_TARGET_AVX512 inline void dot_8_keys_avx512(const float* q, const T* k, 
     f[key] = _mm256_add_ps(_mm512_castps512_ps256(acc[key]), _mm512_extractf32x8_ps(acc[key], 1));
   tree_8_keys(f, q, k, k_stride, i, n, out);
 }
+#endif
 
+#if defined(__aarch64__)
+// 4 cached values as floats (half to float is exact).
+inline float32x4_t load4(const float* p) { return vld1q_f32(p); }
+inline float32x4_t load4(const Float16* p) {
+  return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(reinterpret_cast<const uint16_t*>(p))));
+}
+
+// dot(q, k_j) for 4 keys, each key's 16 lanes in four 4-lane registers (16 accumulators): the
+// folded lane l + lane l + 8 is a[0] + a[2] and a[1] + a[3]; tree8 then adds those two halves and
+// two pairwise adds give ((f0+f4)+(f1+f5)) + ((f2+f6)+(f3+f7)) per key, plus its tail chain.
+template <typename T>
+inline void dot_4_keys_neon(const float* q, const T* k, int64_t k_stride, int64_t n, float* out) {
+  float32x4_t acc[4][4];
+  for (auto& key : acc)
+    for (auto& x : key) x = vdupq_n_f32(0.0f);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    float32x4_t qv[4];
+    for (int c = 0; c < 4; ++c) qv[c] = vld1q_f32(q + i + 4 * c);
+    for (int key = 0; key < 4; ++key)
+      for (int c = 0; c < 4; ++c) acc[key][c] = vfmaq_f32(acc[key][c], qv[c], load4(k + key * k_stride + i + 4 * c));
+  }
+  float32x4_t g[4];
+  for (int key = 0; key < 4; ++key)
+    g[key] = vaddq_f32(vaddq_f32(acc[key][0], acc[key][2]), vaddq_f32(acc[key][1], acc[key][3]));
+  const float32x4_t sums = vpaddq_f32(vpaddq_f32(g[0], g[1]), vpaddq_f32(g[2], g[3]));
+  float tail[4];
+  for (int key = 0; key < 4; ++key) {
+    float t = 0.0f;
+    for (int64_t r = i; r < n; ++r) t = std::fma(q[r], kv_float(k[key * k_stride + r]), t);
+    tail[key] = t;
+  }
+  vst1q_f32(out, vaddq_f32(sums, vld1q_f32(tail)));
+}
+
+// dot(q, k_j) for 8 keys as two groups of 4 (32 registers would not hold 8 keys' 16 lanes).
+template <typename T>
+inline void dot_8_keys_neon(const float* q, const T* k, int64_t k_stride, int64_t n, float* out) {
+  dot_4_keys_neon(q, k, k_stride, n, out);
+  dot_4_keys_neon(q, k + 4 * k_stride, k_stride, n, out + 4);
+}
+#endif
+
+#if defined(ONNXLLM_ATTENTION_SIMD)
 // scores_generic's results, eight keys per call of Dot8 (one of the two above).
 template <typename T, void (*Dot8)(const float*, const T*, int64_t, int64_t, float*)>
 [[gnu::always_inline]] inline void scores_8_keys(const QueryBlock& qb, int64_t head_size, const KvRows& kv,
@@ -288,6 +339,9 @@ template <typename T, void (*Dot8)(const float*, const T*, int64_t, int64_t, flo
 // The register type's operations for values_simd.
 template <typename V>
 struct VecOps;
+#endif
+
+#if defined(__x86_64__) || defined(__i386__)
 template <>
 struct VecOps<__m256> {
   static constexpr int kLanes = 8, kVectors = 8;
@@ -306,6 +360,22 @@ struct VecOps<__m512> {
   ONNXLLM_TARGET_AVX512 static __m512 set1(float x) { return _mm512_set1_ps(x); }
   ONNXLLM_TARGET_AVX512 static __m512 fmadd(__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); }
 };
+#endif
+
+#if defined(__aarch64__)
+template <>
+struct VecOps<float32x4_t> {
+  // 2 rows x 8 vectors = 16 accumulators and 8 value vectors of the 32 registers.
+  static constexpr int kLanes = 4, kVectors = 8;
+  template <typename T>
+  static float32x4_t load(const T* p) { return load4(p); }
+  static void store(float* p, float32x4_t v) { vst1q_f32(p, v); }
+  static float32x4_t set1(float x) { return vdupq_n_f32(x); }
+  static float32x4_t fmadd(float32x4_t a, float32x4_t b, float32x4_t c) { return vfmaq_f32(c, a, b); }
+};
+#endif
+
+#if defined(ONNXLLM_ATTENTION_SIMD)
 
 // kRows rows' outputs [d0, d0 + kVectors * kLanes) over keys [j0, j1) in registers: each value
 // row loaded once for the rows, kRows * kVectors independent chains (one per output vector, in key
@@ -362,6 +432,9 @@ template <typename V, typename T>
   }
 }
 
+#endif
+
+#if defined(__x86_64__) || defined(__i386__)
 // attend_block_scalar's results with the SIMD scores and weighted values: one copy per ISA,
 // compiled for it by its target attribute (the always-inline steps take it on).
 template <typename T>
@@ -389,14 +462,30 @@ ONNXLLM_TARGET_AVX512 void attend_block_avx512(const QueryBlock& qb, int64_t hea
 }
 #endif
 
+#if defined(__aarch64__)
+// The same steps with NEON (baseline on aarch64: no target attribute).
+template <typename T>
+void attend_block_neon(const QueryBlock& qb, int64_t head_size, const KvRows& kv, int64_t v_size, int64_t begin,
+                       int64_t end, const SoftmaxParams& params, float* scores, float* row_max) noexcept {
+  if (!clear_outputs(qb, v_size, begin, end, row_max)) return;
+  for (KvRuns<T> r(kv, begin, end); r.next();)
+    scores_8_keys<T, dot_8_keys_neon<T>>(qb, head_size, r.run, r.b, r.e, end, params, scores);
+  finish_scores(qb, begin, end, params, scores);
+  softmax_rows(qb, begin, end, params, scores, row_max);
+  for (KvRuns<T> r(kv, begin, end); r.next();) values_simd<float32x4_t, T>(qb, r.run, v_size, r.b, r.e, end, scores);
+}
+#endif
+
 using AttendFn = void (*)(const QueryBlock&, int64_t, const KvRows&, int64_t, int64_t, int64_t, const SoftmaxParams&,
                           float*, float*) noexcept;
 
 template <typename T>
-AttendFn attend_fn(Isa isa) {
+AttendFn attend_fn([[maybe_unused]] Isa isa) {
 #if defined(__x86_64__) || defined(__i386__)
   if (isa == Isa::kAvx512) return attend_block_avx512<T>;
   if (isa == Isa::kAvx2) return attend_block_avx2<T>;
+#elif defined(__aarch64__)
+  if (isa == Isa::kNeon) return attend_block_neon<T>;
 #endif
   return attend_block_scalar<T>;
 }

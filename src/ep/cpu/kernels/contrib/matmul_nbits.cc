@@ -161,7 +161,9 @@ bool cpu_has_avx2() {
 }
 
 const NBitsKernels& pick_kernels(NBitsIsa isa) {
-  if (isa != NBitsIsa::kGeneric && nbits_isa_available(NBitsIsa::kAvx2)) return *nbits_kernels_avx2();
+  if (isa == NBitsIsa::kGeneric) return nbits_kernels_generic();
+  if (isa != NBitsIsa::kNeon && nbits_isa_available(NBitsIsa::kAvx2)) return *nbits_kernels_avx2();
+  if (isa != NBitsIsa::kAvx2 && nbits_isa_available(NBitsIsa::kNeon)) return *nbits_kernels_neon();
   return nbits_kernels_generic();
 }
 
@@ -180,6 +182,8 @@ const NBitsKernels& nbits_kernels_generic() {
 }
 
 bool nbits_isa_available(NBitsIsa isa) {
+  // NEON is baseline on aarch64: compiled in means available.
+  if (isa == NBitsIsa::kNeon) return nbits_kernels_neon() != nullptr;
   if (isa != NBitsIsa::kAvx2) return true;
   return nbits_kernels_avx2() != nullptr && cpu_has_avx2();
 }

@@ -84,7 +84,7 @@ float nbits_source_zero_point(const NBitsShape& s, const NBitsSource& src, int64
 void pack_nbits(const NBitsLayout& layout, const NBitsSource& src, uint8_t* dst, int64_t tile_begin,
                 int64_t tile_end) noexcept;
 
-enum class NBitsIsa { kAuto, kGeneric, kAvx2 };
+enum class NBitsIsa { kAuto, kGeneric, kAvx2, kNeon };
 
 // True when `isa` can run here (kAuto and kGeneric always can).
 bool nbits_isa_available(NBitsIsa isa);

@@ -24,5 +24,7 @@ struct NBitsKernels {
 const NBitsKernels& nbits_kernels_generic();
 // nullptr when the AVX2 kernels were not compiled in (non-x86 builds).
 const NBitsKernels* nbits_kernels_avx2();
+// nullptr when the NEON kernels were not compiled in (non-aarch64 builds).
+const NBitsKernels* nbits_kernels_neon();
 
 }  // namespace onnxllm

@@ -28,6 +28,7 @@ namespace {
 SgemmPanel panel_for(Isa isa) {
   if (isa == Isa::kAvx512 && sgemm_panel_avx512()) return sgemm_panel_avx512();
   if (isa == Isa::kAvx2 && sgemm_panel_avx2()) return sgemm_panel_avx2();
+  if (isa == Isa::kNeon && sgemm_panel_neon()) return sgemm_panel_neon();
   return panel_scalar;
 }
 
@@ -63,7 +64,8 @@ void sgemm(const SgemmArgs& g, ThreadPool& pool, Isa isa) noexcept {
 }
 
 int64_t sgemm_panel_width(Isa isa) {
-  // The decode pass of each kernel: AVX-512 16 vectors of 16, AVX2 8 vectors of 8, scalar any.
+  // The decode pass of each kernel: AVX-512 16 vectors of 16, AVX2 8 vectors of 8, NEON 16 vectors
+  // of 4, scalar any.
   return isa == Isa::kAvx512 && sgemm_panel_avx512() ? 256 : 64;
 }
 

@@ -1,6 +1,6 @@
 // fp32 matrix product C[m, n] = A[m, k] * B[k, n] (row-major, leading dimensions given), for
 // MatMul. Every kernel computes each C element as one chain of fused multiply-adds over k in
-// increasing order starting from 0, so the scalar reference, the AVX2 and the AVX-512 kernels
+// increasing order starting from 0, so the scalar reference, the AVX2, AVX-512 and NEON kernels
 // and every blocking or thread split give bit-identical results.
 //
 // B is read in place, or (a constant weight) from a copy packed once into column panels as wide
@@ -32,9 +32,10 @@ struct SgemmArgs {
 using SgemmPanel = void (*)(const SgemmArgs& g, int64_t j0, int64_t j1);
 
 SgemmPanel sgemm_panel_scalar();
-// nullptr when not compiled in (non-x86 builds).
+// nullptr when not compiled in (AVX on non-x86 builds, NEON on non-aarch64 builds).
 SgemmPanel sgemm_panel_avx2();
 SgemmPanel sgemm_panel_avx512();
+SgemmPanel sgemm_panel_neon();
 
 // Columns [j0, j1) with the kernel of `isa`, on the calling thread.
 void sgemm_columns(const SgemmArgs& g, int64_t j0, int64_t j1, Isa isa) noexcept;

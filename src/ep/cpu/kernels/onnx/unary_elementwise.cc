@@ -228,7 +228,7 @@ ONNXLLM_TARGET_AVX512 void float_loop_avx512(const float* x, float* y, int64_t n
 #endif
 
 template <typename Op>
-void float_loop(Isa isa, const float* x, float* y, int64_t n, const Op& op) {
+void float_loop([[maybe_unused]] Isa isa, const float* x, float* y, int64_t n, const Op& op) {
 #if defined(__x86_64__) || defined(__i386__)
   if (isa == Isa::kAvx512) return float_loop_avx512(x, y, n, op);
   if (isa == Isa::kAvx2) return float_loop_avx2(x, y, n, op);
