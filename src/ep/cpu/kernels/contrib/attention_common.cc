@@ -141,8 +141,16 @@ template <typename T>
                                                  const SoftmaxParams& params, float* scores, float* row_max) noexcept {
   for (int64_t m = 0; m < qb.rows; ++m) {
     float* x = scores + m * end;
+    // 16 running maxima (it vectorizes; one running max is a chain of dependent max
+    // instructions, one per key). NaN scores are skipped either way, and max is exact in any order.
+    float lanes[16];
+    std::fill(lanes, lanes + 16, -std::numeric_limits<float>::infinity());
+    int64_t j = begin;
+    for (; j + 16 <= end; j += 16)
+      for (int l = 0; l < 16; ++l) lanes[l] = std::max(lanes[l], x[j + l]);
     float max_x = -std::numeric_limits<float>::infinity();
-    for (int64_t j = begin; j < end; ++j) max_x = std::max(max_x, x[j]);
+    for (; j < end; ++j) max_x = std::max(max_x, x[j]);
+    for (float lane : lanes) max_x = std::max(max_x, lane);
     if (row_max) row_max[m] = max_x;
     const float sink = qb.sinks ? qb.sinks[m] : params.sink;
     const float top = params.use_sink ? std::max(max_x, sink) : max_x;
@@ -212,30 +220,37 @@ ONNXLLM_TARGET_AVX512 inline __m512 load16(const Float16* p) {
   return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
 }
 
-// dot()'s folded partial sums of 8 keys (f[key], lane l = lane l + lane l + 8) -> the 8 dots in
-// out: tree8 on all eight at once (the 128-bit halves added, then two horizontal adds give
-// ((a0+a4)+(a1+a5)) + ((a2+a6)+(a3+a7)) per key), plus each key's tail chain.
+// dot()'s folded partial sums of 8 keys (f[key], lane l = lane l + lane l + 8) -> scale times the
+// 8 dots in out: tree8 on all eight at once (the 128-bit halves added, then two horizontal adds
+// give ((a0+a4)+(a1+a5)) + ((a2+a6)+(a3+a7)) per key), plus each key's tail chain. The tails go
+// through memory only when there are any: 8 scalar stores read back as one vector stall store
+// forwarding (a fifth of a long-context decode step's attention).
 template <typename T>
 ONNXLLM_TARGET_AVX2 inline void tree_8_keys(const __m256 (&f)[8], const float* q, const T* k, int64_t k_stride,
-                                            int64_t i, int64_t n, float* out) {
+                                            int64_t i, int64_t n, float scale, float* out) {
   __m256 b[4];
   for (int p = 0; p < 4; ++p)
     b[p] = _mm256_add_ps(_mm256_permute2f128_ps(f[2 * p], f[2 * p + 1], 0x20),
                          _mm256_permute2f128_ps(f[2 * p], f[2 * p + 1], 0x31));
   const __m256 sums = _mm256_hadd_ps(_mm256_hadd_ps(b[0], b[1]), _mm256_hadd_ps(b[2], b[3]));  // keys 0 2 4 6 1 3 5 7
-  alignas(32) float tail[8];
-  for (int key = 0; key < 8; ++key) {
-    float t = 0.0f;
-    for (int64_t r = i; r < n; ++r) t = std::fma(q[r], kv_float(k[key * k_stride + r]), t);
-    tail[key] = t;
+  __m256 tails = _mm256_setzero_ps();
+  if (i < n) {
+    alignas(32) float tail[8];
+    for (int key = 0; key < 8; ++key) {
+      float t = 0.0f;
+      for (int64_t r = i; r < n; ++r) t = std::fma(q[r], kv_float(k[key * k_stride + r]), t);
+      tail[key] = t;
+    }
+    tails = _mm256_load_ps(tail);
   }
-  _mm256_storeu_ps(out, _mm256_add_ps(_mm256_permutevar8x32_ps(sums, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)),
-                                      _mm256_load_ps(tail)));
+  const __m256 dots = _mm256_add_ps(_mm256_permutevar8x32_ps(sums, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)), tails);
+  _mm256_storeu_ps(out, _mm256_mul_ps(_mm256_set1_ps(scale), dots));
 }
 
 // dot(q, k_j) for 8 keys, each key's 16 lanes in two 8-lane registers.
 template <typename T>
-ONNXLLM_TARGET_AVX2 inline void dot_8_keys_avx2(const float* q, const T* k, int64_t k_stride, int64_t n, float* out) {
+ONNXLLM_TARGET_AVX2 inline void dot_8_keys_avx2(const float* q, const T* k, int64_t k_stride, int64_t n, float scale,
+                                                 float* out) {
   __m256 lo[8], hi[8];
   for (int key = 0; key < 8; ++key) lo[key] = hi[key] = _mm256_setzero_ps();
   int64_t i = 0;
@@ -248,13 +263,13 @@ ONNXLLM_TARGET_AVX2 inline void dot_8_keys_avx2(const float* q, const T* k, int6
   }
   __m256 f[8];
   for (int key = 0; key < 8; ++key) f[key] = _mm256_add_ps(lo[key], hi[key]);
-  tree_8_keys(f, q, k, k_stride, i, n, out);
+  tree_8_keys(f, q, k, k_stride, i, n, scale, out);
 }
 
 // dot(q, k_j) for 8 keys, one 16-lane register per key.
 template <typename T>
 ONNXLLM_TARGET_AVX512 inline void dot_8_keys_avx512(const float* q, const T* k, int64_t k_stride, int64_t n,
-                                                    float* out) {
+                                                    float scale, float* out) {
   __m512 acc[8];
   for (auto& x : acc) x = _mm512_setzero_ps();
   int64_t i = 0;
@@ -265,7 +280,7 @@ ONNXLLM_TARGET_AVX512 inline void dot_8_keys_avx512(const float* q, const T* k, 
   __m256 f[8];
   for (int key = 0; key < 8; ++key)
     f[key] = _mm256_add_ps(_mm512_castps512_ps256(acc[key]), _mm512_extractf32x8_ps(acc[key], 1));
-  tree_8_keys(f, q, k, k_stride, i, n, out);
+  tree_8_keys(f, q, k, k_stride, i, n, scale, out);
 }
 #endif
 
@@ -280,7 +295,7 @@ inline float32x4_t load4(const Float16* p) {
 // folded lane l + lane l + 8 is a[0] + a[2] and a[1] + a[3]; tree8 then adds those two halves and
 // two pairwise adds give ((f0+f4)+(f1+f5)) + ((f2+f6)+(f3+f7)) per key, plus its tail chain.
 template <typename T>
-inline void dot_4_keys_neon(const float* q, const T* k, int64_t k_stride, int64_t n, float* out) {
+inline void dot_4_keys_neon(const float* q, const T* k, int64_t k_stride, int64_t n, float scale, float* out) {
   float32x4_t acc[4][4];
   for (auto& key : acc)
     for (auto& x : key) x = vdupq_n_f32(0.0f);
@@ -295,26 +310,30 @@ inline void dot_4_keys_neon(const float* q, const T* k, int64_t k_stride, int64_
   for (int key = 0; key < 4; ++key)
     g[key] = vaddq_f32(vaddq_f32(acc[key][0], acc[key][2]), vaddq_f32(acc[key][1], acc[key][3]));
   const float32x4_t sums = vpaddq_f32(vpaddq_f32(g[0], g[1]), vpaddq_f32(g[2], g[3]));
-  float tail[4];
-  for (int key = 0; key < 4; ++key) {
-    float t = 0.0f;
-    for (int64_t r = i; r < n; ++r) t = std::fma(q[r], kv_float(k[key * k_stride + r]), t);
-    tail[key] = t;
+  float32x4_t tails = vdupq_n_f32(0.0f);
+  if (i < n) {
+    float tail[4];
+    for (int key = 0; key < 4; ++key) {
+      float t = 0.0f;
+      for (int64_t r = i; r < n; ++r) t = std::fma(q[r], kv_float(k[key * k_stride + r]), t);
+      tail[key] = t;
+    }
+    tails = vld1q_f32(tail);
   }
-  vst1q_f32(out, vaddq_f32(sums, vld1q_f32(tail)));
+  vst1q_f32(out, vmulq_f32(vdupq_n_f32(scale), vaddq_f32(sums, tails)));
 }
 
 // dot(q, k_j) for 8 keys as two groups of 4 (32 registers would not hold 8 keys' 16 lanes).
 template <typename T>
-inline void dot_8_keys_neon(const float* q, const T* k, int64_t k_stride, int64_t n, float* out) {
-  dot_4_keys_neon(q, k, k_stride, n, out);
-  dot_4_keys_neon(q, k + 4 * k_stride, k_stride, n, out + 4);
+inline void dot_8_keys_neon(const float* q, const T* k, int64_t k_stride, int64_t n, float scale, float* out) {
+  dot_4_keys_neon(q, k, k_stride, n, scale, out);
+  dot_4_keys_neon(q, k + 4 * k_stride, k_stride, n, scale, out + 4);
 }
 #endif
 
 #if defined(ONNXLLM_ATTENTION_SIMD)
 // scores_generic's results, eight keys per call of Dot8 (one of the two above).
-template <typename T, void (*Dot8)(const float*, const T*, int64_t, int64_t, float*)>
+template <typename T, void (*Dot8)(const float*, const T*, int64_t, int64_t, float, float*)>
 [[gnu::always_inline]] inline void scores_8_keys(const QueryBlock& qb, int64_t head_size, const KvRows& kv,
                                                   int64_t begin, int64_t end, int64_t stride,
                                                   const SoftmaxParams& params, float* scores) noexcept {
@@ -327,8 +346,7 @@ template <typename T, void (*Dot8)(const float*, const T*, int64_t, int64_t, flo
         for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(reinterpret_cast<const char*>(ahead) + b);
     for (int64_t m = 0; m < qb.rows; ++m) {
       float* x = scores + m * stride + j;
-      Dot8(qb.q + m * qb.q_stride, key_row<T>(kv, j), kv.k_stride, head_size, x);
-      for (int key = 0; key < 8; ++key) x[key] = params.scale * x[key];
+      Dot8(qb.q + m * qb.q_stride, key_row<T>(kv, j), kv.k_stride, head_size, params.scale, x);
     }
   }
   for (; j < end; ++j)
