@@ -105,15 +105,17 @@ NBitsQ8Layout nbits_q8_layout(const NBitsShape& shape, bool has_zp, bool half_sc
 
 namespace {
 
+// Zero, or within float16's normal range (2^-14 .. 65504) before rounding, so the rounded value
+// is normal too (a few values just outside that round into it; they keep float32, which is only
+// slower). A plain range test: it runs over every scale of the model at load.
 template <typename Scale>
 bool scales_fit_half(const Scale* scales, int64_t count) {
+  bool fit = true;
   for (int64_t i = 0; i < count; ++i) {
     const float s = std::fabs(static_cast<float>(scales[i]));
-    const float h = std::fabs(half_bits_to_float(float_to_half_bits(s)));
-    // Zero, or normal after rounding (2^-14 .. 65504): no subnormal precision loss, no infinity.
-    if (s != 0.f && !(h >= 6.103515625e-05f && h <= 65504.f)) return false;
+    fit &= s == 0.f || (s >= 6.103515625e-05f && s <= 65504.f);  // false for NaN
   }
-  return true;
+  return fit;
 }
 
 }  // namespace
