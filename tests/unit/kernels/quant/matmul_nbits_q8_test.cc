@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <tuple>
+#include <utility>
 
 #include "core/tensor.h"
 #include "tests/unit/kernels/quant/quant_test_util.h"
@@ -22,7 +23,28 @@ std::vector<Isa> isas() {
   std::vector<Isa> v = {Isa::kScalar};
   if (isa_available(Isa::kAvx2) && nbits_q8_kernel_avx2()) v.push_back(Isa::kAvx2);
   if (isa_available(Isa::kAvx512) && nbits_q8_kernel_avx512()) v.push_back(Isa::kAvx512);
+  // Without SDOT nbits_q8_kernel(kNeon) is the scalar kernel: still a valid run, but no new kernel.
+  if (isa_available(Isa::kNeon) && nbits_q8_kernel_neon()) v.push_back(Isa::kNeon);
   return v;
+}
+
+// The vector quantizers this CPU runs (each must equal quantize_a_q8 bit for bit).
+std::vector<std::pair<Isa, NBitsQ8Quantizer>> vector_quantizers() {
+  std::vector<std::pair<Isa, NBitsQ8Quantizer>> v;
+  if (isa_available(Isa::kAvx512) && nbits_q8_quantizer_avx512())
+    v.emplace_back(Isa::kAvx512, nbits_q8_quantizer_avx512());
+  if (cpu_features().neon_dotprod && nbits_q8_quantizer_neon()) v.emplace_back(Isa::kNeon, nbits_q8_quantizer_neon());
+  return v;
+}
+
+// The SDOT kernel is the one Isa::kNeon runs when the CPU has SDOT (qemu's default CPU does), and
+// never otherwise: the other tests would then compare the scalar kernel with itself.
+TEST(MatMulNBitsQ8, NeonKernelNeedsDotProd) {
+  if (!nbits_q8_kernel_neon()) GTEST_SKIP() << "not an aarch64 build";
+  if (cpu_features().neon_dotprod)
+    EXPECT_EQ(nbits_q8_kernel(Isa::kNeon), nbits_q8_kernel_neon());
+  else
+    EXPECT_EQ(nbits_q8_kernel(Isa::kNeon), nbits_q8_kernel(Isa::kScalar));
 }
 
 struct Packed {
@@ -104,28 +126,36 @@ TEST(MatMulNBitsQ8, QuantizerRoundsWithinHalfAStep) {
 }
 
 TEST(MatMulNBitsQ8, VectorQuantizerBitIdenticalToScalar) {
-  if (!isa_available(Isa::kAvx512) || !nbits_q8_quantizer_avx512()) GTEST_SKIP() << "no AVX-512 here";
+  const auto quantizers = vector_quantizers();
+  if (quantizers.empty()) GTEST_SKIP() << "no vector quantizer here";
   for (int64_t bs : {16, 32, 128})
     for (int64_t k : {16, 37, 100, 300}) {
       const NBitsQ8Layout l = nbits_q8_layout(NBitsShape{k, 16, 4, bs}, false, true);
-      auto a = test::gaussian(static_cast<size_t>(3 * k), 3.f, static_cast<uint32_t>(k + bs));
+      auto a = test::gaussian(static_cast<size_t>(4 * k), 3.f, static_cast<uint32_t>(k + bs));
       a[1] = std::numeric_limits<float>::quiet_NaN();
       a[2] = -std::numeric_limits<float>::infinity();
       a[static_cast<size_t>(k)] = 1e30f;
       a[static_cast<size_t>(k) + 1] = -0.f;
-      std::fill(a.begin() + 2 * k, a.end(), 0.f);  // an all-zero row
+      std::fill(a.begin() + 2 * k, a.begin() + 3 * k, 0.f);  // an all-zero row
+      // Ties: 127 first in each block makes the step exactly 1, so +-(j + 0.5) are halfway and
+      // only round-half-to-even gives the scalar values.
+      for (int64_t i = 0; i < k; ++i)
+        a[static_cast<size_t>(3 * k + i)] =
+            i % bs == 0 ? 127.f : (i % 2 ? -1.f : 1.f) * (static_cast<float>(i % 126) + 0.5f);
       auto quantized = [&](NBitsQ8Quantizer f) {
-        std::vector<int8_t> v(static_cast<size_t>(3 * l.k_padded), 99);
-        std::vector<float> s(static_cast<size_t>(3 * l.blocks));
+        std::vector<int8_t> v(static_cast<size_t>(4 * l.k_padded), 99);
+        std::vector<float> s(static_cast<size_t>(4 * l.blocks));
         std::vector<int32_t> sums(s.size());
-        f(l, a.data(), 0, 3, QuantizedA{v.data(), s.data(), sums.data()});
+        f(l, a.data(), 0, 4, QuantizedA{v.data(), s.data(), sums.data()});
         return std::make_tuple(v, s, sums);
       };
       const auto [v0, s0, u0] = quantized(quantize_a_q8);
-      const auto [v1, s1, u1] = quantized(nbits_q8_quantizer_avx512());
-      EXPECT_EQ(v0, v1) << "bs=" << bs << " k=" << k;
-      EXPECT_EQ(0, std::memcmp(s0.data(), s1.data(), s0.size() * 4)) << "bs=" << bs << " k=" << k;
-      EXPECT_EQ(u0, u1) << "bs=" << bs << " k=" << k;
+      for (const auto& [isa, quantizer] : quantizers) {
+        const auto [v1, s1, u1] = quantized(quantizer);
+        EXPECT_EQ(v0, v1) << isa_name(isa) << " bs=" << bs << " k=" << k;
+        EXPECT_EQ(0, std::memcmp(s0.data(), s1.data(), s0.size() * 4)) << isa_name(isa) << " bs=" << bs << " k=" << k;
+        EXPECT_EQ(u0, u1) << isa_name(isa) << " bs=" << bs << " k=" << k;
+      }
     }
 }
 

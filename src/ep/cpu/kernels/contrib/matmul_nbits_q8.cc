@@ -221,6 +221,9 @@ size_t matmul_nbits_q8_workspace(const NBitsQ8Layout& l, int64_t m) { return wor
 NBitsQ8Kernel nbits_q8_kernel(Isa isa) {
   if (isa == Isa::kAvx512 && nbits_q8_kernel_avx512()) return nbits_q8_kernel_avx512();
   if (isa == Isa::kAvx2 && nbits_q8_kernel_avx2()) return nbits_q8_kernel_avx2();
+  // Plain NEON has no int8 dot product worth a kernel: without SDOT the scalar one runs.
+  if (isa == Isa::kNeon && cpu_features().neon_dotprod && nbits_q8_kernel_neon())
+    return nbits_q8_kernel_neon();
   return kernel_scalar;
 }
 
@@ -235,6 +238,8 @@ QuantizedA matmul_nbits_q8_quantize(const NBitsQ8Layout& l, const float* a, int6
   NBitsQ8Quantizer quantize = quantize_a_q8;
   if (isa == Isa::kAvx512 && l.shape.block_size % 16 == 0 && nbits_q8_quantizer_avx512())
     quantize = nbits_q8_quantizer_avx512();
+  if (isa == Isa::kNeon && cpu_features().neon_dotprod && nbits_q8_quantizer_neon())
+    quantize = nbits_q8_quantizer_neon();
   if (m == 1) {
     quantize(l, a, 0, 1, q);
   } else if (isa == Isa::kAvx512 && nbits_q8_kernel_avx512()) {

@@ -2,8 +2,8 @@
 // quantized to int8 per block of K (symmetric, scale amax/127) and multiplied with the 4-bit
 // weights in integers; the products become float once per block:
 //   y[m, n] = sum_blk (w_scale[n, blk] * a_scale[m, blk]) * (sum_i q[n, i] * a8[m, i] - zp[n, blk] * sum_i a8[m, i])
-// Integer sums are exact, and every kernel (scalar reference, AVX2, AVX-512 VNNI) does the float steps in
-// the same order with fused multiply-adds, so all ISAs give bit-identical results.
+// Integer sums are exact, and every kernel (scalar reference, AVX2, AVX-512 VNNI, NEON SDOT) does
+// the float steps in the same order with fused multiply-adds, so all ISAs give bit-identical results.
 //
 // Packed layout, in tiles of kCols = 16 columns (one 512-bit lane per column). A tile is a run of
 // groups of `group_blocks` blocks of K (2 with float16 scales, else 1), each group
@@ -110,12 +110,15 @@ using NBitsQ8Kernel = void (*)(const NBitsQ8Layout& l, const uint8_t* packed, co
 QuantizedA matmul_nbits_q8_quantize(const NBitsQ8Layout& l, const float* a, int64_t m, void* workspace, ThreadPool& pool,
                                     Isa isa) noexcept;
 NBitsQ8Kernel nbits_q8_kernel(Isa isa);
-// nullptr when not compiled in (non-x86 builds).
+// nullptr when not compiled in (the other architecture's builds). The NEON one needs SDOT
+// (cpu_features().neon_dotprod): nbits_q8_kernel(Isa::kNeon) checks it.
 NBitsQ8Kernel nbits_q8_kernel_avx2();
 NBitsQ8Kernel nbits_q8_kernel_avx512();
+NBitsQ8Kernel nbits_q8_kernel_neon();
 // quantize_a_q8 vectorized (the same values bit for bit).
 using NBitsQ8Quantizer = void (*)(const NBitsQ8Layout& l, const float* a, int64_t r0, int64_t r1, const QuantizedA& q) noexcept;
 NBitsQ8Quantizer nbits_q8_quantizer_avx512();
+NBitsQ8Quantizer nbits_q8_quantizer_neon();  // compiled with SDOT allowed: same check as the kernel
 
 // The nibbles of one block of one column of W (block_size / 2 bytes from `q`) into a tile: chunk c
 // at d + c * 4 * kCols, 4 bytes each (see the layout above).
