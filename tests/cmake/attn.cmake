@@ -8,9 +8,4 @@ onnxllm_test(unit_kernels_attn SOURCES
   DEPS onnxllm_runtime)
 
 # Decode attention throughput at long context (google-benchmark; `make bench`, not part of ctest).
-find_package(benchmark QUIET)
-if(benchmark_FOUND)
-  add_executable(bench_attention EXCLUDE_FROM_ALL ${CMAKE_CURRENT_SOURCE_DIR}/bench/attention_bench.cc)
-  target_include_directories(bench_attention PRIVATE ${PROJECT_SOURCE_DIR})
-  target_link_libraries(bench_attention PRIVATE onnxllm_ep_cpu benchmark::benchmark)
-endif()
+onnxllm_benchmark(bench_attention ${CMAKE_CURRENT_SOURCE_DIR}/bench/attention_bench.cc DEPS onnxllm_ep_cpu)

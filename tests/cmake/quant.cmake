@@ -6,9 +6,4 @@ onnxllm_test(unit_kernels_quant SOURCES
   DEPS onnxllm_runtime)
 
 # MatMulNBits decode throughput (google-benchmark; not part of ctest or `make`: `make bench`). Skipped when the library is absent.
-find_package(benchmark QUIET)
-if(benchmark_FOUND)
-  add_executable(bench_matmul_nbits EXCLUDE_FROM_ALL ${CMAKE_CURRENT_SOURCE_DIR}/bench/matmul_nbits_bench.cc)
-  target_include_directories(bench_matmul_nbits PRIVATE ${PROJECT_SOURCE_DIR})
-  target_link_libraries(bench_matmul_nbits PRIVATE onnxllm_ep_cpu benchmark::benchmark)
-endif()
+onnxllm_benchmark(bench_matmul_nbits ${CMAKE_CURRENT_SOURCE_DIR}/bench/matmul_nbits_bench.cc DEPS onnxllm_ep_cpu)
