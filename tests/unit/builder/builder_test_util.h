@@ -134,31 +134,30 @@ inline std::optional<std::filesystem::path> ort_generate_script(std::string* why
   return std::filesystem::path(ONNXLLM_SOURCE_DIR) / "tests/unit/builder/ort_greedy.js";
 }
 
-// prompt + n greedy tokens from ONNX Runtime (separate past/present buffers, batch 1).
-inline std::vector<int64_t> ort_greedy(const std::filesystem::path& script, const std::filesystem::path& model_dir,
-                                       int n, const std::vector<int64_t>& prompt) {
+// ort_greedy.js's output for n new tokens after `prompt` (one thread), with `extra` arguments.
+inline std::string run_ort_greedy(const std::filesystem::path& script, const std::filesystem::path& model_dir,
+                                  size_t n, const std::vector<int64_t>& prompt, const std::string& extra = "") {
   int status = 0;
   const auto oracle_dir = std::filesystem::path(ONNXLLM_BUILD_DIR) / "oracle";
   const std::string out = run_capture("node '" + script.string() + "' '" + oracle_dir.string() + "' '" +
                                           model_dir.string() + "' " + std::to_string(n) + " " + join_ids(prompt) +
-                                          " --threads 1 2>&1",
+                                          " --threads 1" + extra + " 2>&1",
                                       &status);
   ONNXLLM_CHECK(status == 0, kRuntime, "ort_greedy.js failed: ", out);
-  return parse_ids(out);
+  return out;
+}
+
+// prompt + n greedy tokens from ONNX Runtime (separate past/present buffers, batch 1).
+inline std::vector<int64_t> ort_greedy(const std::filesystem::path& script, const std::filesystem::path& model_dir,
+                                       int n, const std::vector<int64_t>& prompt) {
+  return parse_ids(run_ort_greedy(script, model_dir, static_cast<size_t>(n), prompt));
 }
 
 // ONNX Runtime fed `prompt` and then `tokens`: per new token, ORT's best logit minus its logit for
 // that token, in standard deviations of that step's logits (0 where ORT's greedy choice is the same).
 inline std::vector<double> ort_logit_gaps(const std::filesystem::path& script, const std::filesystem::path& model_dir,
                                           const std::vector<int64_t>& prompt, const std::vector<int64_t>& tokens) {
-  int status = 0;
-  const auto oracle_dir = std::filesystem::path(ONNXLLM_BUILD_DIR) / "oracle";
-  const std::string out =
-      run_capture("node '" + script.string() + "' '" + oracle_dir.string() + "' '" + model_dir.string() + "' " +
-                      std::to_string(tokens.size()) + " " + join_ids(prompt) + " --threads 1 --force " + join_ids(tokens) +
-                      " 2>&1",
-                  &status);
-  ONNXLLM_CHECK(status == 0, kRuntime, "ort_greedy.js failed: ", out);
+  const std::string out = run_ort_greedy(script, model_dir, tokens.size(), prompt, " --force " + join_ids(tokens));
   std::vector<double> gaps;
   std::stringstream ss(out);
   for (std::string item; std::getline(ss, item, ',');) gaps.push_back(std::stod(item));

@@ -450,47 +450,45 @@ template <typename V, typename T>
   }
 }
 
+// attend_block_scalar's steps with SIMD scores (Dot8) and weighted values (V registers); each
+// ISA's entry point below compiles it for that ISA by its target attribute (the always-inline
+// steps take it on).
+template <typename T, typename V, void (*Dot8)(const float*, const T*, int64_t, int64_t, float, float*)>
+[[gnu::always_inline]] inline void attend_block_simd(const QueryBlock& qb, int64_t head_size, const KvRows& kv,
+                                                     int64_t v_size, int64_t begin, int64_t end,
+                                                     const SoftmaxParams& params, float* scores,
+                                                     float* row_max) noexcept {
+  if (!clear_outputs(qb, v_size, begin, end, row_max)) return;
+  for (KvRuns<T> r(kv, begin, end); r.next();) scores_8_keys<T, Dot8>(qb, head_size, r.run, r.b, r.e, end, params, scores);
+  finish_scores(qb, begin, end, params, scores);
+  softmax_rows(qb, begin, end, params, scores, row_max);
+  for (KvRuns<T> r(kv, begin, end); r.next();) values_simd<V, T>(qb, r.run, v_size, r.b, r.e, end, scores);
+}
 #endif
 
 #if defined(__x86_64__) || defined(__i386__)
-// attend_block_scalar's results with the SIMD scores and weighted values: one copy per ISA,
-// compiled for it by its target attribute (the always-inline steps take it on).
 template <typename T>
 ONNXLLM_TARGET_AVX2 void attend_block_avx2(const QueryBlock& qb, int64_t head_size, const KvRows& kv, int64_t v_size,
                                            int64_t begin, int64_t end, const SoftmaxParams& params, float* scores,
                                            float* row_max) noexcept {
-  if (!clear_outputs(qb, v_size, begin, end, row_max)) return;
-  for (KvRuns<T> r(kv, begin, end); r.next();)
-    scores_8_keys<T, dot_8_keys_avx2<T>>(qb, head_size, r.run, r.b, r.e, end, params, scores);
-  finish_scores(qb, begin, end, params, scores);
-  softmax_rows(qb, begin, end, params, scores, row_max);
-  for (KvRuns<T> r(kv, begin, end); r.next();) values_simd<__m256, T>(qb, r.run, v_size, r.b, r.e, end, scores);
+  attend_block_simd<T, __m256, dot_8_keys_avx2<T>>(qb, head_size, kv, v_size, begin, end, params, scores, row_max);
 }
 
 template <typename T>
 ONNXLLM_TARGET_AVX512 void attend_block_avx512(const QueryBlock& qb, int64_t head_size, const KvRows& kv,
                                                int64_t v_size, int64_t begin, int64_t end, const SoftmaxParams& params,
                                                float* scores, float* row_max) noexcept {
-  if (!clear_outputs(qb, v_size, begin, end, row_max)) return;
-  for (KvRuns<T> r(kv, begin, end); r.next();)
-    scores_8_keys<T, dot_8_keys_avx512<T>>(qb, head_size, r.run, r.b, r.e, end, params, scores);
-  finish_scores(qb, begin, end, params, scores);
-  softmax_rows(qb, begin, end, params, scores, row_max);
-  for (KvRuns<T> r(kv, begin, end); r.next();) values_simd<__m512, T>(qb, r.run, v_size, r.b, r.e, end, scores);
+  attend_block_simd<T, __m512, dot_8_keys_avx512<T>>(qb, head_size, kv, v_size, begin, end, params, scores, row_max);
 }
 #endif
 
 #if defined(__aarch64__)
-// The same steps with NEON (baseline on aarch64: no target attribute).
+// NEON is baseline on aarch64: no target attribute.
 template <typename T>
 void attend_block_neon(const QueryBlock& qb, int64_t head_size, const KvRows& kv, int64_t v_size, int64_t begin,
                        int64_t end, const SoftmaxParams& params, float* scores, float* row_max) noexcept {
-  if (!clear_outputs(qb, v_size, begin, end, row_max)) return;
-  for (KvRuns<T> r(kv, begin, end); r.next();)
-    scores_8_keys<T, dot_8_keys_neon<T>>(qb, head_size, r.run, r.b, r.e, end, params, scores);
-  finish_scores(qb, begin, end, params, scores);
-  softmax_rows(qb, begin, end, params, scores, row_max);
-  for (KvRuns<T> r(kv, begin, end); r.next();) values_simd<float32x4_t, T>(qb, r.run, v_size, r.b, r.e, end, scores);
+  attend_block_simd<T, float32x4_t, dot_8_keys_neon<T>>(qb, head_size, kv, v_size, begin, end, params, scores,
+                                                        row_max);
 }
 #endif
 
