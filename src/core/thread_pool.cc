@@ -157,19 +157,79 @@ void ThreadPool::run(FunctionRef<void(int, int)> fn) {
 }
 
 void ThreadPool::parallel_for(int64_t n, int64_t grain, FunctionRef<void(int64_t, int64_t)> fn) {
+  parallel_parts(n, grain, kMaxThreads, [&](int, int64_t begin, int64_t end) { fn(begin, end); });
+}
+
+namespace {
+
+// One part's share of a balanced region, in chunks: [begin, end) packed as begin << 32 | end so
+// that the owner (taking from the front) and thieves (from the back) claim chunks with one CAS.
+struct alignas(64) Share {
+  std::atomic<uint64_t> range{0};
+
+  static uint64_t pack(uint64_t begin, uint64_t end) { return begin << 32 | end; }
+  uint64_t left() const {
+    const uint64_t r = range.load(std::memory_order_relaxed);
+    return (r >> 32) < (r & 0xFFFFFFFFu) ? (r & 0xFFFFFFFFu) - (r >> 32) : 0;
+  }
+  // Claims the first (front) or last chunk; false when none is left.
+  bool take(bool front, uint64_t& chunk) {
+    uint64_t r = range.load(std::memory_order_relaxed);
+    for (;;) {
+      const uint64_t b = r >> 32, e = r & 0xFFFFFFFFu;
+      if (b >= e) return false;
+      if (range.compare_exchange_weak(r, front ? pack(b + 1, e) : pack(b, e - 1), std::memory_order_relaxed)) {
+        chunk = front ? b : e - 1;
+        return true;
+      }
+    }
+  }
+};
+
+// Shares live on the caller's stack; parts beyond this many share them (claims stay exclusive).
+constexpr int64_t kMaxShares = 64;
+
+}  // namespace
+
+void ThreadPool::parallel_parts(int64_t n, int64_t grain, int64_t max_parts,
+                                FunctionRef<void(int, int64_t, int64_t)> fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
-  const int64_t chunks = std::min<int64_t>(num_threads_, (n + grain - 1) / grain);
-  if (chunks <= 1 || t_in_parallel_region) {
-    fn(0, n);
+  const int64_t parts = std::min<int64_t>({max_parts, num_threads_, (n + grain - 1) / grain});
+  if (parts <= 1 || t_in_parallel_region) {
+    fn(0, 0, n);
     return;
   }
-  run([&](int t, int nt) {
-    // Threads beyond `chunks` get nothing; the others get near-equal contiguous ranges.
-    const int64_t parts = std::min<int64_t>(chunks, nt);
+  // Chunks are whole multiples of `grain` (callers use it as their unit of work, e.g. a panel).
+  const int64_t chunk = (std::max(grain, (n + parts * kChunksPerPart - 1) / (parts * kChunksPerPart)) + grain - 1) / grain * grain;
+  const int64_t chunks = (n + chunk - 1) / chunk;
+  const int64_t num_shares = std::min(parts, kMaxShares);
+  Share shares[kMaxShares];
+  for (int64_t s = 0; s < num_shares; ++s)
+    shares[s].range.store(Share::pack(static_cast<uint64_t>(chunks * s / num_shares),
+                                      static_cast<uint64_t>(chunks * (s + 1) / num_shares)),
+                          std::memory_order_relaxed);
+  run([&](int t, int) {
+    // Threads beyond `parts` have no part (and no scratch); run inline (nt == 1), part 0 drains
+    // every share.
     if (t >= parts) return;
-    const int64_t begin = n * t / parts, end = n * (t + 1) / parts;
-    if (begin < end) fn(begin, end);
+    const int part = t;
+    auto run_chunk = [&](uint64_t c) {
+      const int64_t begin = static_cast<int64_t>(c) * chunk;
+      fn(part, begin, std::min(n, begin + chunk));
+    };
+    uint64_t c;
+    while (shares[t % num_shares].take(true, c)) run_chunk(c);
+    for (;;) {
+      int64_t victim = -1;
+      uint64_t most = 0;
+      for (int64_t s = 0; s < num_shares; ++s) {
+        const uint64_t left = shares[s].left();
+        if (left > most) most = left, victim = s;
+      }
+      if (victim < 0) return;
+      if (shares[victim].take(false, c)) run_chunk(c);
+    }
   });
 }
 

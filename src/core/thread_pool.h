@@ -1,5 +1,5 @@
 // Intra-op thread pool. Kernels get (thread index, thread count) and split work statically into
-// num_threads() parts. Workers spin (with a pause instruction) while a SpinScope is alive, so
+// num_threads() parts (run), or hand the pool a range that it balances (parallel_for, parallel_parts). Workers spin (with a pause instruction) while a SpinScope is alive, so
 // handing out a parallel region costs ~1 µs instead of a condition-variable wake-up (~100 µs);
 // outside a SpinScope they sleep after a short spin.
 //
@@ -44,6 +44,16 @@ class ThreadPool {
 
   // Splits [0, n) into contiguous chunks of at least `grain` items and runs fn(begin, end) on them.
   void parallel_for(int64_t n, int64_t grain, FunctionRef<void(int64_t, int64_t)> fn);
+
+  // As parallel_for on at most max_parts parts, with fn(part, begin, end): one part's calls run one
+  // after another, so `part` can index per-part scratch. Chunks are whole multiples of `grain`
+  // (the last one aside).
+  // Balanced: each part starts on its own contiguous share of [0, n), front to back, in chunks of
+  // about 1/kChunksPerPart of it; a part that runs out takes chunks from the back of the share with
+  // most left. The cores of a shared machine differ in speed from moment to moment (two vCPUs
+  // measured 1.5x apart on the same VNNI loop), and equal static shares leave the fast one waiting.
+  static constexpr int64_t kChunksPerPart = 16;
+  void parallel_parts(int64_t n, int64_t grain, int64_t max_parts, FunctionRef<void(int, int64_t, int64_t)> fn);
 
   // While alive, idle workers keep spinning (for the length of a model run).
   class SpinScope {

@@ -69,7 +69,21 @@ Sampler::Sampler(const SearchConfig& s, int vocab_size)
 }
 
 int32_t Sampler::argmax(std::span<const float> logits) {
-  return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+  // std::max_element's answer (the first largest; a NaN only when it comes first, since no
+  // comparison with NaN is true) in two passes with independent lanes: max_element's one compare
+  // chain was 2.8% of a batch-8 decode step over a 151936-word vocabulary.
+  const size_t n = logits.size();
+  if (n == 0 || std::isnan(logits[0])) return 0;
+  constexpr size_t kLanes = 16;
+  std::array<float, kLanes> lane;
+  lane.fill(logits[0]);
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (size_t j = 0; j < kLanes; ++j) lane[j] = logits[i + j] > lane[j] ? logits[i + j] : lane[j];
+  float best = logits[0];
+  for (; i < n; ++i) best = logits[i] > best ? logits[i] : best;
+  for (const float v : lane) best = v > best ? v : best;
+  return static_cast<int32_t>(std::find(logits.begin(), logits.end(), best) - logits.begin());
 }
 
 int32_t Sampler::choose(std::span<const float> logits) {

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 namespace onnxllm {
@@ -31,6 +33,63 @@ TEST(ThreadPool, RunGivesEveryThreadItsIndex) {
     });
   }
   for (auto& s : seen) EXPECT_EQ(s.load(), 200);
+}
+
+TEST(ThreadPool, ParallelPartsCoversRangeOnceWithOnePartAtATime) {
+  ThreadPool pool(4);
+  ThreadPool::SpinScope spin(&pool);
+  for (int64_t n : {1, 2, 7, 64, 1000, 100000}) {
+    for (int64_t grain : {1, 3, 64}) {
+      for (int64_t max_parts : {1, 2, 4}) {
+        std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+        std::vector<std::atomic<int>> busy(4);
+        std::atomic<bool> overlap{false}, bad_part{false}, bad_chunk{false};
+        pool.parallel_parts(n, grain, max_parts, [&](int part, int64_t b, int64_t e) {
+          if (part < 0 || part >= max_parts) {
+            bad_part = true;
+            return;
+          }
+          if (busy[static_cast<size_t>(part)]++ != 0) overlap = true;
+          // Whole multiples of grain, but for the last chunk.
+          if (b % grain != 0 || (e != n && (e - b) % grain != 0)) bad_chunk = true;
+          for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++;
+          busy[static_cast<size_t>(part)]--;
+        });
+        EXPECT_FALSE(bad_part.load());
+        EXPECT_FALSE(overlap.load()) << "two calls of one part ran at once";
+        EXPECT_FALSE(bad_chunk.load());
+        for (auto& h : hits) ASSERT_EQ(h.load(), 1) << "n " << n << " grain " << grain << " parts " << max_parts;
+      }
+    }
+  }
+}
+
+// A part that stalls (a slow or busy core) has the back of its share taken by the other: part 0
+// cannot finish its first chunk until part 1 has run more than its own half.
+TEST(ThreadPool, ParallelPartsMovesWorkFromAStalledPart) {
+  if (ThreadPool::available_cores() < 2) GTEST_SKIP() << "needs two cores";
+  ThreadPool pool(2);
+  const int64_t n = 64;
+  std::atomic<int64_t> done_by_part1{0};
+  std::vector<std::atomic<int>> hits(n);
+  std::atomic<bool> timed_out{false};
+  pool.parallel_parts(n, 1, 2, [&](int part, int64_t b, int64_t e) {
+    if (part == 0 && b == 0) {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (done_by_part1.load() <= n / 2) {
+        if (std::chrono::steady_clock::now() > deadline) {
+          timed_out = true;
+          break;
+        }
+        std::this_thread::yield();
+      }
+    }
+    for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++;
+    if (part == 1) done_by_part1 += e - b;
+  });
+  EXPECT_FALSE(timed_out.load()) << "part 1 never took part of part 0's share";
+  EXPECT_GT(done_by_part1.load(), n / 2);
+  for (auto& h : hits) EXPECT_EQ(h.load(), 1);
 }
 
 TEST(ThreadPool, NestedCallsRunInline) {

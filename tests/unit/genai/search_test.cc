@@ -137,6 +137,29 @@ TEST(GenaiSampler, GreedyTakesTheFirstMaximum) {
   EXPECT_EQ(Sampler::argmax(logits), 1);
 }
 
+// The lane-parallel argmax against std::max_element (the reference it replaced): ties across
+// lanes, NaNs first or later, infinities, signed zeros, lengths around the 16-lane step.
+TEST(GenaiSampler, ArgmaxMatchesMaxElement) {
+  std::mt19937 rng(7);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const float specials[] = {nan, inf, -inf, 0.0f, -0.0f, 2.0f};
+  int checked = 0;
+  for (size_t n : {1, 2, 15, 16, 17, 31, 33, 100, 1000}) {
+    for (int trial = 0; trial < 50; ++trial) {
+      std::vector<float> logits(n);
+      // Few distinct values, so ties between lanes and the tail are common.
+      for (auto& v : logits) v = static_cast<float>(static_cast<int>(rng() % 5)) - 2.0f;
+      for (int k = 0; k < trial % 4; ++k) logits[rng() % n] = specials[rng() % 6];
+      if (trial % 7 == 0) logits[0] = nan;
+      const auto expected = std::max_element(logits.begin(), logits.end()) - logits.begin();
+      ASSERT_EQ(Sampler::argmax(logits), expected) << "n " << n << " trial " << trial;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 450);
+  EXPECT_EQ(Sampler::argmax({}), 0);
+}
+
 TEST(GenaiSampler, SameSeedSameTokens) {
   std::vector<float> logits(50);
   for (int i = 0; i < 50; ++i) logits[i] = std::cos(0.3f * i);

@@ -255,18 +255,14 @@ void matmul_nbits_run(const NBitsLayout& l, const uint8_t* packed, const float* 
       for (int64_t r = 0; r < bs; ++r) s += a_pad[blk * bs + r];
       asum[blk] = s;
     }
-    pool.run([&](int t, int nt) {
-      const int64_t t0 = l.tiles * t / nt, t1 = l.tiles * (t + 1) / nt;
-      if (t0 < t1) kernels.gemv(l, packed, a_pad, asum, bias, y, t0, t1);
-    });
+    pool.parallel_for(l.tiles, 1, [&](int64_t t0, int64_t t1) { kernels.gemv(l, packed, a_pad, asum, bias, y, t0, t1); });
     return;
   }
   const int64_t groups = (l.tiles + NBitsLayout::kGroupTiles - 1) / NBitsLayout::kGroupTiles;
   const size_t scratch_stride = nbits_align64(static_cast<size_t>(l.gemm_scratch_floats) * 4);
-  pool.run([&](int t, int nt) {
-    const int64_t g0 = groups * t / nt, g1 = groups * (t + 1) / nt;
+  pool.parallel_parts(groups, 1, pool.num_threads(), [&](int part, int64_t g0, int64_t g1) {
     const int64_t t0 = g0 * NBitsLayout::kGroupTiles, t1 = std::min(l.tiles, g1 * NBitsLayout::kGroupTiles);
-    if (t0 < t1) kernels.gemm(l, packed, a, m, bias, y, t0, t1, reinterpret_cast<float*>(ws + t * scratch_stride));
+    kernels.gemm(l, packed, a, m, bias, y, t0, t1, reinterpret_cast<float*>(ws + part * scratch_stride));
   });
 }
 

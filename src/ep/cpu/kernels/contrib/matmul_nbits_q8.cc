@@ -12,14 +12,14 @@ namespace onnxllm {
 namespace {
 
 constexpr int kCols = NBitsQ8Layout::kCols;
-constexpr int kDefaultZp = 8;
+constexpr int kDefaultZp = QuantizedA::kDefaultZp;
 constexpr float kRoundMagic = 12582912.f;  // 1.5 * 2^23
 
 constexpr int kGroupRows = QuantizedA::kGroupRows;
 
 // The workspace: A's int8 values, its per-block scales, its per-block sums, then its row groups.
 struct WorkspaceParts {
-  size_t scales = 0, sums = 0, groups = 0, total = 0;
+  size_t scales = 0, sums = 0, groups = 0, terms = 0, total = 0;
 };
 WorkspaceParts workspace_parts(const NBitsQ8Layout& l, int64_t m) {
   WorkspaceParts w;
@@ -27,17 +27,26 @@ WorkspaceParts workspace_parts(const NBitsQ8Layout& l, int64_t m) {
   w.sums = w.scales + nbits_align64(static_cast<size_t>(m * l.blocks) * 4);
   w.groups = w.sums + nbits_align64(static_cast<size_t>(m * l.blocks) * 4);
   const int64_t group_rows = m > 1 ? (m + kGroupRows - 1) / kGroupRows * kGroupRows : 0;
-  w.total = w.groups + nbits_align64(static_cast<size_t>(group_rows * l.k_padded));
+  w.terms = w.groups + nbits_align64(static_cast<size_t>(group_rows * l.k_padded));
+  w.total = w.terms + static_cast<size_t>(group_rows / kGroupRows * l.blocks) * 64;
   return w;
 }
 
-// Row groups [g0, g1) of q.values into q.groups (the last group's rows past m are left unset).
+// Row groups [g0, g1) of q.values into q.groups, and their group_terms (the last group's rows
+// past m are left unset in groups, zero in group_terms).
 void interleave_groups(const NBitsQ8Layout& l, const QuantizedA& q, int64_t m, int64_t g0, int64_t g1) noexcept {
   for (int64_t g = g0; g < g1; ++g) {
     int8_t* dst = q.groups + g * kGroupRows * l.k_padded;
+    uint8_t* terms = q.group_terms + g * l.blocks * 64;
+    std::memset(terms, 0, static_cast<size_t>(l.blocks) * 64);
     for (int64_t row = g * kGroupRows; row < std::min(m, (g + 1) * kGroupRows); ++row) {
       const int8_t* src = q.values + row * l.k_padded;
       for (int64_t c = 0; c < l.k_padded; c += 4) std::memcpy(dst + c * kGroupRows + (row % kGroupRows) * 4, src + c, 4);
+      for (int64_t blk = 0; blk < l.blocks; ++blk) {
+        const int32_t corr = -kDefaultZp * q.sums[row * l.blocks + blk];
+        std::memcpy(terms + blk * 64 + (row % kGroupRows) * 4, q.scales + row * l.blocks + blk, 4);
+        std::memcpy(terms + blk * 64 + 32 + (row % kGroupRows) * 4, &corr, 4);
+      }
     }
   }
 }
@@ -244,6 +253,7 @@ QuantizedA matmul_nbits_q8_quantize(const NBitsQ8Layout& l, const float* a, int6
     quantize(l, a, 0, 1, q);
   } else if (isa == Isa::kAvx512 && nbits_q8_kernel_avx512()) {
     q.groups = reinterpret_cast<int8_t*>(ws + parts.groups);
+    q.group_terms = ws + parts.terms;
     pool.parallel_for((m + kGroupRows - 1) / kGroupRows, 1, [&](int64_t g0, int64_t g1) {
       quantize(l, a, g0 * kGroupRows, std::min(m, g1 * kGroupRows), q);
       interleave_groups(l, q, m, g0, g1);
@@ -259,10 +269,7 @@ void matmul_nbits_q8_run(const NBitsQ8Layout& l, const uint8_t* packed, const fl
   if (m <= 0 || l.shape.n <= 0) return;
   const QuantizedA q = matmul_nbits_q8_quantize(l, a, m, workspace, pool, isa);
   const NBitsQ8Kernel kernel = nbits_q8_kernel(isa);
-  pool.run([&](int t, int nt) {
-    const int64_t t0 = l.tiles * t / nt, t1 = l.tiles * (t + 1) / nt;
-    if (t0 < t1) kernel(l, packed, q, m, bias, y, t0, t1);
-  });
+  pool.parallel_for(l.tiles, 1, [&](int64_t t0, int64_t t1) { kernel(l, packed, q, m, bias, y, t0, t1); });
 }
 
 }  // namespace onnxllm

@@ -85,13 +85,18 @@ void pack_nbits_q8(const NBitsQ8Layout& l, const NBitsSource& src, uint8_t* dst,
 // `groups` (AVX-512 and m > 1 only, else null): the same values with the rows of each group of
 // kGroupRows interleaved by 4 bytes, [m / kGroupRows rounded up][k_padded / 4][kGroupRows][4] (the
 // last group's rows past m unset: a kernel reads only its rows), so that a kernel step's activation
-// bytes for all rows are one cache line reached from one pointer.
+// bytes for all rows are one cache line reached from one pointer. With it, `group_terms`: per
+// row group and block one 64-byte line, the kGroupRows rows' scales (float) then their
+// -kDefaultZp * sum (int32: the zero point's share for weights without zero points), so that the
+// kernel's per-block step takes both from memory operands instead of per-row address arithmetic.
 struct QuantizedA {
   static constexpr int kGroupRows = 8;
+  static constexpr int kDefaultZp = 8;
   int8_t* values = nullptr;
   float* scales = nullptr;
   int32_t* sums = nullptr;
   int8_t* groups = nullptr;
+  uint8_t* group_terms = nullptr;
 };
 
 // Rows [r0, r1) of a [m, K] into q.

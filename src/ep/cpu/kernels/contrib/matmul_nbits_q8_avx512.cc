@@ -13,6 +13,7 @@
 
 #include <cstring>
 
+
 // GCC 12 warns about the undefined vector that some AVX-512 intrinsics start from (a false positive).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 
@@ -30,17 +31,17 @@ inline __m512i dpbusd(__m512i acc, __m512i u, __m512i s) {
   return acc;
 }
 
-// Block blk's 16 scales (float16 or float32 in the tile).
-inline __m512 load_scales(const NBitsQ8Layout& l, const uint8_t* tile, int64_t blk) {
-  const uint8_t* p = tile + l.scales_at(blk);
-  return l.half_scales ? _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)))
-                       : _mm512_loadu_ps(p);
+// acc + VPDPBUSD(u, 4 bytes at p broadcast to every lane): the broadcast folded into the
+// instruction's memory operand instead of a separate VPBROADCASTD per row (one uop, not two).
+inline __m512i dpbusd_bcst(__m512i acc, __m512i u, const int8_t* p) {
+  asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*reinterpret_cast<const int32_t*>(p)));
+  return acc;
 }
 
-inline __m512i broadcast4(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
+// A block's 16 scales at p (float16 or float32 in the tile).
+inline __m512 load_scales(const NBitsQ8Layout& l, const uint8_t* p) {
+  return l.half_scales ? _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)))
+                       : _mm512_loadu_ps(p);
 }
 
 template <int kRows, bool kHasZp>
@@ -49,24 +50,39 @@ void tile_rows(const NBitsQ8Layout& l, const uint8_t* tile, const QuantizedA& a,
   const int64_t bs = l.shape.block_size, n_total = l.shape.n;
   const __m512i nibble = _mm512_set1_epi8(0x0F);
   __m512 acc[kRows];
+#pragma GCC unroll 8
   for (int r = 0; r < kRows; ++r) acc[r] = _mm512_setzero_ps();
-  for (int64_t blk = 0; blk < l.blocks; ++blk) {
-    const uint8_t* d = tile + l.data_at(blk);
+  // Row groups (kRows > 1) take each block's row scales and zero-point shares from group_terms.
+  const uint8_t* terms = kRows > 1 ? a.group_terms + r0 / kGroup * l.blocks * 64 : nullptr;
+  // Blocks in layout order, walking the groups: the offset accessors divide by group_blocks,
+  // and an IDIV per block showed in the profile.
+  const uint8_t* group = tile;
+  for (int64_t blk = 0, j = 0; blk < l.blocks; ++blk, terms += kRows > 1 ? 64 : 0) {
+    const uint8_t* d = group + l.header_bytes + j * l.data_bytes;
+    const uint8_t* scales = group + j * l.scale_bytes;
+    const uint8_t* zero_points = group + l.group_blocks * l.scale_bytes + j * kCols;
     // The next tile's block into L2 while this one computes: at M > 1 the loads come in bursts
     // between long runs of VPDPBUSD and the hardware prefetcher alone leaves DRAM idle.
     if (prefetch) {
       for (int64_t i = 0; i < l.data_bytes; i += 64) _mm_prefetch(reinterpret_cast<const char*>(d + l.tile_bytes + i), _MM_HINT_T1);
-      if (blk % l.group_blocks == 0) _mm_prefetch(reinterpret_cast<const char*>(tile + l.group_at(blk) + l.tile_bytes), _MM_HINT_T1);
+      if (j == 0) _mm_prefetch(reinterpret_cast<const char*>(group + l.tile_bytes), _MM_HINT_T1);
     }
+    if (++j == l.group_blocks) j = 0, group += l.group_bytes;
     // One integer sum per row: a single M > 1 pass unpacks each weight chunk for up to 8 rows.
+    // Without zero points a row group's sums start at -8 * sum(a8), the zero point's share.
     __m512i isum[kRows];
-    for (int r = 0; r < kRows; ++r) isum[r] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+    for (int r = 0; r < kRows; ++r) {
+      int32_t start = 0;
+      if (kRows > 1 && !kHasZp) std::memcpy(&start, terms + 32 + 4 * r, 4);
+      isum[r] = _mm512_set1_epi32(start);
+    }
     if (kRows == 1) {
       const int8_t* ab = a.values + r0 * l.k_padded + blk * bs;
       for (int64_t c = 0; c < bs; c += 8, d += 4 * kCols) {
         const __m512i v = _mm512_loadu_si512(d);
-        isum[0] = dpbusd(isum[0], _mm512_and_si512(v, nibble), broadcast4(ab + c));
-        isum[0] = dpbusd(isum[0], _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble), broadcast4(ab + c + 4));
+        isum[0] = dpbusd_bcst(isum[0], _mm512_and_si512(v, nibble), ab + c);
+        isum[0] = dpbusd_bcst(isum[0], _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble), ab + c + 4);
       }
     } else {
       // The row group's bytes for 8 k-values are one 64-byte line (QuantizedA::groups).
@@ -75,27 +91,37 @@ void tile_rows(const NBitsQ8Layout& l, const uint8_t* tile, const QuantizedA& a,
         const __m512i v = _mm512_loadu_si512(d);
         const __m512i lo = _mm512_and_si512(v, nibble);
         const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
+#pragma GCC unroll 8
         for (int r = 0; r < kRows; ++r) {
-          isum[r] = dpbusd(isum[r], lo, broadcast4(ag + 4 * r));
-          isum[r] = dpbusd(isum[r], hi, broadcast4(ag + 4 * (kGroup + r)));
+          isum[r] = dpbusd_bcst(isum[r], lo, ag + 4 * r);
+          isum[r] = dpbusd_bcst(isum[r], hi, ag + 4 * (kGroup + r));
         }
       }
     }
-    const __m512 scale = load_scales(l, tile, blk);
+    const __m512 scale = load_scales(l, scales);
+#pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) {
-      const int64_t ri = (r0 + r) * l.blocks + blk;
+      float a_scale;
+      if (kRows > 1) {
+        std::memcpy(&a_scale, terms + 4 * r, 4);
+      } else {
+        a_scale = a.scales[r0 * l.blocks + blk];
+      }
       // The zero point's share, zp * sum(a8): a per-lane product only when zero points vary.
-      const __m512i corr =
-          kHasZp ? _mm512_mullo_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(tile + l.zero_points_at(blk)))),
-                                      _mm512_set1_epi32(a.sums[ri]))
-                 : _mm512_set1_epi32(8 * a.sums[ri]);
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(isum[r], corr)),
-                               _mm512_mul_ps(scale, _mm512_set1_ps(a.scales[ri])), acc[r]);
+      __m512i dot = isum[r];
+      if (kHasZp) {
+        const __m512i zp = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(zero_points)));
+        dot = _mm512_sub_epi32(dot, _mm512_mullo_epi32(zp, _mm512_set1_epi32(a.sums[(r0 + r) * l.blocks + blk])));
+      } else if (kRows == 1) {
+        dot = _mm512_sub_epi32(dot, _mm512_set1_epi32(QuantizedA::kDefaultZp * a.sums[r0 * l.blocks + blk]));
+      }
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(scale, _mm512_set1_ps(a_scale)), acc[r]);
     }
   }
   const int64_t cols = n_total - n0 < kCols ? n_total - n0 : kCols;
   const __mmask16 mask = static_cast<__mmask16>((1u << cols) - 1);
   const __m512 b = bias ? _mm512_maskz_loadu_ps(mask, bias + n0) : _mm512_setzero_ps();
+#pragma GCC unroll 8
   for (int r = 0; r < kRows; ++r) _mm512_mask_storeu_ps(y + (r0 + r) * n_total + n0, mask, _mm512_add_ps(acc[r], b));
 }
 

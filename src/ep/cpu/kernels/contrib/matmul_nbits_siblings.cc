@@ -94,8 +94,7 @@ class MatMulNBitsSiblingsKernel final : public OpKernel {
     const QuantizedA q = matmul_nbits_q8_quantize(all_, ctx.input(0).data<float>(), m, ctx.workspace(), pool, isa_);
     const NBitsQ8Kernel kernel = nbits_q8_kernel(isa_);
     const auto* packed = static_cast<const uint8_t*>(packed_.data());
-    pool.run([&](int t, int nt) {
-      const int64_t t0 = all_.tiles * t / nt, t1 = all_.tiles * (t + 1) / nt;
+    pool.parallel_for(all_.tiles, 1, [&](int64_t t0, int64_t t1) {
       for (size_t i = 0; i < members_.size(); ++i) {
         const Member& mb = members_[i];
         const int64_t b = std::max(t0, mb.tile0) - mb.tile0, e = std::min(t1, mb.tile0 + mb.layout.tiles) - mb.tile0;

@@ -40,19 +40,16 @@ void sgemm_columns(const SgemmArgs& g, int64_t j0, int64_t j1, Isa isa) noexcept
 
 namespace {
 
-// Runs columns(j0, j1) over the pool in units of 16 columns (one AVX-512 vector), split evenly;
-// tiny products stay on one thread.
+// Runs columns(j0, j1) over the pool (balanced) in runs of `unit` columns, a multiple of 16 (one
+// AVX-512 vector); tiny products stay on one thread.
 template <typename Columns>
-void split_columns(const SgemmArgs& g, ThreadPool& pool, const Columns& columns) {
+void split_columns(const SgemmArgs& g, ThreadPool& pool, int64_t unit, const Columns& columns) {
   const int64_t units = (g.n + 15) / 16;
   if (units == 1 || g.m * g.n * g.k < (int64_t{1} << 15)) {
     columns(0, g.n);
     return;
   }
-  pool.run([&](int t, int nt) {
-    const int64_t u0 = units * t / nt, u1 = units * (t + 1) / nt;
-    if (u0 < u1) columns(u0 * 16, std::min(g.n, u1 * 16));
-  });
+  pool.parallel_for(units, unit / 16, [&](int64_t u0, int64_t u1) { columns(u0 * 16, std::min(g.n, u1 * 16)); });
 }
 
 }  // namespace
@@ -60,7 +57,7 @@ void split_columns(const SgemmArgs& g, ThreadPool& pool, const Columns& columns)
 void sgemm(const SgemmArgs& g, ThreadPool& pool, Isa isa) noexcept {
   if (g.m <= 0 || g.n <= 0) return;
   const SgemmPanel panel = panel_for(isa);
-  split_columns(g, pool, [&](int64_t j0, int64_t j1) { panel(g, j0, j1); });
+  split_columns(g, pool, 16, [&](int64_t j0, int64_t j1) { panel(g, j0, j1); });
 }
 
 int64_t sgemm_panel_width(Isa isa) {
@@ -90,8 +87,9 @@ void sgemm_packed(const SgemmArgs& g, const PackedB& b, ThreadPool& pool, Isa is
   SgemmArgs whole = g;
   whole.n = b.n;
   whole.k = b.k;
-  // Each thread's columns, panel by panel: a panel is a B of `width` columns with ldb = width.
-  split_columns(whole, pool, [&](int64_t j0, int64_t j1) {
+  // Each chunk's columns, panel by panel: a panel is a B of `width` columns with ldb = width.
+  // Decode (m == 1) streams whole panels; larger m splits them as finely as the balance wants.
+  split_columns(whole, pool, g.m == 1 ? b.width : 16, [&](int64_t j0, int64_t j1) {
     for (int64_t q = j0 / b.width; q * b.width < j1; ++q) {
       const int64_t base = q * b.width;
       SgemmArgs p = whole;

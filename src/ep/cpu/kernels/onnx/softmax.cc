@@ -156,7 +156,7 @@ class SoftmaxKernel final : public OpKernel {
     const size_t slice = slice_bytes(in.dtype(), l);
     const int64_t max_parts = static_cast<int64_t>(ctx.workspace_bytes() / slice);
     if (max_parts < 1) return;  // infer() requested it; not reached
-    parallel_parts(ctx.pool(), rows, grain, max_parts, [&](int part, int64_t r0, int64_t r1) {
+    ctx.pool().parallel_parts(rows, grain, max_parts, [&](int part, int64_t r0, int64_t r1) {
       C* buf = reinterpret_cast<C*>(static_cast<char*>(ctx.workspace()) + part * slice);
       for (int64_t r = r0; r < r1; ++r) {
         const int64_t base = (r / l.inner) * l.len * l.inner + r % l.inner;

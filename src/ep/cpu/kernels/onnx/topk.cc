@@ -68,7 +68,7 @@ class TopKKernel final : public OpKernel {
     T* values = ctx.output(0).data<T>();
     int64_t* indices = ctx.has_output(1) ? ctx.output(1).data<int64_t>() : nullptr;
     const bool largest = largest_;
-    parallel_parts(ctx.pool(), rows, std::max<int64_t>(1, 8192 / len), max_parts, [&](int part, int64_t r0, int64_t r1) {
+    ctx.pool().parallel_parts(rows, std::max<int64_t>(1, 8192 / len), max_parts, [&](int part, int64_t r0, int64_t r1) {
       int64_t* order = reinterpret_cast<int64_t*>(static_cast<char*>(ctx.workspace()) + part * slice);
       for (int64_t r = r0; r < r1; ++r) {
         const T* p = x + (r / inner) * len * inner + r % inner;
