@@ -160,6 +160,16 @@ class OpKernel {
   virtual void infer(InferContext& ctx) const = 0;
   virtual InferDeps infer_deps() const { return {}; }
   virtual void compute(const ComputeContext& ctx) const noexcept = 0;
+
+  // Weights a call reads from a copy the kernel packed at creation: that copy's bytes and the
+  // constant inputs (node input indices) it stands in for, which calls no longer read. Empty by
+  // default (the kernel reads its constant inputs as stored). `onnxllm bench` counts these bytes
+  // per decode token instead of the inputs'.
+  struct PackedWeights {
+    int64_t bytes = 0;
+    std::vector<int> inputs;
+  };
+  virtual PackedWeights packed_weights() const { return {}; }
 };
 
 }  // namespace onnxllm

@@ -355,6 +355,16 @@ std::vector<std::pair<std::string, int>> Session::provider_node_counts() const {
   return {counts.begin(), counts.end()};
 }
 
+std::vector<std::pair<const Node*, OpKernel::PackedWeights>> Session::packed_weights() const {
+  std::vector<std::pair<const Node*, OpKernel::PackedWeights>> packed;
+  for (const auto& s : plan_->steps) {
+    if (!s.node || !s.kernel) continue;
+    OpKernel::PackedWeights w = s.kernel->packed_weights();
+    if (!w.inputs.empty()) packed.emplace_back(s.node, std::move(w));
+  }
+  return packed;
+}
+
 int Session::copy_step_count() const {
   const auto count = [](const Plan& plan, const auto& self) -> int {
     int copies = plan.copies;

@@ -85,6 +85,9 @@ class Session {
   // Copies between host and device memory the plan makes per run, If branches included (0 when
   // every node runs in host memory).
   int copy_step_count() const;
+  // The root graph's kernels that read packed copies of weights (OpKernel::packed_weights), by
+  // node (for bytes-read figures).
+  std::vector<std::pair<const Node*, OpKernel::PackedWeights>> packed_weights() const;
 
  private:
   friend class IoBinding;

@@ -1,7 +1,8 @@
 """`onnxllm bench` end to end (ctest cli_bench) on small random-weight Llamas built in the test.
 
 Checks that --json has every key, that the figures are positive and agree with each other and with
-`onnxllm info` (bytes per decode token from the graph's initializers and the KV cache), that the
+`onnxllm info` (bytes per decode token from the graph's initializers, int4 weights as the kernel's
+packed tiles, and the KV cache), that the
 prompt is deterministic per --seed, that the generated ids are the greedy ones `generate` gives,
 and that bad options fail with exit 1 and a message naming the option.
 Usage: bench_test.py ONNXLLM_CLI WORK_DIR
@@ -83,6 +84,29 @@ with open(os.path.join(work, "config.json"), "w") as f:
     json.dump(HF_CONFIG, f)
 models = {p: build(p) for p in ("fp32", "int4")}
 
+
+def packed_weight_bytes(model):
+    """(file bytes of MatMulNBits B and scales, bytes of the int8-activation tiles the CPU kernel
+    packs them into). The tiles (matmul_nbits_q8.h): 16 columns each; per group of two 32-value
+    blocks a 64-byte header of float16 scales, then 16 x 16 bytes of nibbles per block."""
+    import onnx
+    from onnx import numpy_helper
+    m = onnx.load(os.path.join(model, "model.onnx"))
+    sizes = {t.name: numpy_helper.to_array(t).nbytes for t in m.graph.initializer}
+    file_bytes = packed_bytes = 0
+    for n in m.graph.node:
+        if n.op_type != "MatMulNBits":
+            continue
+        a = {x.name: onnx.helper.get_attribute_value(x) for x in n.attribute}
+        assert a["bits"] == 4 and a["block_size"] == 32 and a.get("accuracy_level") == 4 and len(n.input) == 3, a
+        blocks = (a["K"] + 31) // 32
+        file_bytes += sizes[n.input[1]] + sizes[n.input[2]]
+        packed_bytes += (a["N"] + 15) // 16 * ((blocks + 1) // 2) * (64 + 2 * 16 * 16)
+    return file_bytes, packed_bytes
+
+
+packed = {p: packed_weight_bytes(m) for p, m in models.items()}
+
 for precision, model in models.items():
     info = json.loads(run(["info", "-m", model, "--json"]).stdout)
     for batch, reps in ((1, 3), (3, 2)):
@@ -122,10 +146,13 @@ for precision, model in models.items():
             check(close(r["prompt_tokens_per_s"], P * batch * 1000 / r["prompt_ms"]), f"{what}: prompt rate")
         # Traffic: the graph's initializers less the tables read by row (embedding, rotary caches),
         # which count one row per token; the KV cache as `info` sizes it, at the mean context.
+        # MatMulNBits weights count as the kernel's packed copy (packed_weight_bytes), not the file's.
         embed_bytes = VOCAB * HIDDEN * 4
         rotary_bytes = 2 * CONTEXT * (HEAD // 2) * 4
         file_bytes = sum(d["bytes"] for d in info["dtypes"].values())
-        whole = file_bytes - embed_bytes - rotary_bytes
+        file_nbits, packed_nbits = packed[precision]
+        check((precision == "int4") == (file_nbits > 0), f"{what}: {file_nbits} MatMulNBits bytes in the file")
+        whole = file_bytes - embed_bytes - rotary_bytes - file_nbits + packed_nbits
         # Constant folding may add a few small initializers (shape constants), never remove weights.
         check(whole <= j["weight_bytes_per_step"] <= whole + 1024,
               f"{what}: weight_bytes_per_step {j['weight_bytes_per_step']}, initializers read whole {whole}")

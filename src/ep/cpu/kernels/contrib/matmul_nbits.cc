@@ -443,6 +443,13 @@ class MatMulNBitsKernel final : public OpKernel {
 
   bool prepacked() const { return packed_.data() != nullptr; }
 
+  PackedWeights packed_weights() const override {
+    if (!prepacked()) return {};
+    PackedWeights w{static_cast<int64_t>(packed_.bytes()), {1, 2}};
+    if (has_zp_) w.inputs.push_back(3);
+    return w;
+  }
+
   NBitsSource source(const TensorView& b, const TensorView& scales, const TensorView* zp) const {
     NBitsSource s;
     s.b = b.data<uint8_t>();

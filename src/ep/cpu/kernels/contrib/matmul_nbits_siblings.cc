@@ -87,6 +87,12 @@ class MatMulNBitsSiblingsKernel final : public OpKernel {
   }
   InferDeps infer_deps() const override { return InferDeps::shapes(); }
 
+  PackedWeights packed_weights() const override {
+    PackedWeights w{static_cast<int64_t>(packed_.bytes()), {}};
+    for (int i = 1; i <= 2 * static_cast<int>(members_.size()); ++i) w.inputs.push_back(i);
+    return w;
+  }
+
   void compute(const ComputeContext& ctx) const noexcept override {
     const int64_t m = ctx.input(0).numel() / k_;
     if (m == 0) return;
