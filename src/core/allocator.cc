@@ -1,5 +1,7 @@
 #include "core/allocator.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 
 #include "core/error.h"
@@ -29,6 +31,26 @@ void HostAllocator::free(void* p) noexcept { std::free(p); }
 
 HostAllocator& host_allocator() {
   static HostAllocator allocator;
+  return allocator;
+}
+
+void* WeightAllocator::allocate(size_t bytes, size_t alignment) {
+  if (bytes < kHugePage) return host_allocator().allocate(bytes, alignment);
+  ONNXLLM_CHECK(alignment && (alignment & (alignment - 1)) == 0, kInvalidArgument, "alignment ", alignment,
+                " is not a power of two");
+  void* p = nullptr;
+  const int rc = posix_memalign(&p, alignment > kHugePage ? alignment : kHugePage, bytes);
+  ONNXLLM_CHECK(rc == 0 && p != nullptr, kOutOfMemory, "could not allocate ", bytes, " bytes");
+#ifdef MADV_HUGEPAGE
+  madvise(p, (bytes + 4095) / 4096 * 4096, MADV_HUGEPAGE);  // advice: failure leaves 4 KiB pages
+#endif
+  return p;
+}
+
+void WeightAllocator::free(void* p) noexcept { std::free(p); }
+
+WeightAllocator& weight_allocator() {
+  static WeightAllocator allocator;
   return allocator;
 }
 

@@ -1,6 +1,6 @@
 # Core, graph, ONNX I/O and runtime tests, and the ONNX backend node suite.
 onnxllm_test(unit_core SOURCES
-  ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/arena_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/float16_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/memory_bandwidth_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/shape_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/thread_pool_test.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/allocator_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/arena_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/float16_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/memory_bandwidth_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/shape_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/thread_pool_test.cc
   DEPS onnxllm_core)
 onnxllm_test(unit_runtime SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/runtime/session_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/runtime/loader_test.cc
