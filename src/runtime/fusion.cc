@@ -3,6 +3,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <unordered_set>
 #include <tuple>
 #include <cmath>
 #include <algorithm>
@@ -167,6 +168,18 @@ class Matcher {
   // only float32), so a 16-bit graph keeps its own rounding unfused.
   bool is_float32(int v, int depth = 0) const {
     if (v < 0 || depth > 12) return false;
+    if (known_float32_.count(v)) return true;
+    const bool known = is_float32_uncached(v, depth);
+    if (known) known_float32_.insert(v);  // a false may only mean "too deep from here"
+    return known;
+  }
+
+  const Graph& graph() const { return g_; }
+
+ private:
+  // is_float32 without the memo. The memo makes the bounded search reach a deep graph's values
+  // when the nodes are visited in order: layer 20's activations find layer 19's known already.
+  bool is_float32_uncached(int v, int depth) const {
     const Value& val = g_.values[v];
     if (val.initializer) return val.initializer->view.dtype() == DType::kFloat32;
     if (val.dtype != DType::kUndefined) return val.dtype == DType::kFloat32;
@@ -179,6 +192,12 @@ class Matcher {
         "Relu",    "Gemm",      "ReduceMean", "LayerNormalization", "SimplifiedLayerNormalization"};
     if (n.domain.empty() && n.op_type == "Gather") return is_float32(n.inputs[0], depth + 1);
     if (n.domain.empty() && n.op_type == "Cast") return n.attr_int("to", 0) == static_cast<int64_t>(DType::kFloat32);
+    // Contrib ops whose outputs have input 0's dtype (their other inputs may be packed weights):
+    // without them no activation after a quantized MatMul was ever known to be float32.
+    static const std::set<std::string> kLikeInput0 = {
+        "MatMulNBits", "MatMulNBitsSiblings", "SkipSimplifiedLayerNormalization", "SkipLayerNormalization",
+        "GroupQueryAttention", "RotaryEmbedding"};
+    if (!n.domain.empty() && kLikeInput0.count(n.op_type)) return is_float32(n.inputs[0], depth + 1);
     if (n.domain.empty() ? !kSameDtype.count(n.op_type)
                          : n.op_type != "QuickGelu" && n.op_type != "FastGelu" && n.op_type != "MultiHeadAttention")
       return false;
@@ -188,10 +207,8 @@ class Matcher {
     return false;
   }
 
-  const Graph& graph() const { return g_; }
-
- private:
   const Graph& g_;
+  mutable std::unordered_set<int> known_float32_;
 };
 
 

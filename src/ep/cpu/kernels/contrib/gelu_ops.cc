@@ -3,7 +3,11 @@
 //   BiasGelu   Gelu(A + B), B broadcast over the last axis
 //   FastGelu   y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), optional bias as BiasGelu
 //   QuickGelu  y = x sigmoid(alpha x), alpha default 1.702
+#include <type_traits>
+
 #include "core/fast_math.h"
+#include "ep/cpu/cpu_provider.h"
+#include "ep/cpu/kernels/float_loop.h"
 #include "ep/cpu/kernels/kernel_utils.h"
 #include "ep/kernel_registry.h"
 
@@ -15,7 +19,7 @@ enum class GeluKind { kErf, kBias, kFast, kQuick };
 template <GeluKind kKind>
 class GeluKernel final : public OpKernel {
  public:
-  explicit GeluKernel(const KernelInfo& info) {
+  explicit GeluKernel(const KernelInfo& info) : isa_(cpu_isa(info)) {
     if constexpr (kKind == GeluKind::kQuick) alpha_ = info.node().attr_float("alpha", 1.702f);
   }
 
@@ -50,7 +54,11 @@ class GeluKernel final : public OpKernel {
         for (int64_t r = r0; r < r1; ++r) {
           const T* xr = in + r * last;
           T* yr = out + r * last;
-          if (bias) {
+          if constexpr (kKind == GeluKind::kQuick && std::is_same_v<T, float>) {
+            // SiLU (alpha 1) of every genai-layout MLP, fused from Mul(x, Sigmoid(x)): vectorized
+            // as the Sigmoid op is, so the fused op gives the two ops' bits.
+            float_loop(isa_, xr, yr, last, QuickOp{alpha});
+          } else if (bias) {
             for (int64_t i = 0; i < last; ++i)
               yr[i] = T(apply(static_cast<float>(xr[i]) + static_cast<float>(bias[i]), alpha));
           } else {
@@ -77,6 +85,12 @@ class GeluKernel final : public OpKernel {
     }
   }
 
+  struct QuickOp {
+    float alpha;
+    float operator()(float v) const { return apply(v, alpha); }
+  };
+
+  Isa isa_;
   float alpha_ = 1.702f;
 };
 

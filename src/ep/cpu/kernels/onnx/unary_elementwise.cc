@@ -10,6 +10,7 @@
 
 #include "ep/cpu/cpu_provider.h"
 #include "core/fast_math.h"
+#include "ep/cpu/kernels/float_loop.h"
 #include "ep/cpu/kernels/kernel_utils.h"
 #include "ep/cpu/kernels/onnx/type_list.h"
 #include "ep/kernel_registry.h"
@@ -201,39 +202,6 @@ template <typename Op>
 Op make_op(const Node& node) {
   if constexpr (std::is_constructible_v<Op, const Node&>) return Op(node);
   else return Op{};
-}
-
-// The float32 loop, once per instruction set: target attributes around one always-inline body
-// (as attend_block), so each copy vectorizes for its ISA with the same operations and bits.
-template <typename Op>
-[[gnu::always_inline]] inline void float_loop_body(const float* x, float* y, int64_t n, const Op& op) {
-  for (int64_t i = 0; i < n; ++i) y[i] = op(x[i]);
-}
-
-template <typename Op>
-void float_loop_scalar(const float* x, float* y, int64_t n, const Op& op) {
-  float_loop_body(x, y, n, op);
-}
-
-#if defined(__x86_64__) || defined(__i386__)
-template <typename Op>
-ONNXLLM_TARGET_AVX2 void float_loop_avx2(const float* x, float* y, int64_t n, const Op& op) {
-  float_loop_body(x, y, n, op);
-}
-
-template <typename Op>
-ONNXLLM_TARGET_AVX512 void float_loop_avx512(const float* x, float* y, int64_t n, const Op& op) {
-  float_loop_body(x, y, n, op);
-}
-#endif
-
-template <typename Op>
-void float_loop([[maybe_unused]] Isa isa, const float* x, float* y, int64_t n, const Op& op) {
-#if defined(__x86_64__) || defined(__i386__)
-  if (isa == Isa::kAvx512) return float_loop_avx512(x, y, n, op);
-  if (isa == Isa::kAvx2) return float_loop_avx2(x, y, n, op);
-#endif
-  float_loop_scalar(x, y, n, op);
 }
 
 // y[i] = op(x[i]) over the whole tensor, in parallel chunks. 16-bit floats are computed in float
