@@ -111,7 +111,7 @@ TEST(Sgemm, PackedBBitIdenticalToScalarReference) {
         const auto b = test::gaussian(static_cast<size_t>(k * n), 1.f, seed++);
         const auto ref = run(a, b, m, n, k, 0, Isa::kScalar, nullptr);
         for (Isa isa : isas())
-          for (int64_t width : {int64_t{16}, sgemm_panel_width(isa)}) {
+          for (int64_t width : {int64_t{16}, int64_t{64}, sgemm_panel_width(isa, n), sgemm_panel_width(isa, 4096)}) {
             std::vector<float> packed(static_cast<size_t>(sgemm_packed_size(k, n, width)), -1.f);
             sgemm_pack_b(b.data(), n, k, n, width, packed.data());
             SgemmArgs g;

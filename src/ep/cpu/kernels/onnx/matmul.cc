@@ -92,7 +92,7 @@ class MatMulKernel final : public OpKernel {
     if (b == nullptr || b->view.dtype() != DType::kFloat32 || b->view.rank() != 2 ||
         b->view.numel() < kMinPackedElements)
       return;
-    packed_ = packed_weight(*b, sgemm_panel_width(isa_));
+    packed_ = packed_weight(*b, sgemm_panel_width(isa_, b->view.dim(1)));
   }
 
   void infer(InferContext& ctx) const override {
@@ -196,7 +196,7 @@ class GatherColumnsKernel final : public OpKernel {
     ONNXLLM_CHECK(w && w->view.dtype() == DType::kFloat32 && w->view.rank() == 2, kInvalidModel,
                   "GatherColumns needs a constant 2-D float32 W");
     w_ = w->view;
-    if (w_.numel() >= kMinPackedElements) packed_ = packed_weight(*w, sgemm_panel_width(cpu_isa(info)));
+    if (w_.numel() >= kMinPackedElements) packed_ = packed_weight(*w, sgemm_panel_width(cpu_isa(info), w_.dim(1)));
   }
 
   void infer(InferContext& ctx) const override {

@@ -60,10 +60,11 @@ void sgemm(const SgemmArgs& g, ThreadPool& pool, Isa isa) noexcept {
   split_columns(g, pool, 16, [&](int64_t j0, int64_t j1) { panel(g, j0, j1); });
 }
 
-int64_t sgemm_panel_width(Isa isa) {
-  // The decode pass of each kernel: AVX-512 16 vectors of 16, AVX2 8 vectors of 8, NEON 16 vectors
-  // of 4, scalar any.
-  return isa == Isa::kAvx512 && sgemm_panel_avx512() ? 256 : 64;
+int64_t sgemm_panel_width(Isa isa, int64_t n) {
+  // The decode pass of each kernel: AVX-512 16 vectors of 16 (or 4 for narrow weights), AVX2 8
+  // vectors of 8, NEON 16 vectors of 4, scalar any.
+  if (isa == Isa::kAvx512 && sgemm_panel_avx512()) return n >= kWidePanelColumns ? 256 : 64;
+  return 64;
 }
 
 int64_t sgemm_packed_size(int64_t k, int64_t n, int64_t width) { return (n + width - 1) / width * width * k; }

@@ -48,8 +48,11 @@ struct PackedB {
   const float* data = nullptr;
   int64_t k = 0, n = 0, width = 0;
 };
-// The panel width `isa`'s decode kernel reads in one pass (a multiple of 16).
-int64_t sgemm_panel_width(Isa isa);
+// The panel width `isa`'s decode kernel reads in one pass (a multiple of 16), for a B of n
+// columns. Decode hands whole panels to the threads, so a narrow B gets narrow panels: 896 columns
+// are 3.5 panels of 256 (a 2 : 1.5 split over two threads) but 14 of 64.
+constexpr int64_t kWidePanelColumns = 2048;
+int64_t sgemm_panel_width(Isa isa, int64_t n);
 // Floats sgemm_pack_b writes for B [k, n].
 int64_t sgemm_packed_size(int64_t k, int64_t n, int64_t width);
 // Rows [p0, p1) of B into every panel (all of B by default; a weight is packed a band at a time).

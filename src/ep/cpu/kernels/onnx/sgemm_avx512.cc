@@ -116,8 +116,10 @@ void packed_columns(const SgemmArgs& g, int64_t j) {
 void panel(const SgemmArgs& g, int64_t j0, int64_t j1) {
   int64_t j = j0;
   if (g.m == 1) {
-    // Decode: 256 columns per pass, so each row of B is read in 1 KiB runs.
+    // Decode: 256 columns per pass, so each row of B is read in 1 KiB runs (64 in a narrow
+    // weight's 64-column panels).
     for (; j + 16 * kV <= j1; j += 16 * kV) block<1, 16>(g, 0, j, 0xFFFF);
+    for (; j + 4 * kV <= j1; j += 4 * kV) block<1, 4>(g, 0, j, 0xFFFF);
   } else if (g.k > 0) {
     for (; j + kPanel <= j1; j += kPanel) packed_columns(g, j);
   }
