@@ -17,9 +17,17 @@ const char* memory_kind_name(MemoryKind kind) {
   return "?";
 }
 
-void* HostAllocator::allocate(size_t bytes, size_t alignment) {
+namespace {
+
+void check_alignment(size_t alignment) {
   ONNXLLM_CHECK(alignment && (alignment & (alignment - 1)) == 0, kInvalidArgument, "alignment ", alignment,
                 " is not a power of two");
+}
+
+}  // namespace
+
+void* HostAllocator::allocate(size_t bytes, size_t alignment) {
+  check_alignment(alignment);
   if (bytes == 0) return nullptr;
   const size_t a = alignment < sizeof(void*) ? sizeof(void*) : alignment;
   void* p = std::aligned_alloc(a, (bytes + a - 1) / a * a);
@@ -36,8 +44,7 @@ HostAllocator& host_allocator() {
 
 void* WeightAllocator::allocate(size_t bytes, size_t alignment) {
   if (bytes < kHugePage) return host_allocator().allocate(bytes, alignment);
-  ONNXLLM_CHECK(alignment && (alignment & (alignment - 1)) == 0, kInvalidArgument, "alignment ", alignment,
-                " is not a power of two");
+  check_alignment(alignment);
   void* p = nullptr;
   const int rc = posix_memalign(&p, alignment > kHugePage ? alignment : kHugePage, bytes);
   ONNXLLM_CHECK(rc == 0 && p != nullptr, kOutOfMemory, "could not allocate ", bytes, " bytes");

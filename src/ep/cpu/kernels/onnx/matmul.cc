@@ -43,7 +43,9 @@ struct PackedWeight {
 // Smaller weights stay row-major: their rows are short, so the decode pass hardly jumps.
 constexpr int64_t kMinPackedElements = int64_t{1} << 16;
 
-std::shared_ptr<const PackedWeight> packed_weight(const Initializer& w, int64_t width) {
+// The width comes from `isa` and w's column count here, so the LM head's MatMul and a tied
+// embedding's GatherColumns always ask for the same copy.
+std::shared_ptr<const PackedWeight> packed_weight(const Initializer& w, Isa isa) {
   // One slot per weight; its own lock is held while packing, so kernels created in parallel pack
   // different weights at once and the same weight once.
   struct Slot {
@@ -54,7 +56,7 @@ std::shared_ptr<const PackedWeight> packed_weight(const Initializer& w, int64_t 
   static std::mutex mutex;
   static std::map<std::tuple<const void*, int64_t, int64_t, int64_t>, std::shared_ptr<Slot>> cache;
   const TensorView& v = w.view;
-  const int64_t k = v.dim(0), n = v.dim(1);
+  const int64_t k = v.dim(0), n = v.dim(1), width = sgemm_panel_width(isa, n);
   std::shared_ptr<Slot> slot;
   {
     std::lock_guard<std::mutex> lock(mutex);
@@ -92,7 +94,7 @@ class MatMulKernel final : public OpKernel {
     if (b == nullptr || b->view.dtype() != DType::kFloat32 || b->view.rank() != 2 ||
         b->view.numel() < kMinPackedElements)
       return;
-    packed_ = packed_weight(*b, sgemm_panel_width(isa_, b->view.dim(1)));
+    packed_ = packed_weight(*b, isa_);
   }
 
   void infer(InferContext& ctx) const override {
@@ -196,7 +198,7 @@ class GatherColumnsKernel final : public OpKernel {
     ONNXLLM_CHECK(w && w->view.dtype() == DType::kFloat32 && w->view.rank() == 2, kInvalidModel,
                   "GatherColumns needs a constant 2-D float32 W");
     w_ = w->view;
-    if (w_.numel() >= kMinPackedElements) packed_ = packed_weight(*w, sgemm_panel_width(cpu_isa(info), w_.dim(1)));
+    if (w_.numel() >= kMinPackedElements) packed_ = packed_weight(*w, cpu_isa(info));
   }
 
   void infer(InferContext& ctx) const override {
