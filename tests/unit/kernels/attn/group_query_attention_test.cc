@@ -348,6 +348,74 @@ TEST(GroupQueryAttention, SharedBufferDecodeMatchesSeparateBuffers) {
   }
 }
 
+// A prompt is attended in tiles of several tokens (each row with its own causal key range); every
+// token's output must still be the bits a decode step of that token alone gives over the same
+// cache: prompt lengths around the tile, a group of 7 (Qwen2.5's 14 / 2 heads), rotary, a local
+// window, softcap, every instruction set.
+TEST(GroupQueryAttention, PromptTilesGiveTheBitsOfTokenByTokenDecoding) {
+  int cases = 0;
+  for (int64_t S : {2, 5, 9, 21})
+    for (int variant = 0; variant < 3; ++variant)
+      for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+        if (isa != Isa::kScalar && !isa_available(isa)) continue;
+        GqaCase c;
+        c.B = 2;
+        c.S = S;
+        c.N = 14;
+        c.Nkv = 2;
+        c.H = 64;
+        c.rotary_dim = 64;
+        c.window = variant == 1 ? 4 : -1;
+        c.softcap = variant == 2 ? 20.0f : 0.0f;
+        c.past_len = 0;
+        c.seqlens = {static_cast<int32_t>(S - 1), static_cast<int32_t>(S - 1)};
+        c.total = S;
+        c.seed = 70 + static_cast<uint32_t>(S * 3 + variant);
+        const std::string label = "S=" + std::to_string(S) + " variant " + std::to_string(variant) + " " + std::string(isa_name(isa));
+        const GqaData prompt = make_data(c);
+        const auto graph = one_node_graph("GroupQueryAttention", prompt.inputs(c), kOutputs, gqa_attrs(c));
+        const auto whole = run_node(graph, prompt.inputs(c), 2, isa);
+        for (int64_t i = 0; i < S; ++i) {
+          // Token i alone, its past the prompt's first i cached rows.
+          GqaCase step = c;
+          step.S = 1;
+          step.past_len = i;
+          step.seqlens = {static_cast<int32_t>(i), static_cast<int32_t>(i)};
+          step.total = i + 1;
+          GqaData d = make_data(step);
+          auto rows_of = [&](const Tensor& t, int64_t width, int64_t first, int64_t count, int64_t stride) {
+            Tensor out(DType::kFloat32, Shape{c.B, count, width});
+            for (int64_t b = 0; b < c.B; ++b)
+              std::memcpy(out.data<float>() + b * count * width, t.data<float>() + (b * stride + first) * width,
+                          static_cast<size_t>(count * width) * sizeof(float));
+            return out;
+          };
+          d.q = rows_of(prompt.q, c.N * c.H, i, 1, S);
+          d.k = rows_of(prompt.k, c.Nkv * c.H, i, 1, S);
+          d.v = rows_of(prompt.v, c.Nkv * c.H, i, 1, S);
+          // [B, Nkv, S, H] -> its first i positions.
+          auto past = [&](const Tensor& present) {
+            Tensor out(DType::kFloat32, Shape{c.B, c.Nkv, i, c.H});
+            for (int64_t r = 0; r < c.B * c.Nkv; ++r)
+              std::memcpy(out.data<float>() + r * i * c.H, present.data<float>() + r * S * c.H,
+                          static_cast<size_t>(i * c.H) * sizeof(float));
+            return out;
+          };
+          d.past_k = past(whole[1]);
+          d.past_v = past(whole[2]);
+          const auto one = run_node(one_node_graph("GroupQueryAttention", d.inputs(step), kOutputs, gqa_attrs(step)),
+                                    d.inputs(step), 2, isa);
+          for (int64_t b = 0; b < c.B; ++b)
+            ASSERT_EQ(0, std::memcmp(one[0].data<float>() + b * c.N * c.H,
+                                     whole[0].data<float>() + (b * S + i) * c.N * c.H,
+                                     static_cast<size_t>(c.N * c.H) * sizeof(float)))
+                << label << " token " << i << " batch row " << b;
+        }
+        ++cases;
+      }
+  EXPECT_GE(cases, 4 * 3);
+}
+
 TEST(GroupQueryAttention, BadInputsAreClearErrors) {
   GqaCase c;
   c.seqlens = {4, 5};  // 5 + 1 > total 5

@@ -136,11 +136,23 @@ template <typename T>
       scores[m * stride + j] = params.scale * dot(qb.q + m * qb.q_stride, key_row<T>(kv, j), head_size);
 }
 
-// Softmax per row; the weights replace the scores, already divided by the denominator.
-[[gnu::always_inline]] inline void softmax_rows(const QueryBlock& qb, int64_t begin, int64_t end,
+// Softmax per row over its own keys (qb.key_begin / key_end, else [begin, end)); the weights
+// replace the scores, already divided by the denominator, and keys outside the row's range get 0.
+[[gnu::always_inline]] inline void softmax_rows(const QueryBlock& qb, int64_t range_begin, int64_t range_end,
                                                  const SoftmaxParams& params, float* scores, float* row_max) noexcept {
   for (int64_t m = 0; m < qb.rows; ++m) {
-    float* x = scores + m * end;
+    float* x = scores + m * range_end;
+    int64_t begin = range_begin, end = range_end;
+    if (qb.key_begin) {
+      begin = std::clamp(qb.key_begin[m], range_begin, range_end);
+      end = std::clamp(qb.key_end[m], begin, range_end);
+      std::fill(x + range_begin, x + begin, 0.0f);
+      std::fill(x + end, x + range_end, 0.0f);
+      if (begin == end) {
+        if (row_max) row_max[m] = kLowestFloat;
+        continue;
+      }
+    }
     // 16 running maxima (it vectorizes; one running max is a chain of dependent max
     // instructions, one per key). NaN scores are skipped either way, and max is exact in any order.
     float lanes[16];
@@ -282,6 +294,32 @@ ONNXLLM_TARGET_AVX512 inline void dot_8_keys_avx512(const float* q, const T* k, 
     f[key] = _mm256_add_ps(_mm512_castps512_ps256(acc[key]), _mm512_extractf32x8_ps(acc[key], 1));
   tree_8_keys(f, q, k, k_stride, i, n, scale, out);
 }
+
+// dot_8_keys_avx512 for two query rows at once (16 accumulators): each key vector loaded once for
+// both, every sum the single-row one.
+template <typename T>
+ONNXLLM_TARGET_AVX512 inline void dot_8_keys_2_rows_avx512(const float* q0, const float* q1, const T* k,
+                                                           int64_t k_stride, int64_t n, float scale, float* out0,
+                                                           float* out1) {
+  __m512 a0[8], a1[8];
+  for (int key = 0; key < 8; ++key) a0[key] = a1[key] = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 x0 = _mm512_loadu_ps(q0 + i), x1 = _mm512_loadu_ps(q1 + i);
+    for (int key = 0; key < 8; ++key) {
+      const __m512 kv = load16(k + key * k_stride + i);
+      a0[key] = _mm512_fmadd_ps(x0, kv, a0[key]);
+      a1[key] = _mm512_fmadd_ps(x1, kv, a1[key]);
+    }
+  }
+  __m256 f[8];
+  for (int key = 0; key < 8; ++key)
+    f[key] = _mm256_add_ps(_mm512_castps512_ps256(a0[key]), _mm512_extractf32x8_ps(a0[key], 1));
+  tree_8_keys(f, q0, k, k_stride, i, n, scale, out0);
+  for (int key = 0; key < 8; ++key)
+    f[key] = _mm256_add_ps(_mm512_castps512_ps256(a1[key]), _mm512_extractf32x8_ps(a1[key], 1));
+  tree_8_keys(f, q1, k, k_stride, i, n, scale, out1);
+}
 #endif
 
 #if defined(__aarch64__)
@@ -332,8 +370,22 @@ inline void dot_8_keys_neon(const float* q, const T* k, int64_t k_stride, int64_
 #endif
 
 #if defined(ONNXLLM_ATTENTION_SIMD)
-// scores_generic's results, eight keys per call of Dot8 (one of the two above).
-template <typename T, void (*Dot8)(const float*, const T*, int64_t, int64_t, float, float*)>
+template <typename T>
+using Dot8Fn = void (*)(const float*, const T*, int64_t, int64_t, float, float*);
+template <typename T>
+using Dot8x2Fn = void (*)(const float*, const float*, const T*, int64_t, int64_t, float, float*, float*);
+
+// Two rows by two calls of Dot8, for instruction sets without the registers for both at once.
+template <typename T, Dot8Fn<T> Dot8>
+[[gnu::always_inline]] inline void dot_8_keys_twice(const float* q0, const float* q1, const T* k, int64_t k_stride,
+                                                    int64_t n, float scale, float* out0, float* out1) {
+  Dot8(q0, k, k_stride, n, scale, out0);
+  Dot8(q1, k, k_stride, n, scale, out1);
+}
+
+// scores_generic's results, eight keys per call of Dot8 (one of those above), two rows at a time
+// by Dot8x2.
+template <typename T, Dot8Fn<T> Dot8, Dot8x2Fn<T> Dot8x2>
 [[gnu::always_inline]] inline void scores_8_keys(const QueryBlock& qb, int64_t head_size, const KvRows& kv,
                                                   int64_t begin, int64_t end, int64_t stride,
                                                   const SoftmaxParams& params, float* scores) noexcept {
@@ -344,10 +396,11 @@ template <typename T, void (*Dot8)(const float*, const T*, int64_t, int64_t, flo
     for (int key = 0; key < 8; ++key)
       if (const T* ahead = key_row_ahead<T>(kv, j + kPrefetchKeys + key, end))
         for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(reinterpret_cast<const char*>(ahead) + b);
-    for (int64_t m = 0; m < qb.rows; ++m) {
-      float* x = scores + m * stride + j;
-      Dot8(qb.q + m * qb.q_stride, key_row<T>(kv, j), kv.k_stride, head_size, params.scale, x);
-    }
+    int64_t m = 0;
+    for (; m + 2 <= qb.rows; m += 2)
+      Dot8x2(qb.q + m * qb.q_stride, qb.q + (m + 1) * qb.q_stride, key_row<T>(kv, j), kv.k_stride, head_size,
+             params.scale, scores + m * stride + j, scores + (m + 1) * stride + j);
+    if (m < qb.rows) Dot8(qb.q + m * qb.q_stride, key_row<T>(kv, j), kv.k_stride, head_size, params.scale, scores + m * stride + j);
   }
   for (; j < end; ++j)
     for (int64_t m = 0; m < qb.rows; ++m)
@@ -362,7 +415,7 @@ struct VecOps;
 #if defined(__x86_64__) || defined(__i386__)
 template <>
 struct VecOps<__m256> {
-  static constexpr int kLanes = 8, kVectors = 8;
+  static constexpr int kLanes = 8, kVectors = 8, kRows = 2;
   template <typename T>
   ONNXLLM_TARGET_AVX2 static __m256 load(const T* p) { return load8(p); }
   ONNXLLM_TARGET_AVX2 static void store(float* p, __m256 v) { _mm256_storeu_ps(p, v); }
@@ -371,7 +424,7 @@ struct VecOps<__m256> {
 };
 template <>
 struct VecOps<__m512> {
-  static constexpr int kLanes = 16, kVectors = 4;
+  static constexpr int kLanes = 16, kVectors = 4, kRows = 4;  // 16 accumulators, 4 value vectors
   template <typename T>
   ONNXLLM_TARGET_AVX512 static __m512 load(const T* p) { return load16(p); }
   ONNXLLM_TARGET_AVX512 static void store(float* p, __m512 v) { _mm512_storeu_ps(p, v); }
@@ -384,7 +437,7 @@ struct VecOps<__m512> {
 template <>
 struct VecOps<float32x4_t> {
   // 2 rows x 8 vectors = 16 accumulators and 8 value vectors of the 32 registers.
-  static constexpr int kLanes = 4, kVectors = 8;
+  static constexpr int kLanes = 4, kVectors = 8, kRows = 2;
   template <typename T>
   static float32x4_t load(const T* p) { return load4(p); }
   static void store(float* p, float32x4_t v) { vst1q_f32(p, v); }
@@ -436,7 +489,12 @@ template <typename V, typename T>
     int64_t d0 = 0;
     for (; d0 + kLanes * kVectors <= v_size; d0 += kLanes * kVectors) {
       int64_t m = 0;
-      for (; m + 2 <= qb.rows; m += 2) values_tile<V, T, 2, kVectors>(qb, kv, m, d0, j0, j1, end, stride, scores);
+      for (; m + Ops::kRows <= qb.rows; m += Ops::kRows)
+        values_tile<V, T, Ops::kRows, kVectors>(qb, kv, m, d0, j0, j1, end, stride, scores);
+      if (Ops::kRows > 2 && m + 2 <= qb.rows) {
+        values_tile<V, T, 2, kVectors>(qb, kv, m, d0, j0, j1, end, stride, scores);
+        m += 2;
+      }
       if (m < qb.rows) values_tile<V, T, 1, kVectors>(qb, kv, m, d0, j0, j1, end, stride, scores);
     }
     for (; d0 + kLanes <= v_size; d0 += kLanes)
@@ -453,13 +511,13 @@ template <typename V, typename T>
 // attend_block_scalar's steps with SIMD scores (Dot8) and weighted values (V registers); each
 // ISA's entry point below compiles it for that ISA by its target attribute (the always-inline
 // steps take it on).
-template <typename T, typename V, void (*Dot8)(const float*, const T*, int64_t, int64_t, float, float*)>
+template <typename T, typename V, Dot8Fn<T> Dot8, Dot8x2Fn<T> Dot8x2 = dot_8_keys_twice<T, Dot8>>
 [[gnu::always_inline]] inline void attend_block_simd(const QueryBlock& qb, int64_t head_size, const KvRows& kv,
                                                      int64_t v_size, int64_t begin, int64_t end,
                                                      const SoftmaxParams& params, float* scores,
                                                      float* row_max) noexcept {
   if (!clear_outputs(qb, v_size, begin, end, row_max)) return;
-  for (KvRuns<T> r(kv, begin, end); r.next();) scores_8_keys<T, Dot8>(qb, head_size, r.run, r.b, r.e, end, params, scores);
+  for (KvRuns<T> r(kv, begin, end); r.next();) scores_8_keys<T, Dot8, Dot8x2>(qb, head_size, r.run, r.b, r.e, end, params, scores);
   finish_scores(qb, begin, end, params, scores);
   softmax_rows(qb, begin, end, params, scores, row_max);
   for (KvRuns<T> r(kv, begin, end); r.next();) values_simd<V, T>(qb, r.run, v_size, r.b, r.e, end, scores);
@@ -478,7 +536,7 @@ template <typename T>
 ONNXLLM_TARGET_AVX512 void attend_block_avx512(const QueryBlock& qb, int64_t head_size, const KvRows& kv,
                                                int64_t v_size, int64_t begin, int64_t end, const SoftmaxParams& params,
                                                float* scores, float* row_max) noexcept {
-  attend_block_simd<T, __m512, dot_8_keys_avx512<T>>(qb, head_size, kv, v_size, begin, end, params, scores, row_max);
+  attend_block_simd<T, __m512, dot_8_keys_avx512<T>, dot_8_keys_2_rows_avx512<T>>(qb, head_size, kv, v_size, begin, end, params, scores, row_max);
 }
 #endif
 

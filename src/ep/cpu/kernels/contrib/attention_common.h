@@ -48,10 +48,12 @@ struct KvRows {
   const void* next_v = nullptr;
 };
 
-// A block of query rows that share one head's keys and key range (e.g. the query heads of one
-// GQA group): row m is q + m * q_stride, writes out + m * out_stride, adds bias + m * bias_stride
-// (indexed by absolute key; bias may be null) and, with params.use_sink, uses sinks[m] (or
-// params.sink when sinks is null).
+// A block of query rows that share one head's keys (e.g. the query heads of one GQA group, for
+// one token or a tile of a prompt's tokens): row m is q + m * q_stride, writes out + m * out_stride,
+// adds bias + m * bias_stride (indexed by absolute key; bias may be null) and, with
+// params.use_sink, uses sinks[m] (or params.sink when sinks is null). With key_begin / key_end
+// (both or neither), row m attends only keys [key_begin[m], key_end[m]) of the block's range:
+// its output has the bits attending that range alone gives.
 struct QueryBlock {
   const float* q = nullptr;
   int64_t q_stride = 0;
@@ -61,6 +63,8 @@ struct QueryBlock {
   int64_t bias_stride = 0;
   const float* sinks = nullptr;
   int64_t rows = 1;
+  const int64_t* key_begin = nullptr;
+  const int64_t* key_end = nullptr;
 };
 
 // For each row: out[0, v_size) = sum_j p_j v_j over keys j in [begin, end), with
@@ -68,7 +72,10 @@ struct QueryBlock {
 //   p_j = exp(x_j - m) / (sum_j exp(x_j - m) [+ exp(sink - m)]),  m = max(x [, sink]).
 // Each key and value row is loaded once for all rows of the block. `scores` needs rows * end
 // floats. row_max (optional, `rows` floats) receives max_j x_j per row: float lowest for an empty
-// range (out is then zero); callers use it to spot rows whose every key is masked.
+// range (out is then zero); callers use it to spot rows whose every key is masked. Keys of the
+// range outside a row's own [key_begin, key_end) are computed and weighted zero, so they must be
+// readable (finite values keep the row's bits; the causal tiles of a prompt waste at most half a
+// tile of keys per row).
 void attend_block(const QueryBlock& qb, int64_t head_size, const KvRows& kv, int64_t v_size, int64_t begin, int64_t end,
                   const SoftmaxParams& params, float* scores, float* row_max = nullptr) noexcept;
 

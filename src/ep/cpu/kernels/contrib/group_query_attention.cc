@@ -47,6 +47,9 @@ struct GqaDims {
 
 class GroupQueryAttentionKernel final : public OpKernel {
  public:
+  // Query rows (tokens x query heads of a group) a prompt tile aims at.
+  static constexpr int64_t kTileRows = 32;
+
   explicit GroupQueryAttentionKernel(const KernelInfo& info) : isa_(cpu_isa(info)) {
     const Node& n = info.node();
     heads_ = n.required_int("num_heads");
@@ -83,12 +86,14 @@ class GroupQueryAttentionKernel final : public OpKernel {
       check_paged(ctx, d, paged);
       ctx.set_output(1, d.cache, Shape{d.batch, kv_heads_, 0, d.head_size});
       ctx.set_output(2, d.cache, Shape{d.batch, kv_heads_, 0, d.head_size});
-      ctx.request_workspace(layout(d, paged.max_keys).bytes(ctx.num_threads()));
+      ctx.request_workspace(
+          layout(d, paged.max_keys, tile_tokens(d, false, ctx.has_input(kHeadSink))).bytes(ctx.num_threads()));
       return;
     }
     ctx.set_output(1, d.cache, Shape{d.batch, kv_heads_, d.present_len, d.head_size});
     ctx.set_output(2, d.cache, Shape{d.batch, kv_heads_, d.present_len, d.head_size});
-    ctx.request_workspace(layout(d, d.present_len).bytes(ctx.num_threads()));
+    ctx.request_workspace(layout(d, d.present_len, tile_tokens(d, ctx.has_input(kAttentionBias), ctx.has_input(kHeadSink)))
+                              .bytes(ctx.num_threads()));
   }
   InferDeps infer_deps() const override {
     InferDeps deps = InferDeps::values_of({kSeqlensK, kTotalSeqLen, kPositionIds});
@@ -123,9 +128,18 @@ class GroupQueryAttentionKernel final : public OpKernel {
   }
 
  private:
-  // Per thread: the scores over up to `keys` keys and the rotated queries of one group of query heads.
-  ScratchLayout layout(const GqaDims& d, int64_t keys) const {
-    return ScratchLayout(0, static_cast<size_t>((heads_ / kv_heads_) * (keys + d.head_size)));
+  // Tokens per prompt tile: enough query rows (tokens x group) to reuse each key and value row
+  // from L1 many times, one token on a decode step, and one with a bias or sinks (their per-row
+  // strides assume one token).
+  int64_t tile_tokens(const GqaDims& d, bool bias, bool sinks) const {
+    if (d.seq == 1 || bias || sinks) return 1;
+    return std::clamp<int64_t>(kTileRows / (heads_ / kv_heads_), 1, d.seq);
+  }
+
+  // Per thread, for one tile of query rows (tokens x group): the rows' key ranges (int64), the
+  // scores over up to `keys` keys, the gathered (rotated) queries and the outputs.
+  ScratchLayout layout(const GqaDims& d, int64_t keys, int64_t tile) const {
+    return ScratchLayout(0, static_cast<size_t>(tile * (heads_ / kv_heads_) * (keys + 2 * d.head_size + 4)));
   }
 
   // This node's layer in the run's paged cache, or null (no paged cache, or not one of its layers).
@@ -367,10 +381,13 @@ class GroupQueryAttentionKernel final : public OpKernel {
   }
 
   // Query heads that share a KV head are attended together (each cached key/value row is read once
-  // for the group). Tasks are (b, token, kv head, slice of the group); a decode step with fewer KV
-  // heads than threads splits each group into slices. Threads take tasks dynamically, since causal
-  // rows differ in length.
-  // With `paged`, cache_k / cache_v are the layer's pools and token i is the paged batch's token i.
+  // for the group), and on a prompt so are up to tile_tokens() consecutive tokens of one sequence:
+  // each row keeps its own causal key range, so a tile gives the bits of attending token by token.
+  // Tasks are (b, tile, kv head, slice of the group), the last tiles (the longest rows) first; a
+  // decode step with fewer KV heads than threads splits each group into slices. Threads take tasks
+  // dynamically, since causal rows differ in length.
+  // With `paged`, cache_k / cache_v are the layer's pools and token i is the paged batch's token i;
+  // a tile then splits where the sequence changes.
   void attend(const ComputeContext& ctx, const GqaDims& d, const void* cache_k, const void* cache_v,
               const PagedKv* paged) const {
     const int32_t* seqlens = ctx.input(kSeqlensK).data<int32_t>();
@@ -381,7 +398,9 @@ class GroupQueryAttentionKernel final : public OpKernel {
     float* out_all = ctx.output(0).data<float>();
     const int64_t h = d.head_size, half = d.rotary_dim / 2, group = d.heads / d.kv_heads;
     const int64_t q_width = d.packed ? d.heads + 2 * d.kv_heads : d.heads;
-    const int64_t rows = d.batch * d.seq * d.kv_heads;
+    const int64_t tile = tile_tokens(d, ctx.has_input(kAttentionBias), sinks != nullptr);
+    const int64_t tiles = (d.seq + tile - 1) / tile;
+    const int64_t rows = d.batch * tiles * d.kv_heads;
     const int64_t slices = std::clamp<int64_t>((ctx.pool().num_threads() + rows - 1) / std::max<int64_t>(rows, 1), 1, group);
     SoftmaxParams params;
     params.isa = isa_;
@@ -389,52 +408,98 @@ class GroupQueryAttentionKernel final : public OpKernel {
     params.softcap = softcap_;
     params.use_sink = smooth_softmax_ || sinks != nullptr;
     const int64_t keys = paged ? paged->max_keys : d.present_len;
-    const ScratchLayout scratch = layout(d, keys);
+    const ScratchLayout scratch = layout(d, keys, tile);
     const int64_t element = static_cast<int64_t>(dtype_size(d.cache));
+    // Token i's sequence (the batch row, or the paged sequence), key range and rotary position.
+    struct Token {
+      int64_t seq, begin, end, pos;
+    };
+    auto token = [&](int64_t b, int64_t i) {
+      Token t;
+      t.seq = paged ? paged->token_seq[i] : b;
+      const int64_t len = paged ? paged->token_pos[i] + 1 : static_cast<int64_t>(seqlens[b]) + 1;
+      const int64_t p = paged ? paged->token_pos[i] : past_rows(d, seqlens, b) + i;
+      t.end = p < len ? p + 1 : 0;  // 0: padding of a shorter row in a batched first prompt
+      t.begin = local_window_ > 0 ? std::max<int64_t>(0, p + 1 - local_window_) : 0;
+      t.pos = paged ? p : (do_rotary_ && t.end > 0 ? position(d, pos_ids, seqlens, b, i) : 0);
+      return t;
+    };
     std::atomic<int64_t> next{0};
     ctx.pool().run([&](int thread, int) {
-      float* scores = scratch.thread_slice(ctx.workspace(), thread);
-      float* q_rot = scores + group * keys;
+      auto* ranges = reinterpret_cast<int64_t*>(scratch.thread_slice(ctx.workspace(), thread));
+      float* scores = reinterpret_cast<float*>(ranges + 2 * tile * group);
+      float* q_tile = scores + tile * group * keys;
+      float* out_tile = q_tile + tile * group * h;
       for (int64_t task; (task = next.fetch_add(1, std::memory_order_relaxed)) < rows * slices;) {
-        const int64_t slice = task % slices, kvh = (task / slices) % d.kv_heads, bi = task / slices / d.kv_heads;
-        const int64_t b = bi / d.seq, i = bi % d.seq;
+        const int64_t slice = task % slices, kvh = (task / slices) % d.kv_heads;
+        const int64_t b = task / slices / d.kv_heads / tiles, ti = tiles - 1 - task / slices / d.kv_heads % tiles;
         const int64_t head0 = kvh * group + slice * group / slices, heads = kvh * group + (slice + 1) * group / slices - head0;
-        const int64_t len = paged ? paged->token_pos[i] + 1 : static_cast<int64_t>(seqlens[b]) + 1;
-        const int64_t p = paged ? paged->token_pos[i] : past_rows(d, seqlens, b) + i;
-        float* out = out_all + ((b * d.seq + i) * d.heads + head0) * h;
-        if (p >= len) {  // padding of a shorter row in a batched first prompt
-          std::fill(out, out + heads * h, 0.0f);
-          continue;
+        const int64_t tile_end = std::min(d.seq, (ti + 1) * tile);
+        for (int64_t i0 = ti * tile, i1; i0 < tile_end; i0 = i1) {
+          // A run [i0, i1) of one sequence's tokens, or one padding token.
+          const Token first = token(b, i0);
+          i1 = i0 + 1;
+          if (first.end == 0) {
+            float* out = out_all + ((b * d.seq + i0) * d.heads + head0) * h;
+            std::fill(out, out + heads * h, 0.0f);
+            continue;
+          }
+          int64_t begin = first.begin, end = first.end;
+          for (; i1 < tile_end; ++i1) {
+            const Token t = token(b, i1);
+            if (t.seq != first.seq || t.end == 0) break;
+            begin = std::min(begin, t.begin);
+            end = std::max(end, t.end);
+          }
+          const int64_t n = i1 - i0;
+          QueryBlock qb;
+          qb.rows = n * heads;
+          qb.q = q_all + ((b * d.seq + i0) * q_width + head0) * h;
+          qb.q_stride = h;
+          qb.out = out_all + ((b * d.seq + i0) * d.heads + head0) * h;
+          qb.out_stride = h;
+          if (n > 1 || do_rotary_) {  // the rows gathered (and rotated) into the tile's scratch
+            for (int64_t k = 0; k < n; ++k) {
+              const Token t = k == 0 ? first : token(b, i0 + k);
+              const float* src = q_all + ((b * d.seq + i0 + k) * q_width + head0) * h;
+              for (int64_t m = 0; m < heads; ++m) {
+                float* dst = q_tile + (k * heads + m) * h;
+                if (do_rotary_)
+                  apply_rotary(src + m * h, dst, h, d.rotary_dim, ctx.input(kCosCache).data<float>() + t.pos * half,
+                               ctx.input(kSinCache).data<float>() + t.pos * half, interleaved_);
+                else
+                  std::memcpy(dst, src + m * h, static_cast<size_t>(h) * sizeof(float));
+                ranges[k * heads + m] = t.begin;
+                ranges[qb.rows + k * heads + m] = t.end;
+              }
+            }
+            qb.q = q_tile;
+          }
+          if (n > 1) {
+            qb.out = out_tile;
+            qb.key_begin = ranges;
+            qb.key_end = ranges + qb.rows;
+          }
+          if (!bias.empty()) {  // tile_tokens() is 1 with a bias or sinks
+            qb.bias = attention_bias_row(bias, b, head0, i0);
+            qb.bias_stride = bias.dim(1) == 1 ? 0 : d.seq * d.total;
+          }
+          if (sinks) qb.sinks = sinks + head0;
+          const int64_t cache_offset =
+              (paged ? paged->row_offset(0, kvh, 0) : (b * d.kv_heads + kvh) * d.present_len * h) * element;
+          KvRows kv{static_cast<const char*>(cache_k) + cache_offset, static_cast<const char*>(cache_v) + cache_offset,
+                    h, h, d.cache};
+          if (paged) {
+            kv.blocks = paged->block_tables.data() + first.seq * paged->table_width;
+            kv.block_rows = paged->block_size;
+            kv.block_stride = paged->row_offset(1, 0, 0);
+          }
+          attend_block(qb, h, kv, h, begin, end, params, scores);
+          if (n > 1)
+            for (int64_t k = 0; k < n; ++k)
+              std::memcpy(out_all + ((b * d.seq + i0 + k) * d.heads + head0) * h, out_tile + k * heads * h,
+                          static_cast<size_t>(heads * h) * sizeof(float));
         }
-        QueryBlock qb;
-        qb.rows = heads;
-        qb.q = q_all + ((b * d.seq + i) * q_width + head0) * h;
-        qb.q_stride = h;
-        qb.out = out;
-        qb.out_stride = h;
-        if (!bias.empty()) {
-          qb.bias = attention_bias_row(bias, b, head0, i);
-          qb.bias_stride = bias.dim(1) == 1 ? 0 : d.seq * d.total;
-        }
-        if (sinks) qb.sinks = sinks + head0;
-        if (do_rotary_) {
-          const int64_t pos = paged ? p : position(d, pos_ids, seqlens, b, i);
-          for (int64_t m = 0; m < heads; ++m)
-            apply_rotary(qb.q + m * h, q_rot + m * h, h, d.rotary_dim, ctx.input(kCosCache).data<float>() + pos * half,
-                         ctx.input(kSinCache).data<float>() + pos * half, interleaved_);
-          qb.q = q_rot;
-        }
-        const int64_t cache_offset =
-            (paged ? paged->row_offset(0, kvh, 0) : (b * d.kv_heads + kvh) * d.present_len * h) * element;
-        KvRows kv{static_cast<const char*>(cache_k) + cache_offset, static_cast<const char*>(cache_v) + cache_offset,
-                  h, h, d.cache};
-        if (paged) {
-          kv.blocks = paged->block_tables.data() + paged->token_seq[i] * paged->table_width;
-          kv.block_rows = paged->block_size;
-          kv.block_stride = paged->row_offset(1, 0, 0);
-        }
-        const int64_t begin = local_window_ > 0 ? std::max<int64_t>(0, p + 1 - local_window_) : 0;
-        attend_block(qb, h, kv, h, begin, p + 1, params, scores);
       }
     });
   }
