@@ -271,6 +271,22 @@ std::optional<std::pair<int64_t, int64_t>> heads_of(const Matcher& m, int v, int
   return std::nullopt;
 }
 
+// transformers' repeat_kv as exported, Reshape(Expand(Unsqueeze(kv, [2]), [B, Nkv, n_rep, T, H]),
+// [B, Nkv * n_rep, T, H]) (the Expand shape a constant or a Concat of the five dims): kv, or -1.
+int repeat_kv_source(const Matcher& m, int v) {
+  const Node* reshape = m.op(v, "Reshape");
+  const Node* expand = reshape ? m.op(reshape->inputs[0], "Expand") : nullptr;
+  const Node* unsqueeze = expand ? m.op(expand->inputs[0], "Unsqueeze") : nullptr;
+  if (!unsqueeze) return -1;
+  const auto axes = unsqueeze->has_input(1) ? m.ints(unsqueeze->inputs[1]) : unsqueeze->attr_ints("axes");
+  if (axes != std::vector<int64_t>{2}) return -1;
+  const int shape = expand->inputs[1];
+  const auto constant = m.ints(shape);
+  const Node* concat = m.op(shape, "Concat");
+  if (!(constant && constant->size() == 5) && !(concat && concat->inputs.size() == 5)) return -1;
+  return unsqueeze->inputs[0];
+}
+
 }  // namespace
 
 int fuse_rms_norm(Graph& g) {
@@ -448,8 +464,13 @@ int fuse_attention(Graph& g) {
     if (!qk) continue;
     const Node* kt = m.op(qk->inputs[1], "Transpose");
     if (!kt || kt->attr_ints("perm") != std::vector<int64_t>{0, 1, 3, 2}) continue;
-    const int q = qk->inputs[0], k = kt->inputs[0], v = pv->inputs[1];
+    const int q = qk->inputs[0];
+    int k = kt->inputs[0], v = pv->inputs[1];
     if (!m.is_float32(q) && !m.is_float32(k) && !m.is_float32(v)) continue;  // the kernel is float32 only
+    if (const int k0 = repeat_kv_source(m, k), v0 = repeat_kv_source(m, v); k0 >= 0 && v0 >= 0) {
+      k = k0;  // the kernel shares each K/V head with its query heads: no repeated copy
+      v = v0;
+    }
     auto heads = heads_of(m, q);
     if (!heads) continue;
     const auto [n, h] = *heads;

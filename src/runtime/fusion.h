@@ -33,7 +33,9 @@ int fuse_activations(Graph& g);
 // with float32 Q, K, V per head ([B, N, S, H]), becomes com.microsoft.MultiHeadAttention (Q
 // transposed back to [B, S, N*H], K and V in BNSH, the mask as attention_bias, scale 1/c): one pass
 // per head instead of two batched products, a softmax and the copies between them. N comes from
-// the Reshape that split Q into heads.
+// the Reshape that split Q into heads. K and V repeated per query head by transformers' repeat_kv
+// (Reshape(Expand(Unsqueeze(kv, 2)))) are replaced by kv: the kernel shares each K/V head with
+// its query heads.
 int fuse_attention(Graph& g);
 
 // Runs before constant folding. Gather(Transpose(W, [1, 0]), ids) with W a 2-D float32 constant

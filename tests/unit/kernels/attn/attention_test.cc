@@ -332,6 +332,62 @@ TEST(MultiHeadAttention, MasksPastUnidirectionalAndBias) {
   check_mha(c, "cross attention S=2 L=5");
 }
 
+// Per head K/V with fewer heads than the query (the attention fusion's repeat_kv rewrite) give the
+// bits of the same K/V repeated per query head, with biases per head or shared, a padding mask and
+// the causal flag, on every instruction set; present holds the K/V heads as given.
+TEST(MultiHeadAttention, GroupedKvHeadsEqualRepeatedHeads) {
+  const int64_t B = 2, S = 5, N = 6, Nkv = 2, H = 16;
+  int cases = 0;
+  for (int variant = 0; variant < 3; ++variant)
+    for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+      if (isa != Isa::kScalar && !isa_available(isa)) continue;
+      Rng rng(90 + static_cast<uint32_t>(variant));
+      const Tensor q = rng.normal(Shape{B, S, N * H});
+      const Tensor k = rng.normal(Shape{B, Nkv, S, H}), v = rng.normal(Shape{B, Nkv, S, H});
+      Tensor k_rep(DType::kFloat32, Shape{B, N, S, H}), v_rep(DType::kFloat32, Shape{B, N, S, H});
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t h = 0; h < N; ++h) {
+          const size_t n = static_cast<size_t>(S * H), from = static_cast<size_t>((b * Nkv + h / (N / Nkv)) * S * H);
+          std::memcpy(k_rep.data<float>() + (b * N + h) * S * H, k.data<float>() + from, n * sizeof(float));
+          std::memcpy(v_rep.data<float>() + (b * N + h) * S * H, v.data<float>() + from, n * sizeof(float));
+        }
+      const Tensor bias = rng.normal(variant == 0 ? Shape{B, 1, S, S} : Shape{B, N, S, S});
+      const Tensor mask = make_mask(Mask::kRaw2D, B, S, S, rng);
+      auto inputs = [&](const Tensor& kk, const Tensor& vv) {
+        return std::vector<NodeInput>{{"query", &q},
+                                      {"key", &kk},
+                                      {"value", &vv},
+                                      {"bias", nullptr},
+                                      {"key_padding_mask", variant == 2 ? &mask : nullptr},
+                                      {"attention_bias", &bias}};
+      };
+      const std::vector<Attribute> attrs{int_attr("num_heads", N), int_attr("unidirectional", variant != 0)};
+      const auto grouped_in = inputs(k, v), repeated_in = inputs(k_rep, v_rep);
+      const std::vector<std::string> outs{"output", "present_key", "present_value"};
+      const auto grouped = run_node(one_node_graph("MultiHeadAttention", grouped_in, outs, attrs), grouped_in, 2, isa);
+      const auto repeated = run_node(one_node_graph("MultiHeadAttention", repeated_in, outs, attrs), repeated_in, 2, isa);
+      const std::string label = "variant " + std::to_string(variant) + " " + std::string(isa_name(isa));
+      ASSERT_EQ(grouped[0].shape(), repeated[0].shape()) << label;
+      ASSERT_EQ(0, std::memcmp(grouped[0].data<float>(), repeated[0].data<float>(), grouped[0].bytes())) << label;
+      ASSERT_EQ(grouped[1].shape(), (Shape{B, Nkv, S, H})) << label;
+      ASSERT_EQ(0, std::memcmp(grouped[1].data<float>(), k.data<float>(), k.bytes())) << label;
+      ASSERT_EQ(0, std::memcmp(grouped[2].data<float>(), v.data<float>(), v.bytes())) << label;
+      ++cases;
+    }
+  EXPECT_GE(cases, 3 * 1);
+  // Heads that do not divide the query's, and a past with grouped heads, are clear errors.
+  Rng rng(5);
+  const Tensor q = rng.normal(Shape{1, 2, 6 * 8}), k4 = rng.normal(Shape{1, 4, 2, 8}), k2 = rng.normal(Shape{1, 2, 2, 8});
+  const std::vector<NodeInput> bad{{"query", &q}, {"key", &k4}, {"value", &k4}};
+  expect_error([&] { run_node(one_node_graph("MultiHeadAttention", bad, {"output"}, {int_attr("num_heads", 6)}), bad); },
+               ErrorCode::kInvalidArgument, "or a divisor");
+  const std::vector<NodeInput> past{{"query", &q}, {"key", &k2}, {"value", &k2}, {"bias", nullptr},
+                                    {"key_padding_mask", nullptr}, {"attention_bias", nullptr},
+                                    {"past_key", &k2}, {"past_value", &k2}};
+  expect_error([&] { run_node(one_node_graph("MultiHeadAttention", past, {"output"}, {int_attr("num_heads", 6)}), past); },
+               ErrorCode::kUnsupported, "takes no past_key/past_value");
+}
+
 TEST(MultiHeadAttention, BadInputsAreClearErrors) {
   Rng rng(1);
   const Tensor q = rng.normal(Shape{1, 2, 8}), k = rng.normal(Shape{1, 2, 6}), v = rng.normal(Shape{1, 2, 8});

@@ -1,12 +1,16 @@
 // com.microsoft.MultiHeadAttention (CPU, float): softmax(scale * Q K^T + mask + attention_bias) V
-// with N heads for Q, K and V (no grouping). Q [B, S, D] or packed QKV [B, S, N, 3, H]; K/V
-// [B, L, D] / [B, L, Dv], packed KV [B, L, N, 2, H], or already per head [B, N, L, H] (then
-// without bias). bias [D + D + Dv] is added to the projections. past_key/value [B, N, P, H] are
+// with N heads for Q, K and V. Q [B, S, D] or packed QKV [B, S, N, 3, H]; K/V [B, L, D] /
+// [B, L, Dv], packed KV [B, L, N, 2, H], or already per head [B, N, L, H] (then without bias).
+// Per head K/V may have fewer heads, Nkv dividing N, each shared by N / Nkv consecutive query heads
+// (an onnxllm extension: the attention fusion hands it repeat_kv's input instead of the repeated
+// copy); then without past. Per head K/V without past are read in place, and the query heads
+// sharing a K/V head are attended together. bias [D + D + Dv] is added to the projections. past_key/value [B, N, P, H] are
 // concatenated before the new keys (present = [B, N, P + L, H]). key_padding_mask: key lengths [B],
 // or raw 0/1 [B, T] / [B, S, T]; masked keys add mask_filter_value. With unidirectional, query i
 // sees keys j <= T - S + i; a query whose every visible key is masked with float lowest attends
 // uniformly to all T keys, as in ONNX Runtime (see packed_attention.cc).
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 
@@ -33,6 +37,7 @@ struct Rows {
 
 struct MhaDims {
   int64_t batch = 0, seq = 0, kv_seq = 0, head_size = 0, v_head_size = 0, past = 0, total = 0;
+  int64_t kv_heads = 0;  // heads of K and V (num_heads unless per head K/V are grouped)
   int q_input = kQuery, k_input = kKey, v_input = kValue;  // tensors holding Q, K and V rows
   Rows q, k, v;
   bool kv_bnsh = false;
@@ -55,13 +60,19 @@ class MultiHeadAttentionKernel final : public OpKernel {
     ONNXLLM_CHECK(!ctx.has_output(3), kUnsupported, "MultiHeadAttention output qk is not supported");
     ctx.set_output(0, DType::kFloat32, Shape{d.batch, d.seq, heads_ * d.v_head_size});
     // Keys and values are gathered into present (scratch when unnamed) or, without it, the workspace.
-    ctx.set_output(1, DType::kFloat32, Shape{d.batch, heads_, d.total, d.head_size});
-    ctx.set_output(2, DType::kFloat32, Shape{d.batch, heads_, d.total, d.v_head_size});
-    ctx.request_workspace(layout(d, ctx.num_outputs() < 2, ctx.num_outputs() < 3).bytes(ctx.num_threads()));
+    ctx.set_output(1, DType::kFloat32, Shape{d.batch, d.kv_heads, d.total, d.head_size});
+    ctx.set_output(2, DType::kFloat32, Shape{d.batch, d.kv_heads, d.total, d.v_head_size});
+    ctx.request_workspace((in_place(d, ctx.has_input(kBias)) ? in_place_layout(d)
+                                                              : layout(d, ctx.num_outputs() < 2, ctx.num_outputs() < 3))
+                              .bytes(ctx.num_threads()));
   }
 
   void compute(const ComputeContext& ctx) const noexcept override {
     const MhaDims d = dims([&](int i) { return ctx.has_input(i) ? &ctx.input(i) : nullptr; });
+    if (in_place(d, ctx.has_input(kBias))) {
+      compute_in_place(ctx, d);
+      return;
+    }
     const bool k_in_ws = !ctx.has_output(1), v_in_ws = !ctx.has_output(2);
     const ScratchLayout scratch = layout(d, k_in_ws, v_in_ws);
     const int64_t hk = d.head_size, hv = d.v_head_size, T = d.total, D = heads_ * hk;
@@ -113,6 +124,64 @@ class MultiHeadAttentionKernel final : public OpKernel {
   }
 
  private:
+  // Per head K/V without past or bias: attended where they are.
+  static bool in_place(const MhaDims& d, bool bias) { return d.kv_bnsh && d.past == 0 && !bias; }
+
+  // Per thread: the scores and row maxima of one group's rows, a mask row.
+  ScratchLayout in_place_layout(const MhaDims& d) const {
+    const int64_t group = heads_ / d.kv_heads;
+    return ScratchLayout(0, static_cast<size_t>(group * (d.total + 1) + d.total));
+  }
+
+  // Tasks (b, K/V head): per query token, the group's query heads in one attend_block (each key and
+  // value row read once for the group), or head by head when a key_padding_mask needs a row of its
+  // own. present outputs, when named, receive copies of K and V.
+  void compute_in_place(const ComputeContext& ctx, const MhaDims& d) const {
+    const int64_t hk = d.head_size, hv = d.v_head_size, T = d.total, group = heads_ / d.kv_heads;
+    const float* q_src = ctx.input(d.q_input).data<float>();
+    const float* k_src = ctx.input(d.k_input).data<float>();
+    const float* v_src = ctx.input(d.v_input).data<float>();
+    if (ctx.has_output(1)) std::memcpy(ctx.output(1).data<float>(), k_src, ctx.output(1).bytes());
+    if (ctx.has_output(2)) std::memcpy(ctx.output(2).data<float>(), v_src, ctx.output(2).bytes());
+    const TensorView& mask = ctx.input(kKeyPaddingMask);
+    const TensorView& attn_bias = ctx.input(kAttentionBias);
+    float* out_all = ctx.output(0).data<float>();
+    const ScratchLayout scratch = in_place_layout(d);
+    SoftmaxParams params;
+    params.isa = isa_;
+    params.scale = scale_ != 0.0f ? scale_ : 1.0f / std::sqrt(static_cast<float>(hk));
+    const int64_t rows_per_block = d.mask == MaskKind::kNone ? group : 1;
+    std::atomic<int64_t> next{0};
+    ctx.pool().run([&](int thread, int) {
+      float* scores = scratch.thread_slice(ctx.workspace(), thread);
+      float* row_max = scores + group * T;
+      float* mask_row = row_max + group;
+      for (int64_t t; (t = next.fetch_add(1, std::memory_order_relaxed)) < d.batch * d.kv_heads;) {
+        const int64_t b = t / d.kv_heads, g = t % d.kv_heads;
+        const float* values = v_src + t * T * hv;
+        const KvRows rows{k_src + t * T * hk, values, hk, hv};
+        for (int64_t i = 0; i < d.seq; ++i) {
+          const int64_t end = unidirectional_ ? std::clamp<int64_t>(T - d.seq + i + 1, 0, T) : T;
+          for (int64_t h0 = g * group; h0 < (g + 1) * group; h0 += rows_per_block) {
+            QueryBlock qb;
+            qb.rows = rows_per_block;
+            qb.q = d.q.at(q_src, b, i, h0);
+            qb.q_stride = d.q.head;
+            qb.out = out_all + (b * d.seq + i) * heads_ * hv + h0 * hv;
+            qb.out_stride = hv;
+            qb.bias = attention_bias_row(attn_bias, b, h0, i);
+            qb.bias_stride = attn_bias.empty() || attn_bias.dim(1) == 1 ? 0 : d.seq * T;
+            if (fill_mask_row(d, mask, b, i, end, qb.bias, mask_row)) qb.bias = mask_row;
+            attend_block(qb, hk, rows, hv, 0, end, params, scores, row_max);
+            for (int64_t r = 0; r < qb.rows; ++r)
+              if (unidirectional_ && end < T && row_max[r] == kLowestFloat)
+                average_rows(values, hv, T, hv, qb.out + r * hv);
+          }
+        }
+      }
+    });
+  }
+
   static void add_bias(const float* x, const float* bias, int64_t n, float* y) {
     if (bias) {
       for (int64_t i = 0; i < n; ++i) y[i] = x[i] + bias[i];
@@ -189,17 +258,19 @@ class MultiHeadAttentionKernel final : public OpKernel {
       } else {
         ONNXLLM_CHECK(v, kInvalidArgument, "value is required unless key is packed KV");
         check_dtype(*v, DType::kFloat32, "value");
-        if (k->rank() == 4) {  // per head [B, N, L, H]
-          ONNXLLM_CHECK(k->dim(1) == heads_ && k->dim(3) == H && v->rank() == 4 && v->dim(0) == d.batch &&
-                            v->dim(1) == heads_ && v->dim(2) == k->dim(2),
-                        kInvalidArgument, "key/value in BNSH layout must be [", d.batch, ", ", heads_, ", kv_sequence, ",
-                        H, "] and [", d.batch, ", ", heads_, ", kv_sequence, v_head_size], got ",
+        if (k->rank() == 4) {  // per head [B, N, L, H], or [B, Nkv, L, H] with Nkv dividing N
+          const int64_t kv = k->dim(1);
+          ONNXLLM_CHECK(kv > 0 && heads_ % kv == 0 && k->dim(3) == H && v->rank() == 4 && v->dim(0) == d.batch &&
+                            v->dim(1) == kv && v->dim(2) == k->dim(2),
+                        kInvalidArgument, "key/value in BNSH layout must be [", d.batch, ", ", heads_,
+                        " (or a divisor), kv_sequence, ", H, "] and value with the same heads and kv_sequence, got ",
                         k->shape().to_string(), " and ", v->shape().to_string());
           d.kv_bnsh = true;
+          d.kv_heads = kv;
           d.kv_seq = k->dim(2);
           d.v_head_size = v->dim(3);
-          d.k = Rows{0, heads_ * d.kv_seq * H, H, d.kv_seq * H};
-          d.v = Rows{0, heads_ * d.kv_seq * d.v_head_size, d.v_head_size, d.kv_seq * d.v_head_size};
+          d.k = Rows{0, kv * d.kv_seq * H, H, d.kv_seq * H};
+          d.v = Rows{0, kv * d.kv_seq * d.v_head_size, d.v_head_size, d.kv_seq * d.v_head_size};
         } else {
           ONNXLLM_CHECK(k->rank() == 3 && k->dim(2) == q->dim(2) && v->rank() == 3 && v->dim(0) == d.batch &&
                             v->dim(1) == k->dim(1) && v->dim(2) % heads_ == 0,
@@ -224,7 +295,10 @@ class MultiHeadAttentionKernel final : public OpKernel {
     const TensorView* pv = in(kPastValue);
     ONNXLLM_CHECK((pk == nullptr) == (pv == nullptr), kInvalidArgument,
                   "past_key and past_value must both be given or both be absent");
+    if (d.kv_heads == 0) d.kv_heads = heads_;
     if (pk) {
+      ONNXLLM_CHECK(d.kv_heads == heads_, kUnsupported, "MultiHeadAttention with ", d.kv_heads,
+                    " key/value heads for ", heads_, " query heads takes no past_key/past_value");
       check_dtype(*pk, DType::kFloat32, "past_key");
       check_dtype(*pv, DType::kFloat32, "past_value");
       const bool ok = pk->rank() == 4 && pk->dim(0) == d.batch && pk->dim(1) == heads_ && pk->dim(3) == d.head_size &&
