@@ -196,7 +196,7 @@ class Matcher {
     // without them no activation after a quantized MatMul was ever known to be float32.
     static const std::set<std::string> kLikeInput0 = {
         "MatMulNBits", "MatMulNBitsSiblings", "SkipSimplifiedLayerNormalization", "SkipLayerNormalization",
-        "GroupQueryAttention", "RotaryEmbedding"};
+        "GroupQueryAttention", "RotaryEmbedding", "ApplyRotaryPosEmb"};
     if (!n.domain.empty() && kLikeInput0.count(n.op_type)) return is_float32(n.inputs[0], depth + 1);
     if (n.domain.empty() ? !kSameDtype.count(n.op_type)
                          : n.op_type != "QuickGelu" && n.op_type != "FastGelu" && n.op_type != "MultiHeadAttention")
@@ -252,7 +252,7 @@ int add_const(Graph& g, const std::string& name, Tensor t) {
 }
 
 // The [.., .., N, H] split that made `v` per head, looking back through the
-// elementwise ops of rotary embeddings: Transpose(Reshape(x, [0|B, 0|S, N, H]),
+// elementwise ops of rotary embeddings (or their fused node): Transpose(Reshape(x, [0|B, 0|S, N, H]),
 // [0, 2, 1, 3]).
 std::optional<std::pair<int64_t, int64_t>> heads_of(const Matcher& m, int v, int depth = 0) {
   if (v < 0 || depth > 4) return std::nullopt;
@@ -265,6 +265,7 @@ std::optional<std::pair<int64_t, int64_t>> heads_of(const Matcher& m, int v, int
   const int p = m.graph().values[v].producer;
   if (p < 0) return std::nullopt;
   const Node& n = m.graph().nodes[p];
+  if (n.domain == "com.onnxllm" && n.op_type == "ApplyRotaryPosEmb") return heads_of(m, n.inputs[0], depth + 1);
   if (!n.domain.empty() || (n.op_type != "Add" && n.op_type != "Mul" && n.op_type != "Sub")) return std::nullopt;
   for (int in : n.inputs)
     if (auto r = heads_of(m, in, depth + 1)) return r;
@@ -363,6 +364,34 @@ int fuse_layer_norm(Graph& g) {
   return apply(g, out);
 }
 
+int fuse_skip_norm(Graph& g) {
+  Matcher m(g);
+  std::map<int, std::vector<Node>> out;
+  for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) {
+    const Node& norm = g.nodes[i];
+    const bool simplified = norm.op_type == "SimplifiedLayerNormalization";
+    if (!norm.domain.empty() || (!simplified && norm.op_type != "LayerNormalization")) continue;
+    if (norm.attr_int("axis", -1) != -1 || !norm.has_output(0) || norm.has_output(1) || norm.has_output(2)) continue;
+    const int inputs = simplified ? 2 : 3;
+    bool constants = norm.num_inputs() >= 2;
+    for (int k = 1; k < inputs; ++k)
+      constants = constants && (!norm.has_input(k) ? k == 2 : is_constant(g, norm, k) &&
+                                g.values[norm.inputs[k]].initializer->view.dtype() == DType::kFloat32 &&
+                                g.values[norm.inputs[k]].initializer->view.rank() == 1);
+    const Node* add = constants ? m.op(norm.inputs[0], "Add") : nullptr;
+    if (!add || add->num_inputs() != 2 || !(m.is_float32(add->inputs[0]) || m.is_float32(add->inputs[1]))) continue;
+    const int at = g.values[norm.inputs[0]].producer;
+    if (out.count(at)) continue;  // an Add read by two norms fuses into the first
+    std::vector<int> in = {add->inputs[0], add->inputs[1], norm.inputs[1]};
+    if (!simplified) in.push_back(norm.has_input(2) ? norm.inputs[2] : -1);
+    out[at] = {make_node("com.microsoft", simplified ? "SkipSimplifiedLayerNormalization" : "SkipLayerNormalization", 1,
+                         norm.name + "/fused_skip", in, {norm.outputs[0], -1, -1, add->outputs[0]},
+                         {float_attribute("epsilon", norm.attr_float("epsilon", 1e-5f))})};
+    out[i] = {};
+  }
+  return apply(g, out);
+}
+
 int fuse_activations(Graph& g) {
   Matcher m(g);
   std::map<int, std::vector<Node>> out;
@@ -418,6 +447,50 @@ int fuse_activations(Graph& g) {
           }
         }
         if (out.count(i)) break;
+      }
+    }
+  }
+  return apply(g, out);
+}
+
+int fuse_rotary(Graph& g) {
+  Matcher m(g);
+  std::map<int, std::vector<Node>> out;
+  // Slice(x, [start], [end], [-1]) (opset 10+, steps absent or 1): x, start and end, or nullopt.
+  auto last_axis_slice = [&](int v) -> std::optional<std::tuple<int, int64_t, int64_t>> {
+    const Node* s = m.op(v, "Slice");
+    if (!s || s->opset < 10 || s->num_inputs() < 4) return std::nullopt;
+    const auto starts = m.ints(s->inputs[1]), ends = m.ints(s->inputs[2]), axes = m.ints(s->inputs[3]);
+    if (!starts || !ends || !axes || starts->size() != 1 || ends->size() != 1 || *axes != std::vector<int64_t>{-1})
+      return std::nullopt;
+    if (s->has_input(4) && m.ints(s->inputs[4]) != std::vector<int64_t>{1}) return std::nullopt;
+    return std::tuple<int, int64_t, int64_t>{s->inputs[0], (*starts)[0], (*ends)[0]};
+  };
+  for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) {
+    const Node& add = g.nodes[i];
+    if (!add.domain.empty() || add.op_type != "Add" || add.num_inputs() != 2 || !add.has_output(0)) continue;
+    for (int s = 0; s < 2 && !out.count(i); ++s) {
+      const Node* plain = m.op(add.inputs[s], "Mul");
+      const Node* rotated = m.op(add.inputs[1 - s], "Mul");
+      if (!plain || !rotated) continue;
+      for (int t = 0; t < 2 && !out.count(i); ++t) {
+        const Node* concat = m.op(rotated->inputs[t], "Concat");
+        if (!concat || concat->inputs.size() != 2 || concat->attr_int("axis", 0) != -1) continue;
+        const Node* neg = m.op(concat->inputs[0], "Neg");
+        const auto hi = neg ? last_axis_slice(neg->inputs[0]) : std::nullopt;
+        const auto lo = last_axis_slice(concat->inputs[1]);
+        if (!hi || !lo) continue;
+        const auto [x, split, end] = *hi;
+        if (std::get<0>(*lo) != x || std::get<1>(*lo) != 0 || std::get<2>(*lo) != split || split <= 0 || end <= split)
+          continue;
+        if (!m.is_float32(x)) continue;
+        int cos = -1;
+        for (int u = 0; u < 2; ++u)
+          if (plain->inputs[u] == x) cos = plain->inputs[1 - u];
+        if (cos < 0) continue;
+        out[i] = {make_node("com.onnxllm", "ApplyRotaryPosEmb", 1, add.name + "/fused_rotary",
+                            {x, cos, rotated->inputs[1 - t]}, {add.outputs[0]},
+                            {int_attribute("split", split), int_attribute("end", end)})};
       }
     }
   }
@@ -521,12 +594,69 @@ int gather_before_transpose(Graph& g) {
   return apply(g, out);
 }
 
+namespace {
+
+// Names that subgraphs (If branches, recursively) read from their enclosing graphs.
+void outer_names(const Graph& g, std::set<std::string>& names) {
+  for (const Node& node : g.nodes)
+    for (const Attribute& a : node.attributes) {
+      std::vector<const Graph*> subs;
+      if (a.g) subs.push_back(a.g.get());
+      for (const auto& sub : a.graphs) subs.push_back(sub.get());
+      for (const Graph* sub : subs) {
+        for (const Value& v : sub->values)
+          if (v.is_outer) names.insert(v.name);
+        outer_names(*sub, names);
+      }
+    }
+}
+
+}  // namespace
+
+int eliminate_identities(Graph& g) {
+  g.relink();
+  std::set<std::string> read_by_subgraphs;
+  outer_names(g, read_by_subgraphs);
+  int n = 0;
+  for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) {
+    const Node& id = g.nodes[i];
+    if (!id.domain.empty() || id.op_type != "Identity" || id.num_inputs() != 1 || !id.has_input(0) ||
+        !id.has_output(0))
+      continue;
+    const int src = id.inputs[0], dst = id.outputs[0];
+    const Value& from = g.values[src];
+    if (from.producer < 0 || from.is_graph_output || from.is_graph_input || from.is_outer ||
+        read_by_subgraphs.count(from.name))
+      continue;
+    for (Node& node : g.nodes)
+      for (int& in : node.inputs)
+        if (in == src) in = dst;
+    const int producer = from.producer;
+    for (int& out : g.nodes[producer].outputs)
+      if (out == src) out = dst;
+    g.values[dst].producer = producer;  // a chain of Identities continues from here
+    g.nodes[i].inputs.clear();
+    g.nodes[i].outputs.clear();
+    ++n;
+  }
+  if (n == 0) return 0;
+  std::vector<Node> kept;
+  for (Node& node : g.nodes)
+    if (!(node.op_type == "Identity" && node.domain.empty() && node.outputs.empty())) kept.push_back(std::move(node));
+  g.nodes = std::move(kept);
+  g.relink();
+  return n;
+}
+
 int run_fusions(Graph& g) {
-  int n = fuse_matmul_nbits_siblings(g);
+  int n = eliminate_identities(g);
+  n += fuse_matmul_nbits_siblings(g);
   // LayerNorm first: its tail is an RMSNorm of the centered input.
   n += fuse_layer_norm(g);
   n += fuse_rms_norm(g);
+  n += fuse_skip_norm(g);
   n += fuse_activations(g);
+  n += fuse_rotary(g);
   n += fuse_attention(g);
   for (Node& node : g.nodes)
     for (Attribute& a : node.attributes) {

@@ -25,9 +25,20 @@ int fuse_rms_norm(Graph& g);
 // mean of the centered square over the last axis, becomes LayerNormalization(x, w, b).
 int fuse_layer_norm(Graph& g);
 
+// A residual Add read by an RMSNorm or LayerNorm over the last axis (constant float32 scale and
+// bias), norm(a + b), becomes com.microsoft.SkipSimplifiedLayerNormalization / SkipLayerNormalization
+// (a, b, scale[, bias]) whose input_skip_bias_sum output replaces the Add's: one node and one pass
+// over the row instead of two.
+int fuse_skip_norm(Graph& g);
+
 // On float32 values: x * Sigmoid(x) (SiLU) becomes com.microsoft.QuickGelu(alpha = 1), and
 // transformers' gelu_new, 0.5 x (1 + Tanh(sqrt(2/pi) (x + 0.044715 x^3))), com.microsoft.FastGelu.
 int fuse_activations(Graph& g);
+
+// transformers' apply_rotary_pos_emb as exported, x * cos + Concat(Neg(x[..., s:]), x[..., :s], -1)
+// * sin (Slice on axis -1, either operand order), becomes com.onnxllm.ApplyRotaryPosEmb(x, cos,
+// sin) on float32 x: one pass instead of seven nodes per query and key; the same bits.
+int fuse_rotary(Graph& g);
 
 // Eager attention, Transpose(MatMul(Softmax(MatMul(Q, Transpose(K)) / c + mask), V), [0,2,1,3])
 // with float32 Q, K, V per head ([B, N, S, H]), becomes com.microsoft.MultiHeadAttention (Q
@@ -44,6 +55,12 @@ int fuse_attention(Graph& g);
 // instead of a transposed copy (the embedding's size) folded into memory. Returns the Gathers
 // rewritten.
 int gather_before_transpose(Graph& g);
+
+// Identity(x) where x is computed by a node (not a graph input or output, not read by a subgraph):
+// the producer writes the Identity's output itself and every reader of x reads that. A present
+// output written as Identity(Concat(past, new)) then lands in its bound buffer directly instead of
+// in the arena and then being copied there after the run. Returns the Identities removed.
+int eliminate_identities(Graph& g);
 
 // Every fusion above, in an order where each sees the others' results, in `g` and in its If
 // branches. Returns the number of fused patterns.

@@ -113,8 +113,10 @@ for _ in range(6):
 np.save(sys.argv[3], np.stack(rows))
 """
 
-FUSED_OPS = {"llama": {"SimplifiedLayerNormalization", "com.microsoft.MultiHeadAttention", "com.microsoft.QuickGelu"},
-             "gpt2": {"LayerNormalization", "com.microsoft.MultiHeadAttention", "com.microsoft.FastGelu"}}
+FUSED_OPS = {"llama": {"SimplifiedLayerNormalization", "com.microsoft.SkipSimplifiedLayerNormalization",
+                       "com.microsoft.MultiHeadAttention", "com.microsoft.QuickGelu", "com.onnxllm.ApplyRotaryPosEmb"},
+             "gpt2": {"com.microsoft.SkipLayerNormalization", "com.microsoft.MultiHeadAttention",
+                      "com.microsoft.FastGelu"}}
 
 
 def ops_of(folder, fusions):
@@ -139,8 +141,9 @@ def test_fused_nodes_appear_and_match_unfused(folders, kind, layout, tmp_path):
     assert FUSED_OPS[kind] <= fused, fused  # also inside the If branches of merged and pair
     assert not (FUSED_OPS[kind] & unfused), unfused
     assert "Softmax" in unfused and "Softmax" not in fused
-    if kind == "llama":  # 4 query heads on 2 KV heads: repeat_kv's copies are gone
+    if kind == "llama":  # 4 query heads on 2 KV heads: repeat_kv's copies are gone; so are rotate_half's nodes
         assert "Expand" in unfused and "Expand" not in fused
+        assert {"Neg", "Slice"} <= unfused and not ({"Neg", "Slice"} & fused)
     on, off = logits_of(folder, True, tmp_path / "on.npy"), logits_of(folder, False, tmp_path / "off.npy")
     assert on.shape == off.shape == (7, 256)
     np.testing.assert_allclose(on, off, rtol=1e-4, atol=1e-4 * np.abs(off).max())

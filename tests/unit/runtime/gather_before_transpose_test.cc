@@ -11,6 +11,7 @@
 #include "runtime/fusion.h"
 #include "runtime/session.h"
 #include "tests/util/graph_builder.h"
+#include "tests/util/session_util.h"
 
 namespace onnxllm {
 namespace {
@@ -34,12 +35,7 @@ std::shared_ptr<Graph> tied_graph(bool also_read_transposed, int64_t hidden = 5,
   return g;
 }
 
-int op_count(const Session& s, const std::string& op) {
-  int n = 0;
-  for (const auto& a : s.op_assignments())
-    if (a.op == op) n += a.count;
-  return n;
-}
+using test::op_count;
 
 // A small W is read in place; 8 x 8300 is packed for the LM head (a partial last panel), and the
 // lookup reads that copy.

@@ -2,6 +2,9 @@
 // by its token's position, reading cos/sin from [max_position, rotary_dim / 2] caches.
 // Inputs: input [B, S, N*H] or [B, N, S, H]; position_ids [1] (start offset: token s is at
 // pos[0] + s) or [B, S]; cos_cache; sin_cache. Positions outside the cache are an error.
+#include <climits>
+
+#include "core/shape.h"
 #include "ep/cpu/kernels/contrib/attention_common.h"
 #include "ep/kernel_registry.h"
 
@@ -112,10 +115,84 @@ class RotaryEmbeddingKernel final : public OpKernel {
   int64_t rotary_dim_attr_;
 };
 
+// com.onnxllm.ApplyRotaryPosEmb(x, cos, sin), what the rotary fusion makes of transformers'
+// apply_rotary_pos_emb as exported: y = x * cos + rotate_half(x) * sin with rotate_half(x) =
+// Concat(-x[split:], x[:split]) on the last axis (attribute `split`; `end` bounds the first
+// slice). cos and sin have one shape; the three broadcast (numpy) over all but the last axis, where
+// each has x's length H (split < H <= end). Rank at most 4. The same float operations as the
+// nodes it replaces (two products, one sum, no fused multiply-add), so the same bits.
+class ApplyRotaryPosEmbKernel final : public OpKernel {
+ public:
+  explicit ApplyRotaryPosEmbKernel(const KernelInfo& info)
+      : split_(info.node().required_int("split")), end_(info.node().attr_int("end", INT64_MAX)) {
+    ONNXLLM_CHECK(split_ > 0 && end_ > split_, kInvalidModel, "ApplyRotaryPosEmb needs 0 < split < end, got split ",
+                  split_, " and end ", end_);
+  }
+
+  void infer(InferContext& ctx) const override {
+    const TensorView& x = ctx.input(0);
+    const TensorView& cos = ctx.input(1);
+    const TensorView& sin = ctx.input(2);
+    check_dtype(x, DType::kFloat32, "x");
+    check_dtype(cos, DType::kFloat32, "cos");
+    check_dtype(sin, DType::kFloat32, "sin");
+    ONNXLLM_CHECK(cos.shape() == sin.shape(), kInvalidArgument, "cos ", cos.shape().to_string(), " and sin ",
+                  sin.shape().to_string(), " must have one shape");
+    ONNXLLM_CHECK(x.rank() >= 1 && x.rank() <= 4 && cos.rank() >= 1 && cos.rank() <= 4, kInvalidArgument,
+                  "x ", x.shape().to_string(), " and cos ", cos.shape().to_string(), " must have rank 1 to 4");
+    const int64_t h = x.dim(x.rank() - 1);
+    ONNXLLM_CHECK(h > split_ && h <= end_, kInvalidArgument, "the last axis of x ", x.shape().to_string(),
+                  " must be longer than the rotate_half split ", split_, " and at most ", end_);
+    ONNXLLM_CHECK(cos.dim(cos.rank() - 1) == h, kInvalidArgument, "cos ", cos.shape().to_string(),
+                  " must have x's last axis length ", h);
+    ctx.set_output(0, DType::kFloat32, broadcast_shapes(x.shape(), cos.shape()));
+  }
+
+  void compute(const ComputeContext& ctx) const noexcept override {
+    const TensorView& x = ctx.input(0);
+    const TensorView& cos = ctx.input(1);
+    const TensorView& out = ctx.output(0);
+    const int64_t h = out.dim(out.rank() - 1), tail = h - split_;
+    // Row strides of x and cos over the output's leading axes, padded to three (0: broadcast).
+    int64_t dims[3] = {1, 1, 1}, xs[3] = {0, 0, 0}, cs[3] = {0, 0, 0};
+    auto strides = [&](const TensorView& t, int64_t* st) {
+      int64_t stride = 1;
+      for (int a = static_cast<int>(t.rank()) - 2, o = 2; a >= 0; --a, --o) {
+        st[o] = t.dim(a) == 1 ? 0 : stride;
+        stride *= t.dim(a);
+      }
+    };
+    for (int a = static_cast<int>(out.rank()) - 2, o = 2; a >= 0; --a, --o) dims[o] = out.dim(a);
+    strides(x, xs);
+    strides(cos, cs);
+    const float* xp = x.data<float>();
+    const float* cp = cos.data<float>();
+    const float* sp = ctx.input(2).data<float>();
+    float* yp = out.data<float>();
+    const int64_t rows = dims[0] * dims[1] * dims[2];
+    ctx.pool().parallel_for(rows, std::max<int64_t>(1, 16384 / h), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t i0 = r / (dims[1] * dims[2]), i1 = r / dims[2] % dims[1], i2 = r % dims[2];
+        const float* xr = xp + (i0 * xs[0] + i1 * xs[1] + i2 * xs[2]) * h;
+        const int64_t c = (i0 * cs[0] + i1 * cs[1] + i2 * cs[2]) * h;
+        const float* cr = cp + c;
+        const float* sr = sp + c;
+        float* y = yp + r * h;
+        for (int64_t i = 0; i < tail; ++i) y[i] = xr[i] * cr[i] + -xr[split_ + i] * sr[i];
+        for (int64_t i = tail; i < h; ++i) y[i] = xr[i] * cr[i] + xr[i - tail] * sr[i];
+      }
+    });
+  }
+
+ private:
+  int64_t split_, end_;
+};
+
 }  // namespace
 
 void register_rotary_embedding_kernel(KernelRegistry& r) {
   r.add({"com.microsoft", "RotaryEmbedding", 1, 1 << 30, {DType::kFloat32}, make_factory<RotaryEmbeddingKernel>()});
+  r.add({"com.onnxllm", "ApplyRotaryPosEmb", 1, 1 << 30, {DType::kFloat32}, make_factory<ApplyRotaryPosEmbKernel>()});
 }
 
 }  // namespace onnxllm
