@@ -196,8 +196,12 @@ class Matcher {
     // without them no activation after a quantized MatMul was ever known to be float32.
     static const std::set<std::string> kLikeInput0 = {
         "MatMulNBits", "MatMulNBitsSiblings", "SkipSimplifiedLayerNormalization", "SkipLayerNormalization",
-        "GroupQueryAttention", "RotaryEmbedding", "ApplyRotaryPosEmb"};
-    if (!n.domain.empty() && kLikeInput0.count(n.op_type)) return is_float32(n.inputs[0], depth + 1);
+        "GroupQueryAttention", "RotaryEmbedding", "ApplyRotaryPosEmb", "MatMulSiblings", "GatherColumns"};
+    if (!n.domain.empty() && kLikeInput0.count(n.op_type)) {
+      // A Skip norm's input and skip have one dtype: either tells.
+      const bool skip_norm = n.op_type == "SkipSimplifiedLayerNormalization" || n.op_type == "SkipLayerNormalization";
+      return is_float32(n.inputs[0], depth + 1) || (skip_norm && n.num_inputs() > 1 && is_float32(n.inputs[1], depth + 1));
+    }
     if (n.domain.empty() ? !kSameDtype.count(n.op_type)
                          : n.op_type != "QuickGelu" && n.op_type != "FastGelu" && n.op_type != "MultiHeadAttention")
       return false;
@@ -613,6 +617,37 @@ void outer_names(const Graph& g, std::set<std::string>& names) {
 
 }  // namespace
 
+int fuse_matmul_siblings(Graph& g) {
+  Matcher m(g);
+  std::map<std::pair<int, int64_t>, std::vector<int>> groups;  // (A, K) -> MatMul nodes
+  for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) {
+    const Node& n = g.nodes[i];
+    if (!n.domain.empty() || n.op_type != "MatMul" || n.num_inputs() != 2 || !n.has_input(0) || !n.has_output(0) ||
+        !is_constant(g, n, 1))
+      continue;
+    const TensorView& b = g.values[n.inputs[1]].initializer->view;
+    if (b.dtype() != DType::kFloat32 || b.rank() != 2 || b.numel() == 0 || !m.is_float32(n.inputs[0])) continue;
+    groups[{n.inputs[0], b.dim(0)}].push_back(i);
+  }
+  std::map<int, std::vector<Node>> out;
+  for (const auto& [key, members] : groups) {
+    for (size_t at = 0; at + 1 < members.size(); at += kMaxMatMulSiblings) {
+      const size_t end = std::min(members.size(), at + kMaxMatMulSiblings);
+      if (end - at < 2) break;
+      Node fused = make_node("com.onnxllm", "MatMulSiblings", 1, "", {key.first}, {});
+      for (size_t j = at; j < end; ++j) {
+        const Node& member = g.nodes[members[j]];
+        fused.name += (fused.name.empty() ? "" : "+") + member.name;
+        fused.inputs.push_back(member.inputs[1]);
+        fused.outputs.push_back(member.outputs[0]);
+        out[members[j]] = {};
+      }
+      out[members[at]] = {std::move(fused)};  // where the first member ran: A is ready there
+    }
+  }
+  return apply(g, out);
+}
+
 int eliminate_identities(Graph& g) {
   g.relink();
   std::set<std::string> read_by_subgraphs;
@@ -658,6 +693,7 @@ int run_fusions(Graph& g) {
   n += fuse_activations(g);
   n += fuse_rotary(g);
   n += fuse_attention(g);
+  n += fuse_matmul_siblings(g);  // last: the patterns above look for MatMul nodes
   for (Node& node : g.nodes)
     for (Attribute& a : node.attributes) {
       if (a.g) n += run_fusions(*a.g);

@@ -16,6 +16,12 @@ namespace onnxllm {
 // of 16 and float32 A. Returns the number of nodes replaced.
 int fuse_matmul_nbits_siblings(Graph& g);
 
+// MatMul nodes reading the same float32 A with constant 2-D float32 weights of the same K (an
+// exported model's q, k and v projections; gate and up) become com.onnxllm.MatMulSiblings, up to
+// kMaxMatMulSiblings at a time: one parallel region instead of several, the same bits.
+inline constexpr int kMaxMatMulSiblings = 8;
+int fuse_matmul_siblings(Graph& g);
+
 // transformers' RMSNorm as torch.onnx.export writes it, w * (x * Reciprocal(Sqrt(ReduceMean(x^2)
 // + eps))) (or x / Sqrt(...); x^2 as Pow(x, 2) or Mul(x, x); the mean over the last axis), becomes
 // SimplifiedLayerNormalization(x, w) when w is a float32 initializer. Returns the patterns fused.

@@ -5,7 +5,7 @@ onnxllm_test(unit_core SOURCES
 onnxllm_test(unit_runtime SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/runtime/session_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/runtime/loader_test.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/runtime/gather_before_transpose_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/runtime/memory_plan_test.cc
-  ${CMAKE_CURRENT_SOURCE_DIR}/unit/runtime/plan_step_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/runtime/rotary_fusion_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/runtime/skip_norm_fusion_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/runtime/identity_elimination_test.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/runtime/plan_step_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/runtime/rotary_fusion_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/runtime/skip_norm_fusion_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/runtime/identity_elimination_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/runtime/matmul_siblings_fusion_test.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/runtime/execution_provider_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/runtime/fake_device_provider.cc
   DEPS onnxllm_runtime)
 

@@ -56,13 +56,7 @@ std::shared_ptr<Graph> rotary_graph(const RotaryGraph& r) {
 
 using test::op_count;
 
-Tensor random(const Shape& shape, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.f, 1.f);
-  Tensor t(DType::kFloat32, shape);
-  for (float& v : t.span<float>()) v = normal(rng);
-  return t;
-}
+Tensor random(const Shape& shape, uint32_t seed) { return test::normal_tensor(shape, seed); }
 
 TEST(RotaryFusion, GivesTheUnfusedGraphsBits) {
   struct Case {

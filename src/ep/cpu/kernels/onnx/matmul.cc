@@ -233,10 +233,68 @@ class GatherColumnsKernel final : public OpKernel {
   std::shared_ptr<const PackedWeight> packed_;
 };
 
+// com.onnxllm.MatMulSiblings(A [.., K], B_1 [K, N_1], .., B_n) -> Y_i = MatMul(A, B_i) [.., N_i]
+// (runtime/fusion's fuse_matmul_siblings: MatMuls of one A with constant float32 weights, such as
+// an exported model's q, k and v projections). Every B is packed as MatMul packs it and all
+// products run in one split over the pool; each output has the bits its MatMul gives.
+class MatMulSiblingsKernel final : public OpKernel {
+ public:
+  explicit MatMulSiblingsKernel(const KernelInfo& info) : isa_(cpu_isa(info)) {
+    const Node& node = info.node();
+    const int members = node.num_inputs() - 1;
+    ONNXLLM_CHECK(members >= 1 && members <= kMaxSgemmSiblings && node.num_outputs() == members, kInvalidModel,
+                  "MatMulSiblings needs 1 to ", kMaxSgemmSiblings, " weights and one output per weight, got ", members,
+                  " weights and ", node.num_outputs(), " outputs");
+    for (int i = 1; i <= members; ++i) {
+      const Initializer* b = info.constant_initializer(i);
+      ONNXLLM_CHECK(b && b->view.dtype() == DType::kFloat32 && b->view.rank() == 2 && b->view.numel() > 0,
+                    kInvalidModel, "MatMulSiblings input ", i, " must be a constant non-empty 2-D float32 weight");
+      ONNXLLM_CHECK(i == 1 || b->view.dim(0) == packed_[0]->b.k, kInvalidModel, "MatMulSiblings weight ", i,
+                    " has ", b->view.dim(0), " rows but weight 1 has ", packed_[0]->b.k);
+      packed_.push_back(packed_weight(*b, isa_));
+    }
+  }
+
+  void infer(InferContext& ctx) const override {
+    const TensorView& a = ctx.input(0);
+    check_dtype(a, DType::kFloat32, "A");
+    const int64_t k = packed_[0]->b.k;
+    ONNXLLM_CHECK(a.rank() >= 1 && a.dim(a.rank() - 1) == k, kInvalidArgument, "A ", a.shape().to_string(),
+                  " must end in the weights' ", k, " rows");
+    for (size_t i = 0; i < packed_.size(); ++i) {
+      Shape out = a.shape();
+      out[out.rank() - 1] = packed_[i]->b.n;
+      ctx.set_output(static_cast<int>(i), DType::kFloat32, out);
+    }
+  }
+  InferDeps infer_deps() const override { return InferDeps::shapes(); }
+
+  void compute(const ComputeContext& ctx) const noexcept override {
+    const TensorView& a = ctx.input(0);
+    SgemmArgs g;
+    g.a = a.data<float>();
+    g.lda = packed_[0]->b.k;
+    g.m = a.numel() / g.lda;
+    const PackedB* bs[kMaxSgemmSiblings];
+    float* cs[kMaxSgemmSiblings];
+    const size_t n = packed_.size();
+    for (size_t i = 0; i < n; ++i) {
+      bs[i] = &packed_[i]->b;
+      cs[i] = ctx.output(static_cast<int>(i)).data<float>();
+    }
+    sgemm_packed_siblings(g, std::span(bs, n), std::span(cs, n), ctx.pool(), isa_);
+  }
+
+ private:
+  Isa isa_;
+  std::vector<std::shared_ptr<const PackedWeight>> packed_;
+};
+
 }  // namespace
 
 void register_matmul_kernels(KernelRegistry& r) {
   r.add({"com.onnxllm", "GatherColumns", 1, 1 << 30, {DType::kFloat32}, make_factory<GatherColumnsKernel>()});
+  r.add({"com.onnxllm", "MatMulSiblings", 1, 1 << 30, {DType::kFloat32}, make_factory<MatMulSiblingsKernel>()});
   r.add({"", "MatMul", 1, 1 << 30,
          {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16, DType::kInt32, DType::kInt64,
           DType::kUInt32, DType::kUInt64},

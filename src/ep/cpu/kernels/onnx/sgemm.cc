@@ -82,25 +82,65 @@ void sgemm_pack_b(const float* b, int64_t ldb, int64_t k, int64_t n, int64_t wid
   }
 }
 
+namespace {
+
+// Columns [j0, j1) of C = A * B with B packed, panel by panel: a panel is a B of `width` columns
+// with ldb = width. `whole` carries A, C and m.
+void packed_columns(const SgemmArgs& whole, const PackedB& b, SgemmPanel panel, int64_t j0, int64_t j1) {
+  for (int64_t q = j0 / b.width; q * b.width < j1; ++q) {
+    const int64_t base = q * b.width;
+    SgemmArgs p = whole;
+    p.b = b.data + base * b.k;
+    p.ldb = b.width;
+    p.c = whole.c + base;
+    p.n = std::min(b.width, b.n - base);
+    panel(p, std::max(j0, base) - base, std::min(j1, base + p.n) - base);
+  }
+}
+
+}  // namespace
+
 void sgemm_packed(const SgemmArgs& g, const PackedB& b, ThreadPool& pool, Isa isa) noexcept {
   if (g.m <= 0 || b.n <= 0) return;
   const SgemmPanel panel = panel_for(isa);
   SgemmArgs whole = g;
   whole.n = b.n;
   whole.k = b.k;
-  // Each chunk's columns, panel by panel: a panel is a B of `width` columns with ldb = width.
   // Decode (m == 1) streams whole panels; larger m splits them as finely as the balance wants.
-  split_columns(whole, pool, g.m == 1 ? b.width : 16, [&](int64_t j0, int64_t j1) {
-    for (int64_t q = j0 / b.width; q * b.width < j1; ++q) {
-      const int64_t base = q * b.width;
-      SgemmArgs p = whole;
-      p.b = b.data + base * b.k;
-      p.ldb = b.width;
-      p.c = g.c + base;
-      p.n = std::min(b.width, b.n - base);
-      panel(p, std::max(j0, base) - base, std::min(j1, base + p.n) - base);
+  split_columns(whole, pool, g.m == 1 ? b.width : 16,
+                [&](int64_t j0, int64_t j1) { packed_columns(whole, b, panel, j0, j1); });
+}
+
+void sgemm_packed_siblings(const SgemmArgs& g, std::span<const PackedB* const> bs, std::span<float* const> cs,
+                           ThreadPool& pool, Isa isa) noexcept {
+  const int64_t count = std::min<int64_t>(static_cast<int64_t>(bs.size()), kMaxSgemmSiblings);
+  if (g.m <= 0 || count == 0) return;
+  const SgemmPanel panel = panel_for(isa);
+  // Units of work: whole panels for decode (m == 1), else 16 columns; member i's units follow
+  // member i - 1's, so one balanced split covers them all.
+  int64_t unit[kMaxSgemmSiblings], first[kMaxSgemmSiblings + 1] = {0}, work = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    unit[i] = g.m == 1 ? bs[i]->width : 16;
+    first[i + 1] = first[i] + (bs[i]->n + unit[i] - 1) / unit[i];
+    work += g.m * bs[i]->n * bs[i]->k;
+  }
+  auto units = [&](int64_t u0, int64_t u1) {
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t a = std::max(u0, first[i]), b = std::min(u1, first[i + 1]);
+      if (a >= b) continue;
+      SgemmArgs whole = g;
+      whole.n = bs[i]->n;
+      whole.k = bs[i]->k;
+      whole.c = cs[i];
+      whole.ldc = bs[i]->n;
+      packed_columns(whole, *bs[i], panel, (a - first[i]) * unit[i], std::min(bs[i]->n, (b - first[i]) * unit[i]));
     }
-  });
+  };
+  if (work < (int64_t{1} << 15)) {
+    units(0, first[count]);
+    return;
+  }
+  pool.parallel_for(first[count], 1, units);
 }
 
 }  // namespace onnxllm

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "core/thread_pool.h"
 #include "ep/cpu/isa/cpu_isa.h"
@@ -60,5 +61,12 @@ void sgemm_pack_b(const float* b, int64_t ldb, int64_t k, int64_t n, int64_t wid
                   int64_t p1 = -1);
 // C = A * B with B packed (g.b, g.ldb, g.n and g.k are taken from `b`); bit-identical to sgemm.
 void sgemm_packed(const SgemmArgs& g, const PackedB& b, ThreadPool& pool, Isa isa) noexcept;
+
+// Products of one A with several packed Bs of one k (the q, k and v projections; gate and up):
+// C_i = A * B_i into cs[i] (row-major, ldc = B_i's n), split over the pool as one piece of work,
+// each element the bits sgemm_packed gives. At most kMaxSgemmSiblings members are computed.
+constexpr int64_t kMaxSgemmSiblings = 8;
+void sgemm_packed_siblings(const SgemmArgs& g, std::span<const PackedB* const> bs, std::span<float* const> cs,
+                           ThreadPool& pool, Isa isa) noexcept;
 
 }  // namespace onnxllm
