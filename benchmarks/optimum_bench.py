@@ -103,7 +103,7 @@ def main():
 
     def bench_cmd(folder, gen):
         return [a.cli, "bench", "-m", str(folder), "--prompt-len", str(a.prompt_len), "--gen-len", str(gen), "--reps",
-                "1", "--threads", str(threads), "--json"]
+                "1", "--threads", str(threads), "--json", "--no-bandwidth"]
 
     def ort_cmd(gen):
         return ["node", str(ROOT / "tests/oracle/ort_optimum_greedy.js"), a.oracle, str(opt), str(gen + 1), ids,

@@ -205,6 +205,15 @@ r = run(["bench", "-m", models["int4"], "--prompt-len", "8", "--gen-len", "4", "
 check(r.returncode == 0, f"text bench failed: {r.stderr}")
 for word in ("load:", "prompt:", "decode:", "peak RSS:", "bytes per decode token:", "read bandwidth:", "roofline"):
     check(word in r.stdout, f"text output lacks '{word}': {r.stdout}")
+# --no-bandwidth: no probe, bandwidth and roofline null, the rest as usual.
+nb = bench(models["int4"], "--prompt-len", "8", "--gen-len", "4", "--reps", "1", "--seed", "5", "--no-bandwidth")
+if nb:
+    check(nb["read_bandwidth_bytes_per_s"] is None and nb["roofline_percent"] is None,
+          f"--no-bandwidth: bandwidth {nb['read_bandwidth_bytes_per_s']}, roofline {nb['roofline_percent']}")
+    check(nb["decode_tokens_per_s"] > 0 and nb["bytes_per_decode_token"] > 0, "--no-bandwidth: rates and bytes missing")
+r = run(["bench", "-m", models["int4"], "--prompt-len", "8", "--gen-len", "4", "--reps", "1", "--no-bandwidth"])
+check(r.returncode == 0 and "not measured (--no-bandwidth)" in r.stdout and "roofline" not in r.stdout,
+      f"text --no-bandwidth: {r.stdout!r}")
 h = run(["bench", "--help"])
 check(h.returncode == 0 and "decode_tokens_per_s" in h.stdout and "roofline_percent" in h.stdout,
       "--help lists the JSON keys")

@@ -60,7 +60,7 @@ constexpr const char* kJsonKeysHelp =
     "prompt_ms, time_to_first_token_ms, prompt_tokens_per_s; new_tokens (generated tokens counted, all rows), "
     "decode_tokens ((gen_len - 1) x batch, the timed ones), decode_ms, decode_tokens_per_s; peak_rss_bytes; "
     "mean_decode_context, weight_bytes_per_step, row_bytes_per_token, kv_bytes_per_position, kv_bytes_per_step, "
-    "bytes_per_decode_token; read_bandwidth_bytes_per_s, roofline_percent; runs (per rep: prompt_ms, "
+    "bytes_per_decode_token; read_bandwidth_bytes_per_s, roofline_percent (null with --no-bandwidth); runs (per rep: prompt_ms, "
     "time_to_first_token_ms, decode_ms, prompt_tokens_per_s, decode_tokens_per_s); prompt_ids and generated_ids "
     "(one list per row). Times and rates are medians over the reps.";
 
@@ -75,6 +75,7 @@ struct BenchArgs {
   int batch = 1;
   uint64_t seed = 1;
   bool json = false;
+  bool no_bandwidth = false;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -254,6 +255,10 @@ void print_text(const nlohmann::ordered_json& j, std::ostream& os) {
                 mib(num("bytes_per_decode_token")).c_str(), mib(num("weight_bytes_per_step")).c_str(),
                 mib(num("kv_bytes_per_step")).c_str(), num("mean_decode_context"));
   os << line;
+  if (j["read_bandwidth_bytes_per_s"].is_null()) {
+    os << "read bandwidth: not measured (--no-bandwidth)\n";
+    return;
+  }
   std::snprintf(line, sizeof(line), "read bandwidth: %.2f GB/s; roofline %.1f%%\n",
                 num("read_bandwidth_bytes_per_s") / 1e9, num("roofline_percent"));
   os << line;
@@ -330,7 +335,7 @@ int run_bench(const BenchArgs& args) {
       static_cast<double>(traffic.weight_bytes) + static_cast<double>(args.batch) * traffic.row_bytes + kv_step;
   const double bytes_per_token = step_bytes / args.batch;
   ThreadPool& pool = model->session().pool();
-  const double bandwidth = measure_read_bandwidth(pool);
+  const double bandwidth = args.no_bandwidth ? 0.0 : measure_read_bandwidth(pool);
   const double decode_rate = median_of(reps, [](const RepTimes& t) { return t.decode_tokens_per_s; });
 
   nlohmann::ordered_json j;
@@ -359,8 +364,13 @@ int run_bench(const BenchArgs& args) {
   j["kv_bytes_per_position"] = traffic.kv_bytes_per_position;
   j["kv_bytes_per_step"] = kv_step;
   j["bytes_per_decode_token"] = bytes_per_token;
-  j["read_bandwidth_bytes_per_s"] = bandwidth;
-  j["roofline_percent"] = bandwidth > 0 ? decode_rate * bytes_per_token / bandwidth * 100.0 : 0.0;
+  if (args.no_bandwidth) {
+    j["read_bandwidth_bytes_per_s"] = nullptr;
+    j["roofline_percent"] = nullptr;
+  } else {
+    j["read_bandwidth_bytes_per_s"] = bandwidth;
+    j["roofline_percent"] = bandwidth > 0 ? decode_rate * bytes_per_token / bandwidth * 100.0 : 0.0;
+  }
   auto& runs = j["runs"] = nlohmann::ordered_json::array();
   for (const RepTimes& t : reps)
     runs.push_back({{"prompt_ms", t.prompt_ms},
@@ -401,6 +411,9 @@ Command add_bench_command(CLI::App& app) {
   cmd->add_option("--seed", args->seed, "Seed of the prompt ids (splitmix64, modulo vocab_size)")
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "Print one JSON object (keys below) instead of text");
+  cmd->add_flag("--no-bandwidth", args->no_bandwidth,
+                "Skip the read-bandwidth probe (seconds of memory traffic); bandwidth and roofline are then null. "
+                "For scripted A/B runs that compare tokens/s only");
   return {cmd, [args] { return run_bench(*args); }};
 }
 
