@@ -23,6 +23,7 @@ constexpr Architecture kArchitectures[] = {
     {"llama", "LlamaForCausalLM"},
     {"qwen2", "Qwen2ForCausalLM"},
     {"qwen3", "Qwen3ForCausalLM"},
+    {"gemma", "GemmaForCausalLM"},
 };
 
 std::string file_name(const GgufFile& f) { return f.path().filename().string(); }
@@ -261,7 +262,8 @@ json gguf_config_json(const GgufFile& f) {
                 "Llama 3.1 scaling) is not supported");
   ONNXLLM_CHECK(!f.find(p + "expert_count"), kUnsupported, file, ": mixture-of-experts models (", p,
                 "expert_count) are not supported");
-  c["hidden_act"] = "silu";
+  // Gemma's MLP is GeLU (tanh form) gated, as llama.cpp's LLM_ARCH_GEMMA runs it.
+  c["hidden_act"] = arch == "gemma" ? "gelu_pytorch_tanh" : "silu";
   c["tie_word_embeddings"] = f.find_tensor("output.weight") == nullptr;
   if (arch == "llama" && f.find_tensor("blk.0.attn_q.bias")) c["attention_bias"] = true;
   if (const auto bos = f.integer_or_none("tokenizer.ggml.bos_token_id", 0, kMaxTokenId)) c["bos_token_id"] = *bos;
@@ -271,6 +273,8 @@ json gguf_config_json(const GgufFile& f) {
 }
 
 bool gguf_permutes_qk(const GgufFile& f) { return f.string("general.architecture") == "llama"; }
+
+bool gguf_norms_hold_offset(const GgufFile& f) { return f.string("general.architecture") == "gemma"; }
 
 std::vector<std::string> write_gguf_tokenizer(const GgufFile& f, const fs::path& dir) {
   const std::string file = file_name(f);

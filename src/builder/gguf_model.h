@@ -21,6 +21,10 @@ nlohmann::json gguf_config_json(const GgufFile& file);
 // NeoX-rotary architectures keep Hugging Face's order).
 bool gguf_permutes_qk(const GgufFile& file);
 
+// Whether the file's RMSNorm weights already hold the 1 that Hugging Face's Gemma adds at run time
+// (llama.cpp's converter writes Gemma's norm weights as 1 + w).
+bool gguf_norms_hold_offset(const GgufFile& file);
+
 // Writes the tokenizer files into `dir` and returns their names. Throws kUnsupported for a tokenizer.ggml.model it
 // cannot express and kInvalidModel for inconsistent vocabulary arrays.
 std::vector<std::string> write_gguf_tokenizer(const GgufFile& file, const std::filesystem::path& dir);

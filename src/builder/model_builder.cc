@@ -108,9 +108,10 @@ BuildSummary build_model(const BuildOptions& o) {
                   o.input_dir.filename().string(),
                   ": missing metadata key 'tokenizer.ggml.model' (no vocabulary): pass --tokenizer DIR");
   }
-  const HfConfig config = gguf ? parse_hf_config(gguf_config_json(*gguf_file), nlohmann::json(),
-                                                 o.input_dir.filename().string())
-                               : load_hf_config(config_path);
+  HfConfig config = gguf ? parse_hf_config(gguf_config_json(*gguf_file), nlohmann::json(),
+                                           o.input_dir.filename().string())
+                         : load_hf_config(config_path);
+  if (gguf && gguf_norms_hold_offset(*gguf_file)) config.norm_weight_offset = false;
   ONNXLLM_CHECK(o.max_length >= 0 && o.max_length <= config.max_position_embeddings, kInvalidArgument,
                 "--max-length ", o.max_length, " exceeds the context length ", config.max_position_embeddings);
 

@@ -25,6 +25,7 @@ from conftest import CLI, SHARED_DIR, SOURCE_DIR, shared
 from gguf_writer import (ARR, BOOL, F32, GGML_F16, GGML_F32, GGML_Q4_0, GGML_Q4_K, GGML_Q5_K, GGML_Q6_K, GGML_Q8_0,
                          I32, QUANTIZERS, STR, U32, Gguf, hf_to_meta_rows, requantize_asym4)
 from test_builder_families import decoder_forward, onnxllm_greedy
+from test_builder_prequant import write_safetensors
 
 # llama.cpp: ONNXLLM_LLAMACPP_DIR, else `make llamacpp`'s copy in the CLI's build folder, else build/llamacpp.
 LLAMACPP_DIR = pathlib.Path(os.environ.get("ONNXLLM_LLAMACPP_DIR") or next(
@@ -263,9 +264,11 @@ def llama_like(arch="llama", **overrides):
     return c
 
 
-def random_gguf(path, c, types, seed=0, bias=False, requantized=False):
+def random_gguf(path, c, types, seed=0, bias=False, requantized=False, byte_tokens=False, layer_std=0.1):
     """A GGUF of random weights; `types` maps a role (attn, ffn_gate, ffn_up, ffn_down, output, embd) to a
-    ggml type. Returns the Hugging Face tensors the file dequantizes to (the reference's weights)."""
+    ggml type. Returns the Hugging Face tensors the file dequantizes to (the reference's weights).
+    `byte_tokens`: the vocabulary holds SentencePiece's 256 byte tokens (llama.cpp looks up <0x0A>);
+    `layer_std`: the projections' scale."""
     rng = np.random.default_rng(seed)
     arch, d, inter, v = c["model_type"], c["hidden_size"], c["intermediate_size"], c["vocab_size"]
     nh, nkv = c["num_attention_heads"], c["num_key_value_heads"]
@@ -280,9 +283,11 @@ def random_gguf(path, c, types, seed=0, bias=False, requantized=False):
     g.add(f"{arch}.rope.freq_base", F32, c["rope_theta"])
     g.add(f"{arch}.attention.layer_norm_rms_epsilon", F32, c["rms_norm_eps"])
     g.add("tokenizer.ggml.model", STR, "llama")
-    g.add("tokenizer.ggml.tokens", ARR, (STR, ["<unk>", "<s>", "</s>"] + [f"\u2581t{i}" for i in range(3, v)]))
+    nb = 256 if byte_tokens else 0
+    g.add("tokenizer.ggml.tokens", ARR, (STR, ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(nb)] +
+                                         [f"\u2581t{i}" for i in range(3 + nb, v)]))
     g.add("tokenizer.ggml.scores", ARR, (F32, [0.0] * v))
-    g.add("tokenizer.ggml.token_type", ARR, (I32, [2, 3, 3] + [1] * (v - 3)))
+    g.add("tokenizer.ggml.token_type", ARR, (I32, [2, 3, 3] + [6] * nb + [1] * (v - 3 - nb)))
     g.add("tokenizer.ggml.bos_token_id", U32, 1)
     g.add("tokenizer.ggml.eos_token_id", U32, 2)
     hf = {}
@@ -300,7 +305,7 @@ def random_gguf(path, c, types, seed=0, bias=False, requantized=False):
             deq = requantize_asym4(deq)
         hf[hname] = deq.astype(np.float32)
 
-    def normal(*shape, std=0.1):
+    def normal(*shape, std=layer_std):
         return (rng.standard_normal(shape) * std).astype(np.float32)
 
     add("token_embd.weight", "model.embed_tokens.weight", normal(v, d, std=0.5), types.get("embd", GGML_F32))
@@ -361,6 +366,35 @@ def test_quantized_gguf_matches_the_numpy_reference(case, tmp_path):
     assert ids[len(PROMPT):] == [int(np.argmax(ref_logits[len(PROMPT) - 1 + s])) for s in range(STEPS)]
     ops = cli("info", "-m", out, "--json").stdout
     assert ("MatMulNBits" in ops) == ("-p" not in spec.get("args", ())), ops[:2000]
+
+
+def test_gemma_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
+    """llama.cpp's 'gemma' architecture: RMSNorm weights stored as 1 + w (its converter adds the 1 that
+    Hugging Face's Gemma adds at run time), GeLU-tanh gated MLP, NeoX rotary (rows in Hugging Face's order),
+    embeddings scaled by sqrt(hidden), tied LM head. The GGUF build gives the logits of the build from a
+    Hugging Face folder holding the same weights (norms minus 1), and llama.cpp's greedy ids on the file."""
+    c = llama_like("gemma", tie_word_embeddings=True, vocab_size=320)
+    hf, _ = random_gguf(tmp_path / "g.gguf", c, {}, byte_tokens=True, layer_std=0.6)  # F32: llama.cpp computes in float
+    from_gguf = build(tmp_path / "g.gguf", tmp_path / "from-gguf", "-p", "fp32")
+    folder = tmp_path / "hf"
+    folder.mkdir()
+    config = dict(c, architectures=["GemmaForCausalLM"], hidden_act="gelu_pytorch_tanh",
+                  hidden_activation="gelu_pytorch_tanh", head_dim=c["hidden_size"] // c["num_attention_heads"])
+    (folder / "config.json").write_text(json.dumps(config))
+    write_safetensors(folder / "model.safetensors",
+                      {k: (v - 1 if k.endswith("norm.weight") else v).astype(np.float32) for k, v in hf.items()})
+    from_hf = tmp_path / "from-hf"
+    cli("build", "-i", str(folder), "-o", str(from_hf), "-p", "fp32", "--tokenizer", str(tmp_path / "from-gguf"), "-q")
+    assert json.loads((from_gguf / "genai_config.json").read_text())["model"]["type"] == "gemma"
+    ids, logits = onnxllm_greedy(from_gguf, PROMPT, STEPS)
+    ref_ids, ref_logits = onnxllm_greedy(from_hf, PROMPT, STEPS)
+    assert ids == ref_ids
+    for step, (got, ref) in enumerate(zip(logits, ref_logits)):
+        np.testing.assert_allclose(got, ref, atol=1e-4 * np.abs(ref).max(), err_msg=f"step {step}")
+    # llama.cpp on the same file: the meaning of its norms, activation and rotary, independently.
+    assert len(set(ids[len(PROMPT):])) >= 4, ids  # a sequence that says something about the weights
+    ref = llamacpp_greedy(tmp_path / "g.gguf", PROMPT, STEPS)
+    assert ids[len(PROMPT):] == ref[-STEPS:], (ids, ref)
 
 
 def test_quantized_blocks_are_not_requantized(tmp_path):
