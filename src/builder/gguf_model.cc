@@ -24,6 +24,7 @@ constexpr Architecture kArchitectures[] = {
     {"qwen2", "Qwen2ForCausalLM"},
     {"qwen3", "Qwen3ForCausalLM"},
     {"gemma", "GemmaForCausalLM"},
+    {"phi3", "Phi3ForCausalLM"},
 };
 
 std::string file_name(const GgufFile& f) { return f.path().filename().string(); }
@@ -260,8 +261,15 @@ json gguf_config_json(const GgufFile& f) {
   ONNXLLM_CHECK(f.find_tensor("rope_freqs.weight") == nullptr, kUnsupported, file,
                 ": tensor 'rope_freqs.weight' (per-frequency rotary factors, "
                 "Llama 3.1 scaling) is not supported");
+  for (const char* factors : {"rope_factors_long.weight", "rope_factors_short.weight"})
+    ONNXLLM_CHECK(f.find_tensor(factors) == nullptr, kUnsupported, file, ": tensor '", factors,
+                  "' (LongRoPE scaling, Phi-3 128k) is not supported");
   ONNXLLM_CHECK(!f.find(p + "expert_count"), kUnsupported, file, ": mixture-of-experts models (", p,
                 "expert_count) are not supported");
+  // Phi-3 attends every layer through its window (its config.json's sliding_window).
+  if (arch == "phi3")
+    if (const auto window = f.integer_or_none(p + "attention.sliding_window", 1, int64_t{1} << 22))
+      c["sliding_window"] = *window;
   // Gemma's MLP is GeLU (tanh form) gated, as llama.cpp's LLM_ARCH_GEMMA runs it.
   c["hidden_act"] = arch == "gemma" ? "gelu_pytorch_tanh" : "silu";
   c["tie_word_embeddings"] = f.find_tensor("output.weight") == nullptr;

@@ -148,6 +148,8 @@ std::string GgufWeights::gguf_name(const std::string& hf) {
       {"self_attn.q_norm", "attn_q_norm"}, {"self_attn.k_norm", "attn_k_norm"},
       {"mlp.gate_proj", "ffn_gate"},       {"mlp.up_proj", "ffn_up"},
       {"mlp.down_proj", "ffn_down"},
+      // Phi-3's packed tensors: rows q, k, v and gate, up, as in the checkpoint.
+      {"self_attn.qkv_proj", "attn_qkv"},  {"mlp.gate_up_proj", "ffn_up"},
   };
   for (const auto& [from, to] : kParts)
     if (m[2] == from) return str_cat("blk.", m[1].str(), ".", to, ".", m[3].str());

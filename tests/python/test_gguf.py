@@ -379,7 +379,8 @@ def test_gemma_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
     folder = tmp_path / "hf"
     folder.mkdir()
     config = dict(c, architectures=["GemmaForCausalLM"], hidden_act="gelu_pytorch_tanh",
-                  hidden_activation="gelu_pytorch_tanh", head_dim=c["hidden_size"] // c["num_attention_heads"])
+                  hidden_activation="gelu_pytorch_tanh", head_dim=c["hidden_size"] // c["num_attention_heads"],
+                  bos_token_id=1, eos_token_id=2)
     (folder / "config.json").write_text(json.dumps(config))
     write_safetensors(folder / "model.safetensors",
                       {k: (v - 1 if k.endswith("norm.weight") else v).astype(np.float32) for k, v in hf.items()})
@@ -394,6 +395,82 @@ def test_gemma_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
     # llama.cpp on the same file: the meaning of its norms, activation and rotary, independently.
     assert len(set(ids[len(PROMPT):])) >= 4, ids  # a sequence that says something about the weights
     ref = llamacpp_greedy(tmp_path / "g.gguf", PROMPT, STEPS)
+    assert ids[len(PROMPT):] == ref[-STEPS:], (ids, ref)
+
+
+def test_phi3_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
+    """llama.cpp's 'phi3' architecture: packed attn_qkv (rows q, k, v) and ffn_up (rows gate, up) as in
+    the checkpoint, NeoX rotary, every layer through attention.sliding_window. F32, so llama.cpp computes
+    in float: the GGUF build gives the logits of the build from a Hugging Face folder with the same
+    tensors, and llama.cpp's greedy ids on the file."""
+    # The window is mapped (GroupQueryAttention local_window_size) but wider than the test's sequence:
+    # llama.cpp disables Phi-3's sliding window ("Phi SWA is currently disabled", llama.cpp PR 13676).
+    c = llama_like("phi3", vocab_size=320, sliding_window=64)
+    d, inter, v, nh, nkv = (c[k] for k in ("hidden_size", "intermediate_size", "vocab_size", "num_attention_heads",
+                                           "num_key_value_heads"))
+    hd = d // nh
+    rng = np.random.default_rng(3)
+    g = Gguf()
+    g.add("general.architecture", STR, "phi3")
+    g.add("general.alignment", U32, 32)
+    for key, value in (("context_length", c["max_position_embeddings"]), ("embedding_length", d),
+                       ("block_count", c["num_hidden_layers"]), ("feed_forward_length", inter),
+                       ("attention.head_count", nh), ("attention.head_count_kv", nkv), ("rope.dimension_count", hd),
+                       ("attention.sliding_window", c["sliding_window"])):
+        g.add(f"phi3.{key}", U32, value)
+    g.add("phi3.rope.freq_base", F32, c["rope_theta"])
+    g.add("phi3.attention.layer_norm_rms_epsilon", F32, c["rms_norm_eps"])
+    g.add("tokenizer.ggml.model", STR, "llama")
+    g.add("tokenizer.ggml.tokens", ARR, (STR, ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)] +
+                                         [f"\u2581t{i}" for i in range(259, v)]))
+    g.add("tokenizer.ggml.scores", ARR, (F32, [0.0] * v))
+    g.add("tokenizer.ggml.token_type", ARR, (I32, [2, 3, 3] + [6] * 256 + [1] * (v - 259)))
+    g.add("tokenizer.ggml.bos_token_id", U32, 1)
+    g.add("tokenizer.ggml.eos_token_id", U32, 2)
+    hf = {}
+
+    def add(gname, hname, w):
+        g.tensor(gname, list(reversed(w.shape)), GGML_F32, w.astype("<f4").tobytes())
+        hf[hname] = w
+
+    def normal(*shape, std=0.6):
+        return (rng.standard_normal(shape) * std).astype(np.float32)
+
+    add("token_embd.weight", "model.embed_tokens.weight", normal(v, d, std=0.5))
+    for i in range(c["num_hidden_layers"]):
+        b, p = f"blk.{i}.", f"model.layers.{i}."
+        add(b + "attn_norm.weight", p + "input_layernorm.weight", 1 + normal(d, std=0.1))
+        add(b + "attn_qkv.weight", p + "self_attn.qkv_proj.weight", normal((nh + 2 * nkv) * hd, d, std=0.1))
+        add(b + "attn_output.weight", p + "self_attn.o_proj.weight", normal(d, nh * hd))
+        add(b + "ffn_norm.weight", p + "post_attention_layernorm.weight", 1 + normal(d, std=0.1))
+        add(b + "ffn_up.weight", p + "mlp.gate_up_proj.weight", normal(2 * inter, d, std=0.1))
+        add(b + "ffn_down.weight", p + "mlp.down_proj.weight", normal(d, inter))
+    add("output_norm.weight", "model.norm.weight", 1 + normal(d, std=0.1))
+    add("output.weight", "lm_head.weight", normal(v, d, std=0.5))
+    g.write(tmp_path / "p.gguf")
+
+    from_gguf = build(tmp_path / "p.gguf", tmp_path / "from-gguf", "-p", "fp32")
+    folder = tmp_path / "hf"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(dict(c, architectures=["Phi3ForCausalLM"], hidden_act="silu",
+                                                        bos_token_id=1, eos_token_id=2)))
+    write_safetensors(folder / "model.safetensors", hf)
+    from_hf = tmp_path / "from-hf"
+    cli("build", "-i", str(folder), "-o", str(from_hf), "-p", "fp32", "--tokenizer", str(from_gguf), "-q")
+    assert json.loads((from_gguf / "genai_config.json").read_text())["model"]["type"] == "phi3"
+    ops = json.loads(cli("info", "-m", from_gguf, "--json").stdout)
+    assert "com.microsoft.GroupQueryAttention" in {o["op"] for o in ops["ops"]}
+    import onnx
+    windows = {onnx.helper.get_attribute_value(a) for n in onnx.load(from_gguf / "model.onnx", load_external_data=False).graph.node
+               for a in n.attribute if a.name == "local_window_size"}
+    assert windows == {64}, windows
+    ids, logits = onnxllm_greedy(from_gguf, PROMPT, STEPS)
+    ref_ids, ref_logits = onnxllm_greedy(from_hf, PROMPT, STEPS)
+    assert ids == ref_ids
+    for step, (got, ref) in enumerate(zip(logits, ref_logits)):
+        np.testing.assert_allclose(got, ref, atol=1e-4 * np.abs(ref).max(), err_msg=f"step {step}")
+    assert len(set(ids[len(PROMPT):])) >= 4, ids
+    ref = llamacpp_greedy(tmp_path / "p.gguf", PROMPT, STEPS)
     assert ids[len(PROMPT):] == ref[-STEPS:], (ids, ref)
 
 
@@ -540,6 +617,7 @@ BAD_CASES = {
     "unsupported architecture": (None, "general.architecture 'mamba' is not supported"),
     "wrong shape": (None, "tensor 'blk.0.attn_k.weight' has shape"),
     "alignment": (None, "general.alignment"),
+    "longrope factors": (None, "tensor 'rope_factors_long.weight' (LongRoPE scaling, Phi-3 128k) is not supported"),
 }
 
 
@@ -582,6 +660,8 @@ def test_bad_gguf_is_a_clear_error(case, tmp_path):
         g.tensors = [(n, [256, 128] if n == k else d, t, b[:256 * 128 * 4] if n == k else b) for n, d, t, b in g.tensors]
     if case == "alignment":
         g.kv.append(("general.alignment", U32, 24))
+    if case == "longrope factors":
+        g.tensor("rope_factors_long.weight", [16], GGML_F32, np.ones(16, "<f4").tobytes())
     data = make(g) if make else g.to_bytes()
     err = build_error(tmp_path, data)
     assert message in err, err
