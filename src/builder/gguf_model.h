@@ -22,8 +22,11 @@ nlohmann::json gguf_config_json(const GgufFile& file);
 bool gguf_permutes_qk(const GgufFile& file);
 
 // Whether the file's RMSNorm weights already hold the 1 that Hugging Face's Gemma adds at run time
-// (llama.cpp's converter writes Gemma's norm weights as 1 + w).
+// (llama.cpp's converter writes Gemma's and Gemma 2's norm weights as 1 + w).
 bool gguf_norms_hold_offset(const GgufFile& file);
+
+// Whether the architecture has Gemma 2's norms after attention and around the MLP.
+bool gguf_post_norms(const GgufFile& file);
 
 // Writes the tokenizer files into `dir` and returns their names. Throws kUnsupported for a tokenizer.ggml.model it
 // cannot express and kInvalidModel for inconsistent vocabulary arrays.

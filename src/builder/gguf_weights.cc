@@ -134,13 +134,22 @@ bool GgufWeights::readable_type(uint32_t type) {
   return false;
 }
 
-std::string GgufWeights::gguf_name(const std::string& hf) {
+std::string GgufWeights::gguf_name(const std::string& hf, bool post_norms) {
   if (hf == "model.embed_tokens.weight") return "token_embd.weight";
   if (hf == "model.norm.weight") return "output_norm.weight";
   if (hf == "lm_head.weight") return "output.weight";
   static const std::regex kLayer(R"(model\.layers\.(\d+)\.(.+)\.(weight|bias))");
   std::smatch m;
   if (!std::regex_match(hf, m, kLayer)) return "";
+  // Gemma 2's post-attention norm is its own tensor; ffn_norm is the norm before the MLP.
+  static const std::pair<const char*, const char*> kPostNorms[] = {
+      {"post_attention_layernorm", "post_attention_norm"},
+      {"pre_feedforward_layernorm", "ffn_norm"},
+      {"post_feedforward_layernorm", "post_ffw_norm"},
+  };
+  if (post_norms)
+    for (const auto& [from, to] : kPostNorms)
+      if (m[2] == from) return str_cat("blk.", m[1].str(), ".", to, ".", m[3].str());
   static const std::pair<const char*, const char*> kParts[] = {
       {"input_layernorm", "attn_norm"},    {"post_attention_layernorm", "ffn_norm"},
       {"self_attn.q_proj", "attn_q"},      {"self_attn.k_proj", "attn_k"},
@@ -157,13 +166,13 @@ std::string GgufWeights::gguf_name(const std::string& hf) {
 }
 
 const GgufTensor* GgufWeights::tensor(const std::string& hf_name) const {
-  const std::string name = gguf_name(hf_name);
+  const std::string name = gguf_name(hf_name, post_norms_);
   return name.empty() ? nullptr : file_.find_tensor(name);
 }
 
 void GgufWeights::check(const std::string& name, const Shape& shape, const std::string& fields) const {
   const std::string file = file_.path().filename().string();
-  const std::string gname = gguf_name(name);
+  const std::string gname = gguf_name(name, post_norms_);
   const std::string from = fields.empty() ? " from the metadata" : " from the metadata (" + fields + ")";
   const GgufTensor* t = tensor(name);
   ONNXLLM_CHECK(t != nullptr, kInvalidModel, file, " has no tensor '", gname.empty() ? name : gname, "' (", name,
@@ -222,7 +231,7 @@ void GgufWeights::read_blocks(const std::string& name, const Shape& shape, int64
                               uint8_t* data, float* scales, ThreadPool& pool) const {
   check(name, shape);
   const auto native = native_blocks(name);
-  ONNXLLM_CHECK(native.has_value(), kUnsupported, "tensor '", gguf_name(name), "' is not stored as Q4_0, Q8_0 or Q6_K");
+  ONNXLLM_CHECK(native.has_value(), kUnsupported, "tensor '", gguf_name(name, post_norms_), "' is not stored as Q4_0, Q8_0 or Q6_K");
   const GgufTensor& t = *tensor(name);
   const uint64_t stride = row_bytes(t);
   if (t.type == static_cast<uint32_t>(GgmlType::kQ6_K)) {

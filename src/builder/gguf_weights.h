@@ -24,8 +24,9 @@ namespace onnxllm {
 class GgufWeights : public WeightSource {
  public:
   // `head_dim` sizes the q/k row permutation, applied when `permute_qk` (llama.cpp's "llama" architecture).
-  GgufWeights(const GgufFile& file, bool permute_qk, int64_t head_dim)
-      : file_(file), permute_qk_(permute_qk), head_dim_(head_dim) {}
+  // `post_norms`: Gemma 2's four norms per layer (ffn_norm is then the pre-feedforward norm).
+  GgufWeights(const GgufFile& file, bool permute_qk, int64_t head_dim, bool post_norms = false)
+      : file_(file), permute_qk_(permute_qk), head_dim_(head_dim), post_norms_(post_norms) {}
 
   bool has(const std::string& name) const override { return tensor(name) != nullptr; }
   void check(const std::string& name, const Shape& shape, const std::string& fields = "") const override;
@@ -37,7 +38,7 @@ class GgufWeights : public WeightSource {
                    float* scales, ThreadPool& pool) const override;
 
   // The GGUF tensor name for a Hugging Face one ("" when there is none).
-  static std::string gguf_name(const std::string& hf_name);
+  static std::string gguf_name(const std::string& hf_name, bool post_norms = false);
   // Whether the builder can read tensors of this ggml type.
   static bool readable_type(uint32_t type);
   // Row `row` of `t` (dims[0] elements) as float32; throws kUnsupported for a type readable_type refuses.
@@ -51,6 +52,7 @@ class GgufWeights : public WeightSource {
   const GgufFile& file_;
   bool permute_qk_;
   int64_t head_dim_;
+  bool post_norms_;
 };
 
 }  // namespace onnxllm

@@ -119,7 +119,8 @@ BuildSummary build_model(const BuildOptions& o) {
   std::unique_ptr<WeightSource> source;
   if (o.random_weights) source = std::make_unique<RandomWeights>(config, o.seed);
   else if (gguf)
-    source = std::make_unique<GgufWeights>(*gguf_file, gguf_permutes_qk(*gguf_file), config.head_dim);
+    source = std::make_unique<GgufWeights>(*gguf_file, gguf_permutes_qk(*gguf_file), config.head_dim,
+                                           gguf_post_norms(*gguf_file));
   else source = std::make_unique<CheckpointWeights>(SafetensorsReader::open_folder(o.input_dir));
 
   // Everything is validated here, before any output exists.

@@ -368,58 +368,22 @@ def test_quantized_gguf_matches_the_numpy_reference(case, tmp_path):
     assert ("MatMulNBits" in ops) == ("-p" not in spec.get("args", ())), ops[:2000]
 
 
-def test_gemma_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
-    """llama.cpp's 'gemma' architecture: RMSNorm weights stored as 1 + w (its converter adds the 1 that
-    Hugging Face's Gemma adds at run time), GeLU-tanh gated MLP, NeoX rotary (rows in Hugging Face's order),
-    embeddings scaled by sqrt(hidden), tied LM head. The GGUF build gives the logits of the build from a
-    Hugging Face folder holding the same weights (norms minus 1), and llama.cpp's greedy ids on the file."""
-    c = llama_like("gemma", tie_word_embeddings=True, vocab_size=320)
-    hf, _ = random_gguf(tmp_path / "g.gguf", c, {}, byte_tokens=True, layer_std=0.6)  # F32: llama.cpp computes in float
-    from_gguf = build(tmp_path / "g.gguf", tmp_path / "from-gguf", "-p", "fp32")
-    folder = tmp_path / "hf"
-    folder.mkdir()
-    config = dict(c, architectures=["GemmaForCausalLM"], hidden_act="gelu_pytorch_tanh",
-                  hidden_activation="gelu_pytorch_tanh", head_dim=c["hidden_size"] // c["num_attention_heads"],
-                  bos_token_id=1, eos_token_id=2)
-    (folder / "config.json").write_text(json.dumps(config))
-    write_safetensors(folder / "model.safetensors",
-                      {k: (v - 1 if k.endswith("norm.weight") else v).astype(np.float32) for k, v in hf.items()})
-    from_hf = tmp_path / "from-hf"
-    cli("build", "-i", str(folder), "-o", str(from_hf), "-p", "fp32", "--tokenizer", str(tmp_path / "from-gguf"), "-q")
-    assert json.loads((from_gguf / "genai_config.json").read_text())["model"]["type"] == "gemma"
-    ids, logits = onnxllm_greedy(from_gguf, PROMPT, STEPS)
-    ref_ids, ref_logits = onnxllm_greedy(from_hf, PROMPT, STEPS)
-    assert ids == ref_ids
-    for step, (got, ref) in enumerate(zip(logits, ref_logits)):
-        np.testing.assert_allclose(got, ref, atol=1e-4 * np.abs(ref).max(), err_msg=f"step {step}")
-    # llama.cpp on the same file: the meaning of its norms, activation and rotary, independently.
-    assert len(set(ids[len(PROMPT):])) >= 4, ids  # a sequence that says something about the weights
-    ref = llamacpp_greedy(tmp_path / "g.gguf", PROMPT, STEPS)
-    assert ids[len(PROMPT):] == ref[-STEPS:], (ids, ref)
-
-
-def test_phi3_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
-    """llama.cpp's 'phi3' architecture: packed attn_qkv (rows q, k, v) and ffn_up (rows gate, up) as in
-    the checkpoint, NeoX rotary, every layer through attention.sliding_window. F32, so llama.cpp computes
-    in float: the GGUF build gives the logits of the build from a Hugging Face folder with the same
-    tensors, and llama.cpp's greedy ids on the file."""
-    # The window is mapped (GroupQueryAttention local_window_size) but wider than the test's sequence:
-    # llama.cpp disables Phi-3's sliding window ("Phi SWA is currently disabled", llama.cpp PR 13676).
-    c = llama_like("phi3", vocab_size=320, sliding_window=64)
-    d, inter, v, nh, nkv = (c[k] for k in ("hidden_size", "intermediate_size", "vocab_size", "num_attention_heads",
-                                           "num_key_value_heads"))
-    hd = d // nh
-    rng = np.random.default_rng(3)
+def arch_gguf(arch, c, extra=()):
+    """The metadata of an `arch` file for config `c` (plus `extra` (key, type, value) under the arch's
+    prefix) and a SentencePiece vocabulary with the 256 byte tokens llama.cpp looks up."""
+    d, v, nh = c["hidden_size"], c["vocab_size"], c["num_attention_heads"]
     g = Gguf()
-    g.add("general.architecture", STR, "phi3")
+    g.add("general.architecture", STR, arch)
     g.add("general.alignment", U32, 32)
     for key, value in (("context_length", c["max_position_embeddings"]), ("embedding_length", d),
-                       ("block_count", c["num_hidden_layers"]), ("feed_forward_length", inter),
-                       ("attention.head_count", nh), ("attention.head_count_kv", nkv), ("rope.dimension_count", hd),
-                       ("attention.sliding_window", c["sliding_window"])):
-        g.add(f"phi3.{key}", U32, value)
-    g.add("phi3.rope.freq_base", F32, c["rope_theta"])
-    g.add("phi3.attention.layer_norm_rms_epsilon", F32, c["rms_norm_eps"])
+                       ("block_count", c["num_hidden_layers"]), ("feed_forward_length", c["intermediate_size"]),
+                       ("attention.head_count", nh), ("attention.head_count_kv", c["num_key_value_heads"]),
+                       ("rope.dimension_count", d // nh)):
+        g.add(f"{arch}.{key}", U32, value)
+    g.add(f"{arch}.rope.freq_base", F32, c["rope_theta"])
+    g.add(f"{arch}.attention.layer_norm_rms_epsilon", F32, c["rms_norm_eps"])
+    for key, t, value in extra:
+        g.add(f"{arch}.{key}", t, value)
     g.add("tokenizer.ggml.model", STR, "llama")
     g.add("tokenizer.ggml.tokens", ARR, (STR, ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)] +
                                          [f"\u2581t{i}" for i in range(259, v)]))
@@ -427,6 +391,35 @@ def test_phi3_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
     g.add("tokenizer.ggml.token_type", ARR, (I32, [2, 3, 3] + [6] * 256 + [1] * (v - 259)))
     g.add("tokenizer.ggml.bos_token_id", U32, 1)
     g.add("tokenizer.ggml.eos_token_id", U32, 2)
+    return g
+
+
+def gguf_against_hf_and_llamacpp(tmp_path, g, hf, config, norm_offset=0.0, distinct=4):
+    """Builds the GGUF and a Hugging Face folder holding `hf` (norm weights minus `norm_offset`, which
+    llama.cpp's converter added) under `config`: the same logits and greedy ids, at least `distinct`
+    different new ids, and llama.cpp's greedy ids on the file. Returns the GGUF build."""
+    g.write(tmp_path / "m.gguf")
+    from_gguf = build(tmp_path / "m.gguf", tmp_path / "from-gguf", "-p", "fp32")
+    folder = tmp_path / "hf"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(dict(config, bos_token_id=1, eos_token_id=2)))
+    write_safetensors(folder / "model.safetensors",
+                      {k: (v - norm_offset if k.endswith("norm.weight") else v).astype(np.float32) for k, v in hf.items()})
+    from_hf = tmp_path / "from-hf"
+    cli("build", "-i", str(folder), "-o", str(from_hf), "-p", "fp32", "--tokenizer", str(from_gguf), "-q")
+    ids, logits = onnxllm_greedy(from_gguf, PROMPT, STEPS)
+    ref_ids, ref_logits = onnxllm_greedy(from_hf, PROMPT, STEPS)
+    assert ids == ref_ids
+    for step, (got, ref) in enumerate(zip(logits, ref_logits)):
+        np.testing.assert_allclose(got, ref, atol=1e-4 * np.abs(ref).max(), err_msg=f"step {step}")
+    assert len(set(ids[len(PROMPT):])) >= distinct, ids  # a sequence that says something about the weights
+    ref = llamacpp_greedy(tmp_path / "m.gguf", PROMPT, STEPS)
+    assert ids[len(PROMPT):] == ref[-STEPS:], (ids, ref)
+    return from_gguf
+
+
+def f32_tensors(g, rng):
+    """add(gguf name, HF name, array) writing F32 tensors into g, and normal(*shape, std); the HF tensors."""
     hf = {}
 
     def add(gname, hname, w):
@@ -436,6 +429,38 @@ def test_phi3_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
     def normal(*shape, std=0.6):
         return (rng.standard_normal(shape) * std).astype(np.float32)
 
+    return add, normal, hf
+
+
+def local_windows(model_dir):
+    import onnx
+    return [onnx.helper.get_attribute_value(a) for n in onnx.load(model_dir / "model.onnx", load_external_data=False).graph.node
+            for a in n.attribute if a.name == "local_window_size"]
+
+
+def test_gemma_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
+    """llama.cpp's 'gemma' architecture: RMSNorm weights stored as 1 + w (its converter adds the 1 that
+    Hugging Face's Gemma adds at run time), GeLU-tanh gated MLP, NeoX rotary (rows in Hugging Face's order),
+    embeddings scaled by sqrt(hidden), tied LM head."""
+    c = llama_like("gemma", tie_word_embeddings=True, vocab_size=320)
+    hf, g = random_gguf(tmp_path / "g.gguf", c, {}, byte_tokens=True, layer_std=0.6)  # F32: llama.cpp computes in float
+    config = dict(c, architectures=["GemmaForCausalLM"], hidden_activation="gelu_pytorch_tanh",
+                  head_dim=c["hidden_size"] // c["num_attention_heads"])
+    out = gguf_against_hf_and_llamacpp(tmp_path, g, hf, config, norm_offset=1.0)
+    assert json.loads((out / "genai_config.json").read_text())["model"]["type"] == "gemma"
+
+
+def test_phi3_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
+    """llama.cpp's 'phi3' architecture: packed attn_qkv (rows q, k, v) and ffn_up (rows gate, up) as in
+    the checkpoint, NeoX rotary, attention.sliding_window on every layer. F32, so llama.cpp computes in
+    float. The window is mapped (GroupQueryAttention local_window_size) but wider than the test's
+    sequence: llama.cpp disables Phi-3's sliding window ("Phi SWA is currently disabled", its PR 13676)."""
+    c = llama_like("phi3", vocab_size=320, sliding_window=64)
+    d, inter, v, nh, nkv = (c[k] for k in ("hidden_size", "intermediate_size", "vocab_size", "num_attention_heads",
+                                           "num_key_value_heads"))
+    hd = d // nh
+    g = arch_gguf("phi3", c, [("attention.sliding_window", U32, c["sliding_window"])])
+    add, normal, hf = f32_tensors(g, np.random.default_rng(3))
     add("token_embd.weight", "model.embed_tokens.weight", normal(v, d, std=0.5))
     for i in range(c["num_hidden_layers"]):
         b, p = f"blk.{i}.", f"model.layers.{i}."
@@ -447,31 +472,44 @@ def test_phi3_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
         add(b + "ffn_down.weight", p + "mlp.down_proj.weight", normal(d, inter))
     add("output_norm.weight", "model.norm.weight", 1 + normal(d, std=0.1))
     add("output.weight", "lm_head.weight", normal(v, d, std=0.5))
-    g.write(tmp_path / "p.gguf")
+    out = gguf_against_hf_and_llamacpp(tmp_path, g, hf, dict(c, architectures=["Phi3ForCausalLM"], hidden_act="silu"))
+    assert json.loads((out / "genai_config.json").read_text())["model"]["type"] == "phi3"
+    assert set(local_windows(out)) == {64}
 
-    from_gguf = build(tmp_path / "p.gguf", tmp_path / "from-gguf", "-p", "fp32")
-    folder = tmp_path / "hf"
-    folder.mkdir()
-    (folder / "config.json").write_text(json.dumps(dict(c, architectures=["Phi3ForCausalLM"], hidden_act="silu",
-                                                        bos_token_id=1, eos_token_id=2)))
-    write_safetensors(folder / "model.safetensors", hf)
-    from_hf = tmp_path / "from-hf"
-    cli("build", "-i", str(folder), "-o", str(from_hf), "-p", "fp32", "--tokenizer", str(from_gguf), "-q")
-    assert json.loads((from_gguf / "genai_config.json").read_text())["model"]["type"] == "phi3"
-    ops = json.loads(cli("info", "-m", from_gguf, "--json").stdout)
-    assert "com.microsoft.GroupQueryAttention" in {o["op"] for o in ops["ops"]}
-    import onnx
-    windows = {onnx.helper.get_attribute_value(a) for n in onnx.load(from_gguf / "model.onnx", load_external_data=False).graph.node
-               for a in n.attribute if a.name == "local_window_size"}
-    assert windows == {64}, windows
-    ids, logits = onnxllm_greedy(from_gguf, PROMPT, STEPS)
-    ref_ids, ref_logits = onnxllm_greedy(from_hf, PROMPT, STEPS)
-    assert ids == ref_ids
-    for step, (got, ref) in enumerate(zip(logits, ref_logits)):
-        np.testing.assert_allclose(got, ref, atol=1e-4 * np.abs(ref).max(), err_msg=f"step {step}")
-    assert len(set(ids[len(PROMPT):])) >= 4, ids
-    ref = llamacpp_greedy(tmp_path / "p.gguf", PROMPT, STEPS)
-    assert ids[len(PROMPT):] == ref[-STEPS:], (ids, ref)
+
+def test_gemma2_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
+    """llama.cpp's 'gemma2': four norms per layer (attn_norm, post_attention_norm, ffn_norm before the MLP,
+    post_ffw_norm), all stored as 1 + w; attention and final soft-capping; the sliding window on even
+    layers (4 keys here, inside the test's sequence, which llama.cpp applies too); the attention scale
+    1/sqrt(head size) that llama.cpp assumes and Hugging Face reads from query_pre_attn_scalar."""
+    c = llama_like("gemma2", vocab_size=320, sliding_window=4, tie_word_embeddings=True)
+    d, inter, v, nh, nkv = (c[k] for k in ("hidden_size", "intermediate_size", "vocab_size", "num_attention_heads",
+                                           "num_key_value_heads"))
+    hd = d // nh
+    g = arch_gguf("gemma2", c, [("attention.sliding_window", U32, 4), ("attn_logit_softcapping", F32, 3.0),
+                               ("final_logit_softcapping", F32, 30.0),
+                               ("attention.key_length", U32, hd), ("attention.value_length", U32, hd)])
+    add, normal, hf = f32_tensors(g, np.random.default_rng(5))
+    add("token_embd.weight", "model.embed_tokens.weight", normal(v, d, std=0.1))
+    for i in range(c["num_hidden_layers"]):
+        b, p = f"blk.{i}.", f"model.layers.{i}."
+        # Post norms of scale 4: the sub-blocks then outweigh the scaled embedding (the ids vary).
+        for gn, hn, scale in (("attn_norm", "input_layernorm", 1), ("post_attention_norm", "post_attention_layernorm", 4),
+                              ("ffn_norm", "pre_feedforward_layernorm", 1), ("post_ffw_norm", "post_feedforward_layernorm", 4)):
+            add(b + gn + ".weight", p + hn + ".weight", scale + normal(d, std=0.1))
+        for gn, hn, rows in (("attn_q", "q_proj", nh * hd), ("attn_k", "k_proj", nkv * hd), ("attn_v", "v_proj", nkv * hd)):
+            add(b + gn + ".weight", p + f"self_attn.{hn}.weight", normal(rows, d, std=0.3))
+        add(b + "attn_output.weight", p + "self_attn.o_proj.weight", normal(d, nh * hd))
+        add(b + "ffn_gate.weight", p + "mlp.gate_proj.weight", normal(inter, d, std=0.3))
+        add(b + "ffn_up.weight", p + "mlp.up_proj.weight", normal(inter, d, std=0.3))
+        add(b + "ffn_down.weight", p + "mlp.down_proj.weight", normal(d, inter))
+    add("output_norm.weight", "model.norm.weight", 1 + normal(d, std=0.1))
+    config = dict(c, architectures=["Gemma2ForCausalLM"], hidden_activation="gelu_pytorch_tanh", head_dim=hd,
+                  query_pre_attn_scalar=hd, attn_logit_softcapping=3.0, final_logit_softcapping=30.0)
+    # Random Gemma 2 weights settle on a few tokens (the tied, scaled embedding): three ids here.
+    out = gguf_against_hf_and_llamacpp(tmp_path, g, hf, config, norm_offset=1.0, distinct=3)
+    assert json.loads((out / "genai_config.json").read_text())["model"]["type"] == "gemma2"
+    assert local_windows(out) == [4, -1], local_windows(out)
 
 
 def test_quantized_blocks_are_not_requantized(tmp_path):
