@@ -26,6 +26,7 @@ constexpr Architecture kArchitectures[] = {
     {"gemma", "GemmaForCausalLM"},
     {"phi3", "Phi3ForCausalLM"},
     {"gemma2", "Gemma2ForCausalLM"},
+    {"gemma3", "Gemma3ForCausalLM"},
 };
 
 std::string file_name(const GgufFile& f) { return f.path().filename().string(); }
@@ -272,18 +273,24 @@ json gguf_config_json(const GgufFile& f) {
     if (const auto window = f.integer_or_none(p + "attention.sliding_window", 1, int64_t{1} << 22))
       c["sliding_window"] = *window;
   // Gemma's MLP is GeLU (tanh form) gated, as llama.cpp's LLM_ARCH_GEMMA runs it.
-  const bool gemma = arch == "gemma" || arch == "gemma2";
+  const bool gemma = arch == "gemma" || arch == "gemma2" || arch == "gemma3";
   c["hidden_act"] = gemma ? "gelu_pytorch_tanh" : "silu";
-  if (arch == "gemma2") {
-    // Soft-capping and the window of every other layer come from the file; the attention scale does
-    // not: llama.cpp uses 1/sqrt(head size), or 1/sqrt(hidden / heads) for the 46-layer 27B, which
-    // is what Hugging Face's query_pre_attn_scalar holds for those models.
+  if (arch == "gemma2" || arch == "gemma3") {
+    // Soft-capping and the window come from the file; the attention scale does not: llama.cpp uses
+    // 1/sqrt(head size), or 1/sqrt(hidden / heads) for the 27B models (46 and 62 layers), which is
+    // what Hugging Face's query_pre_attn_scalar holds for them.
     if (const auto cap = f.number_or_none(p + "attn_logit_softcapping")) c["attn_logit_softcapping"] = *cap;
     if (const auto cap = f.number_or_none(p + "final_logit_softcapping")) c["final_logit_softcapping"] = *cap;
     if (const auto window = f.integer_or_none(p + "attention.sliding_window", 1, int64_t{1} << 22))
       c["sliding_window"] = *window;
-    c["query_pre_attn_scalar"] =
-        c["num_hidden_layers"].get<int64_t>() == 46 ? c["hidden_size"].get<int64_t>() / heads : head_dim;
+    const int64_t layers = c["num_hidden_layers"].get<int64_t>();
+    const bool big = layers == (arch == "gemma2" ? 46 : 62);
+    c["query_pre_attn_scalar"] = big ? c["hidden_size"].get<int64_t>() / heads : head_dim;
+  }
+  if (arch == "gemma3") {
+    // llama.cpp's fixed Gemma 3 layout: every sixth layer global, the sliding ones at rotary base 10000.
+    c["sliding_window_pattern"] = 6;
+    c["rope_local_base_freq"] = 10000.0;
   }
   c["tie_word_embeddings"] = f.find_tensor("output.weight") == nullptr;
   if (arch == "llama" && f.find_tensor("blk.0.attn_q.bias")) c["attention_bias"] = true;
@@ -297,10 +304,13 @@ bool gguf_permutes_qk(const GgufFile& f) { return f.string("general.architecture
 
 bool gguf_norms_hold_offset(const GgufFile& f) {
   const std::string arch = f.string("general.architecture");
-  return arch == "gemma" || arch == "gemma2";
+  return arch == "gemma" || arch == "gemma2" || arch == "gemma3";
 }
 
-bool gguf_post_norms(const GgufFile& f) { return f.string("general.architecture") == "gemma2"; }
+bool gguf_post_norms(const GgufFile& f) {
+  const std::string arch = f.string("general.architecture");
+  return arch == "gemma2" || arch == "gemma3";
+}
 
 std::vector<std::string> write_gguf_tokenizer(const GgufFile& f, const fs::path& dir) {
   const std::string file = file_name(f);

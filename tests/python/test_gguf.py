@@ -477,26 +477,23 @@ def test_phi3_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
     assert set(local_windows(out)) == {64}
 
 
-def test_gemma2_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
-    """llama.cpp's 'gemma2': four norms per layer (attn_norm, post_attention_norm, ffn_norm before the MLP,
-    post_ffw_norm), all stored as 1 + w; attention and final soft-capping; the sliding window on even
-    layers (4 keys here, inside the test's sequence, which llama.cpp applies too); the attention scale
-    1/sqrt(head size) that llama.cpp assumes and Hugging Face reads from query_pre_attn_scalar."""
-    c = llama_like("gemma2", vocab_size=320, sliding_window=4, tie_word_embeddings=True)
+def gemma2_like_gguf(arch, c, extra, seed, qk_norms=False):
+    """A random F32 Gemma 2/3 file: four norms per layer (1 + w as llama.cpp stores them; the post norms
+    of scale 4 so the sub-blocks outweigh the scaled embedding), optional q/k norms; and its HF tensors."""
     d, inter, v, nh, nkv = (c[k] for k in ("hidden_size", "intermediate_size", "vocab_size", "num_attention_heads",
                                            "num_key_value_heads"))
     hd = d // nh
-    g = arch_gguf("gemma2", c, [("attention.sliding_window", U32, 4), ("attn_logit_softcapping", F32, 3.0),
-                               ("final_logit_softcapping", F32, 30.0),
-                               ("attention.key_length", U32, hd), ("attention.value_length", U32, hd)])
-    add, normal, hf = f32_tensors(g, np.random.default_rng(5))
+    g = arch_gguf(arch, c, list(extra) + [("attention.key_length", U32, hd), ("attention.value_length", U32, hd)])
+    add, normal, hf = f32_tensors(g, np.random.default_rng(seed))
     add("token_embd.weight", "model.embed_tokens.weight", normal(v, d, std=0.1))
     for i in range(c["num_hidden_layers"]):
         b, p = f"blk.{i}.", f"model.layers.{i}."
-        # Post norms of scale 4: the sub-blocks then outweigh the scaled embedding (the ids vary).
         for gn, hn, scale in (("attn_norm", "input_layernorm", 1), ("post_attention_norm", "post_attention_layernorm", 4),
                               ("ffn_norm", "pre_feedforward_layernorm", 1), ("post_ffw_norm", "post_feedforward_layernorm", 4)):
             add(b + gn + ".weight", p + hn + ".weight", scale + normal(d, std=0.1))
+        if qk_norms:
+            add(b + "attn_q_norm.weight", p + "self_attn.q_norm.weight", 1 + normal(hd, std=0.1))
+            add(b + "attn_k_norm.weight", p + "self_attn.k_norm.weight", 1 + normal(hd, std=0.1))
         for gn, hn, rows in (("attn_q", "q_proj", nh * hd), ("attn_k", "k_proj", nkv * hd), ("attn_v", "v_proj", nkv * hd)):
             add(b + gn + ".weight", p + f"self_attn.{hn}.weight", normal(rows, d, std=0.3))
         add(b + "attn_output.weight", p + "self_attn.o_proj.weight", normal(d, nh * hd))
@@ -504,12 +501,39 @@ def test_gemma2_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
         add(b + "ffn_up.weight", p + "mlp.up_proj.weight", normal(inter, d, std=0.3))
         add(b + "ffn_down.weight", p + "mlp.down_proj.weight", normal(d, inter))
     add("output_norm.weight", "model.norm.weight", 1 + normal(d, std=0.1))
+    return g, hf
+
+
+def test_gemma2_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
+    """llama.cpp's 'gemma2': four norms per layer (attn_norm, post_attention_norm, ffn_norm before the MLP,
+    post_ffw_norm), all stored as 1 + w; attention and final soft-capping; the sliding window on even
+    layers (4 keys here, inside the test's sequence, which llama.cpp applies too); the attention scale
+    1/sqrt(head size) that llama.cpp assumes and Hugging Face reads from query_pre_attn_scalar."""
+    c = llama_like("gemma2", vocab_size=320, sliding_window=4, tie_word_embeddings=True)
+    hd = c["hidden_size"] // c["num_attention_heads"]
+    g, hf = gemma2_like_gguf("gemma2", c, [("attention.sliding_window", U32, 4), ("attn_logit_softcapping", F32, 3.0),
+                                           ("final_logit_softcapping", F32, 30.0)], seed=5)
     config = dict(c, architectures=["Gemma2ForCausalLM"], hidden_activation="gelu_pytorch_tanh", head_dim=hd,
                   query_pre_attn_scalar=hd, attn_logit_softcapping=3.0, final_logit_softcapping=30.0)
     # Random Gemma 2 weights settle on a few tokens (the tied, scaled embedding): three ids here.
     out = gguf_against_hf_and_llamacpp(tmp_path, g, hf, config, norm_offset=1.0, distinct=3)
     assert json.loads((out / "genai_config.json").read_text())["model"]["type"] == "gemma2"
     assert local_windows(out) == [4, -1], local_windows(out)
+
+
+def test_gemma3_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
+    """llama.cpp's 'gemma3' (text): Gemma 2's norms plus q/k norms (all 1 + w), every sixth layer global
+    and the others windowed at rotary base 10000 (llama.cpp's fixed layout), no soft-capping."""
+    c = llama_like("gemma3", vocab_size=320, sliding_window=4, tie_word_embeddings=True, num_hidden_layers=6,
+                   rope_theta=1000000.0)
+    hd = c["hidden_size"] // c["num_attention_heads"]
+    g, hf = gemma2_like_gguf("gemma3", c, [("attention.sliding_window", U32, 4)], seed=8, qk_norms=True)
+    config = dict(c, architectures=["Gemma3ForCausalLM"], model_type="gemma3_text",
+                  hidden_activation="gelu_pytorch_tanh", head_dim=hd, query_pre_attn_scalar=hd,
+                  sliding_window_pattern=6, rope_local_base_freq=10000.0)
+    out = gguf_against_hf_and_llamacpp(tmp_path, g, hf, config, norm_offset=1.0, distinct=3)
+    assert json.loads((out / "genai_config.json").read_text())["model"]["type"] == "gemma3_text"
+    assert local_windows(out) == [4, 4, 4, 4, 4, -1], local_windows(out)
 
 
 def test_quantized_blocks_are_not_requantized(tmp_path):
