@@ -27,6 +27,7 @@ constexpr Architecture kArchitectures[] = {
     {"phi3", "Phi3ForCausalLM"},
     {"gemma2", "Gemma2ForCausalLM"},
     {"gemma3", "Gemma3ForCausalLM"},
+    {"granite", "GraniteForCausalLM"},
 };
 
 std::string file_name(const GgufFile& f) { return f.path().filename().string(); }
@@ -287,6 +288,13 @@ json gguf_config_json(const GgufFile& f) {
     const bool big = layers == (arch == "gemma2" ? 46 : 62);
     c["query_pre_attn_scalar"] = big ? c["hidden_size"].get<int64_t>() / heads : head_dim;
   }
+  if (arch == "granite") {  // llama.cpp's names for GraniteConfig's four multipliers
+    for (const auto& [key, field] : {std::pair<const char*, const char*>{"embedding_scale", "embedding_multiplier"},
+                                     {"residual_scale", "residual_multiplier"},
+                                     {"attention.scale", "attention_multiplier"},
+                                     {"logit_scale", "logits_scaling"}})
+      if (const auto v = f.number_or_none(p + key)) c[field] = *v;
+  }
   if (arch == "gemma3") {
     // llama.cpp's fixed Gemma 3 layout: every sixth layer global, the sliding ones at rotary base 10000.
     c["sliding_window_pattern"] = 6;
@@ -300,7 +308,10 @@ json gguf_config_json(const GgufFile& f) {
   return c;
 }
 
-bool gguf_permutes_qk(const GgufFile& f) { return f.string("general.architecture") == "llama"; }
+bool gguf_permutes_qk(const GgufFile& f) {
+  const std::string arch = f.string("general.architecture");
+  return arch == "llama" || arch == "granite";  // granite's converter is llama's
+}
 
 bool gguf_norms_hold_offset(const GgufFile& f) {
   const std::string arch = f.string("general.architecture");

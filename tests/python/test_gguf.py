@@ -264,11 +264,11 @@ def llama_like(arch="llama", **overrides):
     return c
 
 
-def random_gguf(path, c, types, seed=0, bias=False, requantized=False, byte_tokens=False, layer_std=0.1):
+def random_gguf(path, c, types, seed=0, bias=False, requantized=False, byte_tokens=False, layer_std=0.1, extra=()):
     """A GGUF of random weights; `types` maps a role (attn, ffn_gate, ffn_up, ffn_down, output, embd) to a
     ggml type. Returns the Hugging Face tensors the file dequantizes to (the reference's weights).
     `byte_tokens`: the vocabulary holds SentencePiece's 256 byte tokens (llama.cpp looks up <0x0A>);
-    `layer_std`: the projections' scale."""
+    `layer_std`: the projections' scale; `extra`: more (key, type, value) metadata under the arch's prefix."""
     rng = np.random.default_rng(seed)
     arch, d, inter, v = c["model_type"], c["hidden_size"], c["intermediate_size"], c["vocab_size"]
     nh, nkv = c["num_attention_heads"], c["num_key_value_heads"]
@@ -282,6 +282,8 @@ def random_gguf(path, c, types, seed=0, bias=False, requantized=False, byte_toke
         g.add(f"{arch}.{key}", U32, value)
     g.add(f"{arch}.rope.freq_base", F32, c["rope_theta"])
     g.add(f"{arch}.attention.layer_norm_rms_epsilon", F32, c["rms_norm_eps"])
+    for key, t, value in extra:
+        g.add(f"{arch}.{key}", t, value)
     g.add("tokenizer.ggml.model", STR, "llama")
     nb = 256 if byte_tokens else 0
     g.add("tokenizer.ggml.tokens", ARR, (STR, ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(nb)] +
@@ -291,7 +293,7 @@ def random_gguf(path, c, types, seed=0, bias=False, requantized=False, byte_toke
     g.add("tokenizer.ggml.bos_token_id", U32, 1)
     g.add("tokenizer.ggml.eos_token_id", U32, 2)
     hf = {}
-    permute = arch == "llama"
+    permute = arch in ("llama", "granite")  # llama.cpp's interleaved rotary
 
     def add(gname, hname, w, ttype, heads=None):
         if w.ndim == 1:
@@ -448,6 +450,18 @@ def test_gemma_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
                   head_dim=c["hidden_size"] // c["num_attention_heads"])
     out = gguf_against_hf_and_llamacpp(tmp_path, g, hf, config, norm_offset=1.0)
     assert json.loads((out / "genai_config.json").read_text())["model"]["type"] == "gemma"
+
+
+def test_granite_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
+    """llama.cpp's 'granite': a Llama layer (q/k rows permuted for the interleaved rotary) with GraniteConfig's
+    four multipliers under llama.cpp's names (embedding_scale, residual_scale, attention.scale, logit_scale)."""
+    c = llama_like("granite", vocab_size=320)
+    scales = {"embedding_multiplier": 3.0, "residual_multiplier": 0.5, "attention_multiplier": 0.2, "logits_scaling": 4.0}
+    hf, g = random_gguf(tmp_path / "g.gguf", c, {}, byte_tokens=True, layer_std=0.6,
+                        extra=[("embedding_scale", F32, 3.0), ("residual_scale", F32, 0.5),
+                               ("attention.scale", F32, 0.2), ("logit_scale", F32, 4.0)])
+    out = gguf_against_hf_and_llamacpp(tmp_path, g, hf, dict(c, architectures=["GraniteForCausalLM"], **scales))
+    assert json.loads((out / "genai_config.json").read_text())["model"]["type"] == "granite"
 
 
 def test_phi3_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
