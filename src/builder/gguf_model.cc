@@ -28,6 +28,8 @@ constexpr Architecture kArchitectures[] = {
     {"gemma2", "Gemma2ForCausalLM"},
     {"gemma3", "Gemma3ForCausalLM"},
     {"granite", "GraniteForCausalLM"},
+    {"qwen2moe", "Qwen2MoeForCausalLM"},
+    {"qwen3moe", "Qwen3MoeForCausalLM"},
 };
 
 std::string file_name(const GgufFile& f) { return f.path().filename().string(); }
@@ -224,7 +226,21 @@ json gguf_config_json(const GgufFile& f) {
   json c;
   c["architectures"] = {info->hf};
   c["hidden_size"] = f.integer(p + "embedding_length", 1, kMaxSize);
-  c["intermediate_size"] = f.integer(p + "feed_forward_length", 1, kMaxSize);
+  const bool moe = arch == "qwen2moe" || arch == "qwen3moe";
+  if (moe) {
+    // Sparse MLPs in every layer: the experts' size, count and routing; Qwen2-MoE's shared expert.
+    c["num_experts"] = f.integer(p + "expert_count", 1, 1 << 16);
+    c["num_experts_per_tok"] = f.integer(p + "expert_used_count", 1, c["num_experts"].get<int64_t>());
+    c["moe_intermediate_size"] = f.integer(p + "expert_feed_forward_length", 1, kMaxSize);
+    if (arch == "qwen2moe")
+      c["shared_expert_intermediate_size"] = f.integer_or_none(p + "expert_shared_feed_forward_length", 0, kMaxSize).value_or(0);
+    // llama.cpp renormalizes the chosen experts' weights for Qwen3-MoE and not for Qwen2-MoE.
+    c["norm_topk_prob"] = arch == "qwen3moe";
+    c["intermediate_size"] =
+        f.integer_or_none(p + "feed_forward_length", 1, kMaxSize).value_or(c["moe_intermediate_size"].get<int64_t>());
+  } else {
+    c["intermediate_size"] = f.integer(p + "feed_forward_length", 1, kMaxSize);
+  }
   c["num_hidden_layers"] = f.integer(p + "block_count", 1, 1 << 16);
   const int64_t heads = f.integer(p + "attention.head_count", 1, kMaxSize);
   c["num_attention_heads"] = heads;
@@ -267,8 +283,8 @@ json gguf_config_json(const GgufFile& f) {
   for (const char* factors : {"rope_factors_long.weight", "rope_factors_short.weight"})
     ONNXLLM_CHECK(f.find_tensor(factors) == nullptr, kUnsupported, file, ": tensor '", factors,
                   "' (LongRoPE scaling, Phi-3 128k) is not supported");
-  ONNXLLM_CHECK(!f.find(p + "expert_count"), kUnsupported, file, ": mixture-of-experts models (", p,
-                "expert_count) are not supported");
+  ONNXLLM_CHECK(moe || !f.find(p + "expert_count"), kUnsupported, file, ": mixture-of-experts models (", p,
+                "expert_count) of this architecture are not supported (qwen2moe and qwen3moe are)");
   // Phi-3 attends every layer through its window (its config.json's sliding_window).
   if (arch == "phi3")
     if (const auto window = f.integer_or_none(p + "attention.sliding_window", 1, int64_t{1} << 22))

@@ -1,6 +1,7 @@
 #include "builder/gguf_weights.h"
 
 #include <cstring>
+#include <optional>
 #include <regex>
 #include <vector>
 
@@ -134,8 +135,26 @@ bool GgufWeights::readable_type(uint32_t type) {
   return false;
 }
 
+namespace {
+
+// model.layers.N.mlp.experts.E.{gate,up,down}_proj.weight: N, E and the projection, else nullopt.
+struct ExpertName {
+  std::string layer, projection;
+  int64_t expert;
+};
+std::optional<ExpertName> expert_name(const std::string& hf) {
+  static const std::regex kExpert(R"(model\.layers\.(\d+)\.mlp\.experts\.(\d+)\.(gate|up|down)_proj\.weight)");
+  std::smatch m;
+  if (!std::regex_match(hf, m, kExpert) || m[2].length() > 9) return std::nullopt;
+  return ExpertName{m[1].str(), m[3].str(), std::stoll(m[2].str())};
+}
+
+}  // namespace
+
 std::string GgufWeights::gguf_name(const std::string& hf, bool post_norms) {
   if (hf == "model.embed_tokens.weight") return "token_embd.weight";
+  // An expert is a slice of its layer's stacked [experts, rows, cols] tensor.
+  if (const auto e = expert_name(hf)) return str_cat("blk.", e->layer, ".ffn_", e->projection, "_exps.weight");
   if (hf == "model.norm.weight") return "output_norm.weight";
   if (hf == "lm_head.weight") return "output.weight";
   static const std::regex kLayer(R"(model\.layers\.(\d+)\.(.+)\.(weight|bias))");
@@ -159,6 +178,10 @@ std::string GgufWeights::gguf_name(const std::string& hf, bool post_norms) {
       {"mlp.down_proj", "ffn_down"},
       // Phi-3's packed tensors: rows q, k, v and gate, up, as in the checkpoint.
       {"self_attn.qkv_proj", "attn_qkv"},  {"mlp.gate_up_proj", "ffn_up"},
+      // The Qwen MoEs' router and shared expert.
+      {"mlp.gate", "ffn_gate_inp"},                     {"mlp.shared_expert_gate", "ffn_gate_inp_shexp"},
+      {"mlp.shared_expert.gate_proj", "ffn_gate_shexp"}, {"mlp.shared_expert.up_proj", "ffn_up_shexp"},
+      {"mlp.shared_expert.down_proj", "ffn_down_shexp"},
   };
   for (const auto& [from, to] : kParts)
     if (m[2] == from) return str_cat("blk.", m[1].str(), ".", to, ".", m[3].str());
@@ -170,6 +193,27 @@ const GgufTensor* GgufWeights::tensor(const std::string& hf_name) const {
   return name.empty() ? nullptr : file_.find_tensor(name);
 }
 
+namespace {
+
+// The Hugging Face shape `t` provides for `hf_name`: an expert's [rows, cols] slice of the stacked
+// tensor, the shared expert's gate as [1, hidden] (llama.cpp stores it as a vector), else t's
+// dims reversed.
+Shape hf_shape_for(const std::string& hf_name, const GgufTensor& t) {
+  if (expert_name(hf_name) && t.dims.size() == 3)
+    return Shape{static_cast<int64_t>(t.dims[1]), static_cast<int64_t>(t.dims[0])};
+  if (t.dims.size() == 1 && hf_name.ends_with(".shared_expert_gate.weight"))
+    return Shape{1, static_cast<int64_t>(t.dims[0])};
+  return hf_shape(t);
+}
+
+// The first GGUF row of `hf_name` in `t`: expert e's slice starts at e * rows, anything else at 0.
+int64_t first_row(const std::string& hf_name, const GgufTensor& t) {
+  const auto e = expert_name(hf_name);
+  return e && t.dims.size() == 3 ? e->expert * static_cast<int64_t>(t.dims[1]) : 0;
+}
+
+}  // namespace
+
 void GgufWeights::check(const std::string& name, const Shape& shape, const std::string& fields) const {
   const std::string file = file_.path().filename().string();
   const std::string gname = gguf_name(name, post_norms_);
@@ -177,8 +221,14 @@ void GgufWeights::check(const std::string& name, const Shape& shape, const std::
   const GgufTensor* t = tensor(name);
   ONNXLLM_CHECK(t != nullptr, kInvalidModel, file, " has no tensor '", gname.empty() ? name : gname, "' (", name,
                 ", expected ", shape.to_string(), from, ")");
-  ONNXLLM_CHECK(hf_shape(*t) == shape, kInvalidModel, file, ": tensor '", gname, "' has shape ",
-                hf_shape(*t).to_string(), " (GGUF dims reversed), expected ", shape.to_string(), from);
+  if (const auto e = expert_name(name)) {
+    ONNXLLM_CHECK(t->dims.size() == 3, kInvalidModel, file, ": tensor '", gname, "' has ", t->dims.size(),
+                  " dims; the experts' stacked tensor has 3 ([cols, rows, experts] in GGUF order)");
+    ONNXLLM_CHECK(static_cast<uint64_t>(e->expert) < t->dims[2], kInvalidModel, file, ": tensor '", gname, "' holds ",
+                  t->dims[2], " experts, expert ", e->expert, " was asked for", from);
+  }
+  ONNXLLM_CHECK(hf_shape_for(name, *t) == shape, kInvalidModel, file, ": tensor '", gname, "' has shape ",
+                hf_shape_for(name, *t).to_string(), " (GGUF dims reversed), expected ", shape.to_string(), from);
   ONNXLLM_CHECK(readable_type(t->type), kUnsupported, file, ": tensor '", gname, "' has type ", ggml_type_name(t->type),
                 ", which onnxllm does not read (supported: F32, F16, BF16, "
                 "Q8_0, Q4_0, Q4_K, Q6_K)");
@@ -197,17 +247,21 @@ void GgufWeights::read_rows(const std::string& name, const Shape& shape, int64_t
                             ThreadPool& pool) const {
   check(name, shape);
   const GgufTensor& t = *tensor(name);
-  if (t.dims.size() == 1) {  // a vector: its "rows" are elements
+  if (t.dims.size() == 1) {  // a vector: its "rows" are elements, or it is one row ([1, n])
     std::vector<float> all(t.dims[0]);
     dequantize_blocks(t.type, t.data, static_cast<int64_t>(t.dims[0]), all.data());
+    if (shape.rank() == 2) {
+      std::copy(all.begin(), all.end(), out);
+      return;
+    }
     for (int64_t r = row_begin; r < row_end; ++r) out[r - row_begin] = all[source_row(name, r)];
     return;
   }
-  const int64_t width = static_cast<int64_t>(t.dims[0]);
+  const int64_t width = static_cast<int64_t>(t.dims[0]), base = first_row(name, t);
   const uint64_t stride = row_bytes(t);
   pool.parallel_for(row_end - row_begin, std::max<int64_t>(1, (int64_t{1} << 15) / width), [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r)
-      dequantize_blocks(t.type, t.data + stride * source_row(name, row_begin + r), width, out + r * width);
+      dequantize_blocks(t.type, t.data + stride * (base + source_row(name, row_begin + r)), width, out + r * width);
   });
 }
 

@@ -464,6 +464,73 @@ def test_granite_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
     assert json.loads((out / "genai_config.json").read_text())["model"]["type"] == "granite"
 
 
+@pytest.mark.parametrize("arch", ["qwen2moe", "qwen3moe", "qwen3moe-short"])
+def test_qwen_moe_gguf_matches_the_hf_build_and_llamacpp(arch, tmp_path):
+    """llama.cpp's Qwen MoEs: the router ffn_gate_inp, each expert a slice of the stacked ffn_{gate,up,down}_exps
+    ([experts, rows, cols]); Qwen2-MoE with q/k/v biases, unnormalized top-k weights and a shared expert
+    gated by ffn_gate_inp_shexp (a vector in the file, [1, hidden] in the checkpoint); Qwen3-MoE with q/k
+    norms and renormalized weights. "qwen3moe-short": a stacked tensor with one expert too few is an error
+    naming it."""
+    short = arch.endswith("-short")
+    arch = arch.removesuffix("-short")
+    qwen2 = arch == "qwen2moe"
+    e_n, k, moe_inter, shared = 4, 2, 64, 96
+    c = llama_like(arch, vocab_size=320)
+    d, v, nh, nkv = c["hidden_size"], c["vocab_size"], c["num_attention_heads"], c["num_key_value_heads"]
+    hd = d // nh
+    extra = [("expert_count", U32, e_n), ("expert_used_count", U32, k), ("expert_feed_forward_length", U32, moe_inter)]
+    if qwen2:
+        extra.append(("expert_shared_feed_forward_length", U32, shared))
+    g = arch_gguf(arch, c, extra)
+    add, normal, hf = f32_tensors(g, np.random.default_rng(11))
+
+    def stacked(gname, hname, rows, cols):  # one [experts, rows, cols] tensor, one HF tensor per expert
+        w = normal(e_n, rows, cols, std=0.3)
+        stored = w[:-1] if short and "gate_exps" in gname else w
+        g.tensor(gname, [cols, rows, len(stored)], GGML_F32, stored.astype("<f4").tobytes())
+        for e in range(e_n):
+            hf[hname.format(e)] = w[e]
+
+    add("token_embd.weight", "model.embed_tokens.weight", normal(v, d, std=0.5))
+    for i in range(c["num_hidden_layers"]):
+        b, p = f"blk.{i}.", f"model.layers.{i}."
+        add(b + "attn_norm.weight", p + "input_layernorm.weight", 1 + normal(d, std=0.1))
+        for gn, hn, rows in (("attn_q", "q_proj", nh * hd), ("attn_k", "k_proj", nkv * hd), ("attn_v", "v_proj", nkv * hd)):
+            add(b + gn + ".weight", p + f"self_attn.{hn}.weight", normal(rows, d, std=0.1))
+            if qwen2:
+                add(b + gn + ".bias", p + f"self_attn.{hn}.bias", normal(rows, std=0.1))
+        if not qwen2:
+            add(b + "attn_q_norm.weight", p + "self_attn.q_norm.weight", 1 + normal(hd, std=0.1))
+            add(b + "attn_k_norm.weight", p + "self_attn.k_norm.weight", 1 + normal(hd, std=0.1))
+        add(b + "attn_output.weight", p + "self_attn.o_proj.weight", normal(d, nh * hd))
+        add(b + "ffn_norm.weight", p + "post_attention_layernorm.weight", 1 + normal(d, std=0.1))
+        add(b + "ffn_gate_inp.weight", p + "mlp.gate.weight", normal(e_n, d, std=0.5))
+        stacked(b + "ffn_gate_exps.weight", p + "mlp.experts.{}.gate_proj.weight", moe_inter, d)
+        stacked(b + "ffn_up_exps.weight", p + "mlp.experts.{}.up_proj.weight", moe_inter, d)
+        stacked(b + "ffn_down_exps.weight", p + "mlp.experts.{}.down_proj.weight", d, moe_inter)
+        if qwen2:
+            add(b + "ffn_gate_shexp.weight", p + "mlp.shared_expert.gate_proj.weight", normal(shared, d, std=0.3))
+            add(b + "ffn_up_shexp.weight", p + "mlp.shared_expert.up_proj.weight", normal(shared, d, std=0.3))
+            add(b + "ffn_down_shexp.weight", p + "mlp.shared_expert.down_proj.weight", normal(d, shared))
+            gate = normal(d, std=0.3)
+            g.tensor(b + "ffn_gate_inp_shexp.weight", [d], GGML_F32, gate.astype("<f4").tobytes())
+            hf[p + "mlp.shared_expert_gate.weight"] = gate[None, :]
+    add("output_norm.weight", "model.norm.weight", 1 + normal(d, std=0.1))
+    add("output.weight", "lm_head.weight", normal(v, d, std=0.5))
+    config = dict(c, architectures=["Qwen2MoeForCausalLM" if qwen2 else "Qwen3MoeForCausalLM"], num_experts=e_n,
+                  num_experts_per_tok=k, moe_intermediate_size=moe_inter, norm_topk_prob=not qwen2, head_dim=hd)
+    if qwen2:
+        config["shared_expert_intermediate_size"] = shared
+    if short:
+        g.write(tmp_path / "short.gguf")
+        err = build_error(tmp_path, (tmp_path / "short.gguf").read_bytes())
+        assert "tensor 'blk.0.ffn_gate_exps.weight' holds 3 experts, expert 3 was asked for" in err, err
+        return
+    out = gguf_against_hf_and_llamacpp(tmp_path, g, hf, config)
+    ops = {o["op"] for o in json.loads(cli("info", "-m", out, "--json").stdout)["ops"]}
+    assert "com.microsoft.MoE" in ops, ops
+
+
 def test_phi3_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
     """llama.cpp's 'phi3' architecture: packed attn_qkv (rows q, k, v) and ffn_up (rows gate, up) as in
     the checkpoint, NeoX rotary, attention.sliding_window on every layer. F32, so llama.cpp computes in
