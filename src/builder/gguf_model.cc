@@ -30,6 +30,7 @@ constexpr Architecture kArchitectures[] = {
     {"granite", "GraniteForCausalLM"},
     {"qwen2moe", "Qwen2MoeForCausalLM"},
     {"qwen3moe", "Qwen3MoeForCausalLM"},
+    {"phi2", "PhiForCausalLM"},
 };
 
 std::string file_name(const GgufFile& f) { return f.path().filename().string(); }
@@ -253,8 +254,15 @@ json gguf_config_json(const GgufFile& f) {
   if (key_length) c["head_dim"] = *key_length;
   const int64_t head_dim = key_length.value_or(c["hidden_size"].get<int64_t>() / heads);
   if (const auto rot = f.integer_or_none(p + "rope.dimension_count", 0, 65536)) {
-    ONNXLLM_CHECK(*rot == head_dim, kUnsupported, file, ": ", p, "rope.dimension_count ", *rot,
-                  " is not the head size ", head_dim, " (partial rotary is not mapped)");
+    // Phi-2 rotates part of each head (partial_rotary_factor); the others rotate all of it.
+    if (arch == "phi2") {
+      ONNXLLM_CHECK(*rot >= 2 && *rot <= head_dim && *rot % 2 == 0, kInvalidModel, file, ": ", p,
+                    "rope.dimension_count ", *rot, " must be even and in [2, head size ", head_dim, "]");
+      c["partial_rotary_factor"] = static_cast<double>(*rot) / static_cast<double>(head_dim);
+    } else {
+      ONNXLLM_CHECK(*rot == head_dim, kUnsupported, file, ": ", p, "rope.dimension_count ", *rot,
+                    " is not the head size ", head_dim, " (partial rotary is mapped for phi2 only)");
+    }
   }
   c["max_position_embeddings"] = f.integer(p + "context_length", 1, int64_t{1} << 22);
   int64_t vocab = 0;
@@ -268,7 +276,13 @@ json gguf_config_json(const GgufFile& f) {
                 "vocab_size' (and no tokenizer.ggml.tokens or "
                 "token_embd.weight to count)");
   c["vocab_size"] = vocab;
-  c["rms_norm_eps"] = f.number(p + "attention.layer_norm_rms_epsilon");
+  if (arch == "phi2")  // LayerNorm with biases
+    c["layer_norm_eps"] = f.number(p + "attention.layer_norm_epsilon");
+  else
+    c["rms_norm_eps"] = f.number(p + "attention.layer_norm_rms_epsilon");
+  ONNXLLM_CHECK(arch != "phi2" || f.find_tensor("blk.0.attn_qkv.weight") == nullptr, kUnsupported, file,
+                ": tensor 'blk.0.attn_qkv.weight': phi2 files with packed q/k/v (converted from the 2023 "
+                "mixer.Wqkv checkpoints) are not supported; files with attn_q/attn_k/attn_v are");
   c["rope_theta"] = f.number_or_none(p + "rope.freq_base").value_or(10000.0);
   const std::string scaling = f.string_or_none(p + "rope.scaling.type").value_or("none");
   if (scaling == "linear") {
@@ -291,7 +305,7 @@ json gguf_config_json(const GgufFile& f) {
       c["sliding_window"] = *window;
   // Gemma's MLP is GeLU (tanh form) gated, as llama.cpp's LLM_ARCH_GEMMA runs it.
   const bool gemma = arch == "gemma" || arch == "gemma2" || arch == "gemma3";
-  c["hidden_act"] = gemma ? "gelu_pytorch_tanh" : "silu";
+  c["hidden_act"] = gemma ? "gelu_pytorch_tanh" : arch == "phi2" ? "gelu_new" : "silu";
   if (arch == "gemma2" || arch == "gemma3") {
     // Soft-capping and the window come from the file; the attention scale does not: llama.cpp uses
     // 1/sqrt(head size), or 1/sqrt(hidden / heads) for the 27B models (46 and 62 layers), which is

@@ -157,6 +157,10 @@ std::string GgufWeights::gguf_name(const std::string& hf, bool post_norms) {
   if (const auto e = expert_name(hf)) return str_cat("blk.", e->layer, ".ffn_", e->projection, "_exps.weight");
   if (hf == "model.norm.weight") return "output_norm.weight";
   if (hf == "lm_head.weight") return "output.weight";
+  // Phi-2: a final LayerNorm with bias, and a biased LM head.
+  if (hf == "model.final_layernorm.weight") return "output_norm.weight";
+  if (hf == "model.final_layernorm.bias") return "output_norm.bias";
+  if (hf == "lm_head.bias") return "output.bias";
   static const std::regex kLayer(R"(model\.layers\.(\d+)\.(.+)\.(weight|bias))");
   std::smatch m;
   if (!std::regex_match(hf, m, kLayer)) return "";
@@ -182,6 +186,8 @@ std::string GgufWeights::gguf_name(const std::string& hf, bool post_norms) {
       {"mlp.gate", "ffn_gate_inp"},                     {"mlp.shared_expert_gate", "ffn_gate_inp_shexp"},
       {"mlp.shared_expert.gate_proj", "ffn_gate_shexp"}, {"mlp.shared_expert.up_proj", "ffn_up_shexp"},
       {"mlp.shared_expert.down_proj", "ffn_down_shexp"},
+      // Phi-2's names for the output projection and the plain MLP.
+      {"self_attn.dense", "attn_output"},  {"mlp.fc1", "ffn_up"},  {"mlp.fc2", "ffn_down"},
   };
   for (const auto& [from, to] : kParts)
     if (m[2] == from) return str_cat("blk.", m[1].str(), ".", to, ".", m[3].str());

@@ -370,9 +370,10 @@ def test_quantized_gguf_matches_the_numpy_reference(case, tmp_path):
     assert ("MatMulNBits" in ops) == ("-p" not in spec.get("args", ())), ops[:2000]
 
 
-def arch_gguf(arch, c, extra=()):
+def arch_gguf(arch, c, extra=(), rotary_dim=None, layer_norm=False):
     """The metadata of an `arch` file for config `c` (plus `extra` (key, type, value) under the arch's
-    prefix) and a SentencePiece vocabulary with the 256 byte tokens llama.cpp looks up."""
+    prefix; `rotary_dim` when not the head size; LayerNorm's epsilon key with `layer_norm`) and a
+    SentencePiece vocabulary with the 256 byte tokens llama.cpp looks up."""
     d, v, nh = c["hidden_size"], c["vocab_size"], c["num_attention_heads"]
     g = Gguf()
     g.add("general.architecture", STR, arch)
@@ -380,10 +381,11 @@ def arch_gguf(arch, c, extra=()):
     for key, value in (("context_length", c["max_position_embeddings"]), ("embedding_length", d),
                        ("block_count", c["num_hidden_layers"]), ("feed_forward_length", c["intermediate_size"]),
                        ("attention.head_count", nh), ("attention.head_count_kv", c["num_key_value_heads"]),
-                       ("rope.dimension_count", d // nh)):
+                       ("rope.dimension_count", rotary_dim or d // nh)):
         g.add(f"{arch}.{key}", U32, value)
     g.add(f"{arch}.rope.freq_base", F32, c["rope_theta"])
-    g.add(f"{arch}.attention.layer_norm_rms_epsilon", F32, c["rms_norm_eps"])
+    g.add(f"{arch}.attention." + ("layer_norm_epsilon" if layer_norm else "layer_norm_rms_epsilon"), F32,
+          c["rms_norm_eps"])
     for key, t, value in extra:
         g.add(f"{arch}.{key}", t, value)
     g.add("tokenizer.ggml.model", STR, "llama")
@@ -529,6 +531,47 @@ def test_qwen_moe_gguf_matches_the_hf_build_and_llamacpp(arch, tmp_path):
     out = gguf_against_hf_and_llamacpp(tmp_path, g, hf, config)
     ops = {o["op"] for o in json.loads(cli("info", "-m", out, "--json").stdout)["ops"]}
     assert "com.microsoft.MoE" in ops, ops
+
+
+def test_phi2_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
+    """llama.cpp's 'phi2' (the tutorial's model family): LayerNorm with bias, q/k/v, dense, fc1, fc2 and the
+    LM head all with biases, attention and MLP in parallel on one norm, gelu_new, half of each head rotated
+    (rope.dimension_count) with NeoX rotary."""
+    c = llama_like("phi2", vocab_size=320, num_key_value_heads=4)
+    d, inter, v, nh = c["hidden_size"], c["intermediate_size"], c["vocab_size"], c["num_attention_heads"]
+    hd = d // nh
+    g = arch_gguf("phi2", c, rotary_dim=hd // 2, layer_norm=True)
+    add, normal, hf = f32_tensors(g, np.random.default_rng(13))
+    add("token_embd.weight", "model.embed_tokens.weight", normal(v, d, std=0.5))
+    for i in range(c["num_hidden_layers"]):
+        b, p = f"blk.{i}.", f"model.layers.{i}."
+        add(b + "attn_norm.weight", p + "input_layernorm.weight", 1 + normal(d, std=0.1))
+        add(b + "attn_norm.bias", p + "input_layernorm.bias", normal(d, std=0.1))
+        for gn, hn in (("attn_q", "q_proj"), ("attn_k", "k_proj"), ("attn_v", "v_proj"), ("attn_output", "dense")):
+            add(b + gn + ".weight", p + f"self_attn.{hn}.weight", normal(d, d, std=0.1 if hn != "dense" else 0.6))
+            add(b + gn + ".bias", p + f"self_attn.{hn}.bias", normal(d, std=0.1))
+        add(b + "ffn_up.weight", p + "mlp.fc1.weight", normal(inter, d, std=0.1))
+        add(b + "ffn_up.bias", p + "mlp.fc1.bias", normal(inter, std=0.1))
+        add(b + "ffn_down.weight", p + "mlp.fc2.weight", normal(d, inter))
+        add(b + "ffn_down.bias", p + "mlp.fc2.bias", normal(d, std=0.1))
+    add("output_norm.weight", "model.final_layernorm.weight", 1 + normal(d, std=0.1))
+    add("output_norm.bias", "model.final_layernorm.bias", normal(d, std=0.1))
+    add("output.weight", "lm_head.weight", normal(v, d, std=0.5))
+    add("output.bias", "lm_head.bias", normal(v, std=0.5))
+    config = dict(c, architectures=["PhiForCausalLM"], model_type="phi", hidden_act="gelu_new",
+                  partial_rotary_factor=0.5, layer_norm_eps=c["rms_norm_eps"])
+    out = gguf_against_hf_and_llamacpp(tmp_path, g, hf, config, distinct=3)
+    assert json.loads((out / "genai_config.json").read_text())["model"]["type"] == "phi"
+
+
+def test_phi2_gguf_with_packed_qkv_is_a_clear_error(tmp_path):
+    """The 2023 Phi-2 conversions pack q/k/v into attn_qkv; they are refused by name."""
+    c = llama_like("phi2", vocab_size=320, num_key_value_heads=4)
+    g = arch_gguf("phi2", c, rotary_dim=32, layer_norm=True)
+    add, normal, _ = f32_tensors(g, np.random.default_rng(1))
+    add("blk.0.attn_qkv.weight", "unused", normal(3 * c["hidden_size"], c["hidden_size"]))
+    err = build_error(tmp_path, g.to_bytes())
+    assert "tensor 'blk.0.attn_qkv.weight': phi2 files with packed q/k/v" in err, err
 
 
 def test_phi3_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
