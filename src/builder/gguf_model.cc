@@ -280,9 +280,6 @@ json gguf_config_json(const GgufFile& f) {
     c["layer_norm_eps"] = f.number(p + "attention.layer_norm_epsilon");
   else
     c["rms_norm_eps"] = f.number(p + "attention.layer_norm_rms_epsilon");
-  ONNXLLM_CHECK(arch != "phi2" || f.find_tensor("blk.0.attn_qkv.weight") == nullptr, kUnsupported, file,
-                ": tensor 'blk.0.attn_qkv.weight': phi2 files with packed q/k/v (converted from the 2023 "
-                "mixer.Wqkv checkpoints) are not supported; files with attn_q/attn_k/attn_v are");
   c["rope_theta"] = f.number_or_none(p + "rope.freq_base").value_or(10000.0);
   const std::string scaling = f.string_or_none(p + "rope.scaling.type").value_or("none");
   if (scaling == "linear") {

@@ -149,6 +149,19 @@ std::optional<ExpertName> expert_name(const std::string& hf) {
   return ExpertName{m[1].str(), m[3].str(), std::stoll(m[2].str())};
 }
 
+// model.layers.N.self_attn.{q,k,v}_proj.{weight,bias}: the GGUF name of the packed tensor that holds
+// it when the file has no separate one (blk.N.attn_qkv.*, rows q, k, v), and which part it is.
+struct PackedPart {
+  std::string packed;
+  char part;  // 'q', 'k' or 'v'
+};
+std::optional<PackedPart> packed_qkv_part(const std::string& hf) {
+  static const std::regex kPart(R"(model\.layers\.(\d+)\.self_attn\.(q|k|v)_proj\.(weight|bias))");
+  std::smatch m;
+  if (!std::regex_match(hf, m, kPart)) return std::nullopt;
+  return PackedPart{str_cat("blk.", m[1].str(), ".attn_qkv.", m[3].str()), m[2].str()[0]};
+}
+
 }  // namespace
 
 std::string GgufWeights::gguf_name(const std::string& hf, bool post_norms) {
@@ -196,7 +209,10 @@ std::string GgufWeights::gguf_name(const std::string& hf, bool post_norms) {
 
 const GgufTensor* GgufWeights::tensor(const std::string& hf_name) const {
   const std::string name = gguf_name(hf_name, post_norms_);
-  return name.empty() ? nullptr : file_.find_tensor(name);
+  const GgufTensor* t = name.empty() ? nullptr : file_.find_tensor(name);
+  if (t == nullptr)
+    if (const auto part = packed_qkv_part(hf_name)) t = file_.find_tensor(part->packed);
+  return t;
 }
 
 namespace {
@@ -212,10 +228,23 @@ Shape hf_shape_for(const std::string& hf_name, const GgufTensor& t) {
   return hf_shape(t);
 }
 
-// The first GGUF row of `hf_name` in `t`: expert e's slice starts at e * rows, anything else at 0.
-int64_t first_row(const std::string& hf_name, const GgufTensor& t) {
-  const auto e = expert_name(hf_name);
-  return e && t.dims.size() == 3 ? e->expert * static_cast<int64_t>(t.dims[1]) : 0;
+// Whether `t` is the packed q/k/v tensor standing in for `hf_name`.
+bool is_packed_for(const std::string& hf_name, const GgufTensor& t) {
+  const auto part = packed_qkv_part(hf_name);
+  return part && t.name == part->packed;
+}
+
+// The first GGUF row (element, for a vector) of `hf_name` in `t`: expert e's slice starts at
+// e * rows; in a packed q/k/v tensor of `total` rows, q at 0, k at total - 2 * rows and v at
+// total - rows (`rows` the part's, from the shape asked for); anything else at 0.
+int64_t first_row(const std::string& hf_name, const GgufTensor& t, const Shape& shape) {
+  if (const auto e = expert_name(hf_name); e && t.dims.size() == 3) return e->expert * static_cast<int64_t>(t.dims[1]);
+  if (is_packed_for(hf_name, t)) {
+    const int64_t total = static_cast<int64_t>(t.dims.size() == 1 ? t.dims[0] : t.dims[1]), rows = shape[0];
+    const char part = packed_qkv_part(hf_name)->part;
+    return part == 'q' ? 0 : part == 'k' ? total - 2 * rows : total - rows;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -233,8 +262,18 @@ void GgufWeights::check(const std::string& name, const Shape& shape, const std::
     ONNXLLM_CHECK(static_cast<uint64_t>(e->expert) < t->dims[2], kInvalidModel, file, ": tensor '", gname, "' holds ",
                   t->dims[2], " experts, expert ", e->expert, " was asked for", from);
   }
-  ONNXLLM_CHECK(hf_shape_for(name, *t) == shape, kInvalidModel, file, ": tensor '", gname, "' has shape ",
-                hf_shape_for(name, *t).to_string(), " (GGUF dims reversed), expected ", shape.to_string(), from);
+  if (is_packed_for(name, *t)) {  // a row range of the packed q/k/v tensor
+    const Shape packed = hf_shape(*t);
+    const int64_t first = packed.rank() == shape.rank() && shape.rank() >= 1 ? first_row(name, *t, shape) : -1;
+    const bool fits = first >= 0 && shape[0] >= 1 && first + shape[0] <= packed[0] &&
+                      (packed_qkv_part(name)->part != 'q' || shape[0] < packed[0]) &&
+                      (shape.rank() == 1 || packed[1] == shape[1]);
+    ONNXLLM_CHECK(fits, kInvalidModel, file, ": packed tensor '", t->name, "' has shape ", packed.to_string(),
+                  ", which holds no ", shape.to_string(), " part for ", name, from);
+  } else {
+    ONNXLLM_CHECK(hf_shape_for(name, *t) == shape, kInvalidModel, file, ": tensor '", gname, "' has shape ",
+                  hf_shape_for(name, *t).to_string(), " (GGUF dims reversed), expected ", shape.to_string(), from);
+  }
   ONNXLLM_CHECK(readable_type(t->type), kUnsupported, file, ": tensor '", gname, "' has type ", ggml_type_name(t->type),
                 ", which onnxllm does not read (supported: F32, F16, BF16, "
                 "Q8_0, Q4_0, Q4_K, Q6_K)");
@@ -260,10 +299,11 @@ void GgufWeights::read_rows(const std::string& name, const Shape& shape, int64_t
       std::copy(all.begin(), all.end(), out);
       return;
     }
-    for (int64_t r = row_begin; r < row_end; ++r) out[r - row_begin] = all[source_row(name, r)];
+    const int64_t base = first_row(name, t, shape);
+    for (int64_t r = row_begin; r < row_end; ++r) out[r - row_begin] = all[base + source_row(name, r)];
     return;
   }
-  const int64_t width = static_cast<int64_t>(t.dims[0]), base = first_row(name, t);
+  const int64_t width = static_cast<int64_t>(t.dims[0]), base = first_row(name, t, shape);
   const uint64_t stride = row_bytes(t);
   pool.parallel_for(row_end - row_begin, std::max<int64_t>(1, (int64_t{1} << 15) / width), [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r)
@@ -294,13 +334,14 @@ void GgufWeights::read_blocks(const std::string& name, const Shape& shape, int64
   ONNXLLM_CHECK(native.has_value(), kUnsupported, "tensor '", gguf_name(name, post_norms_), "' is not stored as Q4_0, Q8_0 or Q6_K");
   const GgufTensor& t = *tensor(name);
   const uint64_t stride = row_bytes(t);
+  const int64_t base = first_row(name, t, shape);
   if (t.type == static_cast<uint32_t>(GgmlType::kQ6_K)) {
     // Per super-block of 256: 16 blocks of 16, block j with scale d * sc[j] and 6-bit values q - 32, stored as the
     // 8-bit q + 96 (= (q - 32) + 128, the implicit zero point).
     const int64_t supers = static_cast<int64_t>(t.dims[0]) / kQkK;
     pool.parallel_for(row_end - row_begin, 64, [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) {
-        const uint8_t* src = t.data + stride * source_row(name, row_begin + r);
+        const uint8_t* src = t.data + stride * (base + source_row(name, row_begin + r));
         for (int64_t sb = 0; sb < supers; ++sb, src += 210) {
           const int8_t* sc = reinterpret_cast<const int8_t*>(src + 192);
           const float d = f16(src + 208);
@@ -328,7 +369,7 @@ void GgufWeights::read_blocks(const std::string& name, const Shape& shape, int64
   const int64_t blob = q4 ? kQk / 2 : kQk;
   pool.parallel_for(row_end - row_begin, 64, [&](int64_t b, int64_t e) {
     for (int64_t r = b; r < e; ++r) {
-      const uint8_t* src = t.data + stride * source_row(name, row_begin + r);
+      const uint8_t* src = t.data + stride * (base + source_row(name, row_begin + r));
       uint8_t* dst = data + r * n_blk * blob;
       float* s = scales + r * n_blk;
       for (int64_t k = 0; k < n_blk; ++k) {

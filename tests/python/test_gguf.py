@@ -533,10 +533,13 @@ def test_qwen_moe_gguf_matches_the_hf_build_and_llamacpp(arch, tmp_path):
     assert "com.microsoft.MoE" in ops, ops
 
 
-def test_phi2_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
+@pytest.mark.parametrize("layout", ["separate", "packed", "packed-q8"])
+def test_phi2_gguf_matches_the_hf_build_and_llamacpp(layout, tmp_path):
     """llama.cpp's 'phi2' (the tutorial's model family): LayerNorm with bias, q/k/v, dense, fc1, fc2 and the
     LM head all with biases, attention and MLP in parallel on one norm, gelu_new, half of each head rotated
-    (rope.dimension_count) with NeoX rotary."""
+    (rope.dimension_count) with NeoX rotary. "packed": q/k/v as one attn_qkv tensor (rows q, k, v), as the
+    2023 conversions wrote them; "packed-q8": the same in Q8_0, kept as MatMulNBits blocks (each part's
+    rows read from its offset) against the float build."""
     c = llama_like("phi2", vocab_size=320, num_key_value_heads=4)
     d, inter, v, nh = c["hidden_size"], c["intermediate_size"], c["vocab_size"], c["num_attention_heads"]
     hd = d // nh
@@ -547,9 +550,24 @@ def test_phi2_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
         b, p = f"blk.{i}.", f"model.layers.{i}."
         add(b + "attn_norm.weight", p + "input_layernorm.weight", 1 + normal(d, std=0.1))
         add(b + "attn_norm.bias", p + "input_layernorm.bias", normal(d, std=0.1))
-        for gn, hn in (("attn_q", "q_proj"), ("attn_k", "k_proj"), ("attn_v", "v_proj"), ("attn_output", "dense")):
-            add(b + gn + ".weight", p + f"self_attn.{hn}.weight", normal(d, d, std=0.1 if hn != "dense" else 0.6))
-            add(b + gn + ".bias", p + f"self_attn.{hn}.bias", normal(d, std=0.1))
+        if layout == "separate":
+            for gn, hn in (("attn_q", "q_proj"), ("attn_k", "k_proj"), ("attn_v", "v_proj")):
+                add(b + gn + ".weight", p + f"self_attn.{hn}.weight", normal(d, d, std=0.1))
+                add(b + gn + ".bias", p + f"self_attn.{hn}.bias", normal(d, std=0.1))
+        else:
+            w, bias = normal(3 * d, d, std=0.1), normal(3 * d, std=0.1)
+            if layout == "packed-q8":
+                data, w = QUANTIZERS[GGML_Q8_0](w)
+                g.tensor(b + "attn_qkv.weight", [d, 3 * d], GGML_Q8_0, data)
+                w = w.reshape(3 * d, d).astype(np.float32)
+            else:
+                g.tensor(b + "attn_qkv.weight", [d, 3 * d], GGML_F32, w.astype("<f4").tobytes())
+            g.tensor(b + "attn_qkv.bias", [3 * d], GGML_F32, bias.astype("<f4").tobytes())
+            for j, hn in enumerate(("q_proj", "k_proj", "v_proj")):
+                hf[p + f"self_attn.{hn}.weight"] = w[j * d:(j + 1) * d]
+                hf[p + f"self_attn.{hn}.bias"] = bias[j * d:(j + 1) * d]
+        add(b + "attn_output.weight", p + "self_attn.dense.weight", normal(d, d))
+        add(b + "attn_output.bias", p + "self_attn.dense.bias", normal(d, std=0.1))
         add(b + "ffn_up.weight", p + "mlp.fc1.weight", normal(inter, d, std=0.1))
         add(b + "ffn_up.bias", p + "mlp.fc1.bias", normal(inter, std=0.1))
         add(b + "ffn_down.weight", p + "mlp.fc2.weight", normal(d, inter))
@@ -560,18 +578,24 @@ def test_phi2_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
     add("output.bias", "lm_head.bias", normal(v, std=0.5))
     config = dict(c, architectures=["PhiForCausalLM"], model_type="phi", hidden_act="gelu_new",
                   partial_rotary_factor=0.5, layer_norm_eps=c["rms_norm_eps"])
-    out = gguf_against_hf_and_llamacpp(tmp_path, g, hf, config, distinct=3)
-    assert json.loads((out / "genai_config.json").read_text())["model"]["type"] == "phi"
-
-
-def test_phi2_gguf_with_packed_qkv_is_a_clear_error(tmp_path):
-    """The 2023 Phi-2 conversions pack q/k/v into attn_qkv; they are refused by name."""
-    c = llama_like("phi2", vocab_size=320, num_key_value_heads=4)
-    g = arch_gguf("phi2", c, rotary_dim=32, layer_norm=True)
-    add, normal, _ = f32_tensors(g, np.random.default_rng(1))
-    add("blk.0.attn_qkv.weight", "unused", normal(3 * c["hidden_size"], c["hidden_size"]))
-    err = build_error(tmp_path, g.to_bytes())
-    assert "tensor 'blk.0.attn_qkv.weight': phi2 files with packed q/k/v" in err, err
+    if layout != "packed-q8":
+        out = gguf_against_hf_and_llamacpp(tmp_path, g, hf, config, distinct=3)
+        assert json.loads((out / "genai_config.json").read_text())["model"]["type"] == "phi"
+        return
+    # The Q8_0 blocks stay MatMulNBits (accuracy level 1: float math over the stored blocks).
+    g.write(tmp_path / "m.gguf")
+    native = build(tmp_path / "m.gguf", tmp_path / "native", "--accuracy-level", "1")
+    assert "MatMulNBits" in cli("info", "-m", native, "--json").stdout
+    folder = tmp_path / "hf"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(dict(config, bos_token_id=1, eos_token_id=2)))
+    write_safetensors(folder / "model.safetensors", {k: x.astype(np.float32) for k, x in hf.items()})
+    cli("build", "-i", str(folder), "-o", str(tmp_path / "from-hf"), "-p", "fp32", "--tokenizer", str(native), "-q")
+    ids, logits = onnxllm_greedy(native, PROMPT, STEPS)
+    ref_ids, ref_logits = onnxllm_greedy(tmp_path / "from-hf", PROMPT, STEPS)
+    assert ids == ref_ids
+    for step, (got, ref) in enumerate(zip(logits, ref_logits)):
+        np.testing.assert_allclose(got, ref, atol=2e-3 * np.abs(ref).max(), err_msg=f"step {step}")
 
 
 def test_phi3_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
