@@ -31,6 +31,7 @@ constexpr Architecture kArchitectures[] = {
     {"qwen2moe", "Qwen2MoeForCausalLM"},
     {"qwen3moe", "Qwen3MoeForCausalLM"},
     {"phi2", "PhiForCausalLM"},
+    {"olmo2", "Olmo2ForCausalLM"},
 };
 
 std::string file_name(const GgufFile& f) { return f.path().filename().string(); }
@@ -347,7 +348,7 @@ bool gguf_norms_hold_offset(const GgufFile& f) {
 
 bool gguf_post_norms(const GgufFile& f) {
   const std::string arch = f.string("general.architecture");
-  return arch == "gemma2" || arch == "gemma3";
+  return arch == "gemma2" || arch == "gemma3" || arch == "olmo2";  // OLMo 2 has only the post norms
 }
 
 std::vector<std::string> write_gguf_tokenizer(const GgufFile& f, const fs::path& dir) {

@@ -25,7 +25,8 @@ bool gguf_permutes_qk(const GgufFile& file);
 // (llama.cpp's converter writes Gemma's and Gemma 2's norm weights as 1 + w).
 bool gguf_norms_hold_offset(const GgufFile& file);
 
-// Whether the architecture has Gemma 2's norms after attention and around the MLP.
+// Whether the architecture has Gemma 2's norms after attention and around the MLP (OLMo 2: only the
+// post-attention and post-feedforward ones).
 bool gguf_post_norms(const GgufFile& file);
 
 // Writes the tokenizer files into `dir` and returns their names. Throws kUnsupported for a tokenizer.ggml.model it

@@ -598,6 +598,34 @@ def test_phi2_gguf_matches_the_hf_build_and_llamacpp(layout, tmp_path):
         np.testing.assert_allclose(got, ref, atol=2e-3 * np.abs(ref).max(), err_msg=f"step {step}")
 
 
+def test_olmo2_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
+    """llama.cpp's 'olmo2': no pre-norms; post_attention_norm and post_ffw_norm on the sub-block outputs
+    before each residual add; q/k norms over the whole projection (attn_q_norm [heads x head size])."""
+    c = llama_like("olmo2", vocab_size=320)
+    d, inter, v, nh, nkv = (c[k] for k in ("hidden_size", "intermediate_size", "vocab_size", "num_attention_heads",
+                                           "num_key_value_heads"))
+    hd = d // nh
+    g = arch_gguf("olmo2", c)
+    add, normal, hf = f32_tensors(g, np.random.default_rng(17))
+    add("token_embd.weight", "model.embed_tokens.weight", normal(v, d, std=0.5))
+    for i in range(c["num_hidden_layers"]):
+        b, p = f"blk.{i}.", f"model.layers.{i}."
+        for gn, hn, rows in (("attn_q", "q_proj", nh * hd), ("attn_k", "k_proj", nkv * hd), ("attn_v", "v_proj", nkv * hd)):
+            add(b + gn + ".weight", p + f"self_attn.{hn}.weight", normal(rows, d, std=0.3))
+        add(b + "attn_q_norm.weight", p + "self_attn.q_norm.weight", 1 + normal(nh * hd, std=0.1))
+        add(b + "attn_k_norm.weight", p + "self_attn.k_norm.weight", 1 + normal(nkv * hd, std=0.1))
+        add(b + "attn_output.weight", p + "self_attn.o_proj.weight", normal(d, nh * hd))
+        add(b + "post_attention_norm.weight", p + "post_attention_layernorm.weight", 1 + normal(d, std=0.1))
+        add(b + "ffn_gate.weight", p + "mlp.gate_proj.weight", normal(inter, d, std=0.3))
+        add(b + "ffn_up.weight", p + "mlp.up_proj.weight", normal(inter, d, std=0.3))
+        add(b + "ffn_down.weight", p + "mlp.down_proj.weight", normal(d, inter))
+        add(b + "post_ffw_norm.weight", p + "post_feedforward_layernorm.weight", 1 + normal(d, std=0.1))
+    add("output_norm.weight", "model.norm.weight", 1 + normal(d, std=0.1))
+    add("output.weight", "lm_head.weight", normal(v, d, std=0.5))
+    out = gguf_against_hf_and_llamacpp(tmp_path, g, hf, dict(c, architectures=["Olmo2ForCausalLM"]), distinct=3)
+    assert json.loads((out / "genai_config.json").read_text())["model"]["type"] == "olmo"
+
+
 def test_phi3_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
     """llama.cpp's 'phi3' architecture: packed attn_qkv (rows q, k, v) and ffn_up (rows gate, up) as in
     the checkpoint, NeoX rotary, attention.sliding_window on every layer. F32, so llama.cpp computes in
