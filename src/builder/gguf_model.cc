@@ -32,6 +32,7 @@ constexpr Architecture kArchitectures[] = {
     {"qwen3moe", "Qwen3MoeForCausalLM"},
     {"phi2", "PhiForCausalLM"},
     {"olmo2", "Olmo2ForCausalLM"},
+    {"smollm3", "SmolLM3ForCausalLM"},
 };
 
 std::string file_name(const GgufFile& f) { return f.path().filename().string(); }
@@ -323,6 +324,8 @@ json gguf_config_json(const GgufFile& f) {
                                      {"logit_scale", "logits_scaling"}})
       if (const auto v = f.number_or_none(p + key)) c[field] = *v;
   }
+  // SmolLM3: every fourth layer without rotary, llama.cpp's fixed step (transformers' default).
+  if (arch == "smollm3") c["no_rope_layer_interval"] = 4;
   if (arch == "gemma3") {
     // llama.cpp's fixed Gemma 3 layout: every sixth layer global, the sliding ones at rotary base 10000.
     c["sliding_window_pattern"] = 6;
@@ -338,7 +341,7 @@ json gguf_config_json(const GgufFile& f) {
 
 bool gguf_permutes_qk(const GgufFile& f) {
   const std::string arch = f.string("general.architecture");
-  return arch == "llama" || arch == "granite";  // granite's converter is llama's
+  return arch == "llama" || arch == "granite" || arch == "smollm3";  // their converters are llama's
 }
 
 bool gguf_norms_hold_offset(const GgufFile& f) {

@@ -18,7 +18,7 @@ namespace onnxllm {
 nlohmann::json gguf_config_json(const GgufFile& file);
 
 // Whether llama.cpp's converter permuted the q/k rows of this architecture for its interleaved rotary ("llama",
-// "granite"; the NeoX-rotary architectures keep Hugging Face's order).
+// "granite", "smollm3"; the NeoX-rotary architectures keep Hugging Face's order).
 bool gguf_permutes_qk(const GgufFile& file);
 
 // Whether the file's RMSNorm weights already hold the 1 that Hugging Face's Gemma adds at run time

@@ -293,7 +293,7 @@ def random_gguf(path, c, types, seed=0, bias=False, requantized=False, byte_toke
     g.add("tokenizer.ggml.bos_token_id", U32, 1)
     g.add("tokenizer.ggml.eos_token_id", U32, 2)
     hf = {}
-    permute = arch in ("llama", "granite")  # llama.cpp's interleaved rotary
+    permute = arch in ("llama", "granite", "smollm3")  # llama.cpp's interleaved rotary
 
     def add(gname, hname, w, ttype, heads=None):
         if w.ndim == 1:
@@ -624,6 +624,15 @@ def test_olmo2_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
     add("output.weight", "lm_head.weight", normal(v, d, std=0.5))
     out = gguf_against_hf_and_llamacpp(tmp_path, g, hf, dict(c, architectures=["Olmo2ForCausalLM"]), distinct=3)
     assert json.loads((out / "genai_config.json").read_text())["model"]["type"] == "olmo"
+
+
+def test_smollm3_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
+    """llama.cpp's 'smollm3': a Llama layer (q/k rows permuted) whose every fourth layer has no rotary
+    (llama.cpp's fixed step, transformers' default), tied embeddings."""
+    c = llama_like("smollm3", vocab_size=320, num_hidden_layers=4, tie_word_embeddings=True)
+    hf, g = random_gguf(tmp_path / "g.gguf", c, {}, byte_tokens=True, layer_std=0.6)
+    out = gguf_against_hf_and_llamacpp(tmp_path, g, hf, dict(c, architectures=["SmolLM3ForCausalLM"]), distinct=3)
+    assert json.loads((out / "genai_config.json").read_text())["model"]["type"] == "smollm3"
 
 
 def test_phi3_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
