@@ -33,6 +33,7 @@ constexpr Architecture kArchitectures[] = {
     {"phi2", "PhiForCausalLM"},
     {"olmo2", "Olmo2ForCausalLM"},
     {"smollm3", "SmolLM3ForCausalLM"},
+    {"nemotron", "NemotronForCausalLM"},
 };
 
 std::string file_name(const GgufFile& f) { return f.path().filename().string(); }
@@ -256,14 +257,14 @@ json gguf_config_json(const GgufFile& f) {
   if (key_length) c["head_dim"] = *key_length;
   const int64_t head_dim = key_length.value_or(c["hidden_size"].get<int64_t>() / heads);
   if (const auto rot = f.integer_or_none(p + "rope.dimension_count", 0, 65536)) {
-    // Phi-2 rotates part of each head (partial_rotary_factor); the others rotate all of it.
-    if (arch == "phi2") {
+    // Phi-2 and Nemotron rotate part of each head (partial_rotary_factor); the others all of it.
+    if (arch == "phi2" || arch == "nemotron") {
       ONNXLLM_CHECK(*rot >= 2 && *rot <= head_dim && *rot % 2 == 0, kInvalidModel, file, ": ", p,
                     "rope.dimension_count ", *rot, " must be even and in [2, head size ", head_dim, "]");
       c["partial_rotary_factor"] = static_cast<double>(*rot) / static_cast<double>(head_dim);
     } else {
       ONNXLLM_CHECK(*rot == head_dim, kUnsupported, file, ": ", p, "rope.dimension_count ", *rot,
-                    " is not the head size ", head_dim, " (partial rotary is mapped for phi2 only)");
+                    " is not the head size ", head_dim, " (partial rotary is mapped for phi2 and nemotron only)");
     }
   }
   c["max_position_embeddings"] = f.integer(p + "context_length", 1, int64_t{1} << 22);
@@ -280,6 +281,8 @@ json gguf_config_json(const GgufFile& f) {
   c["vocab_size"] = vocab;
   if (arch == "phi2")  // LayerNorm with biases
     c["layer_norm_eps"] = f.number(p + "attention.layer_norm_epsilon");
+  else if (arch == "nemotron")  // LayerNorm1P
+    c["norm_eps"] = f.number(p + "attention.layer_norm_epsilon");
   else
     c["rms_norm_eps"] = f.number(p + "attention.layer_norm_rms_epsilon");
   c["rope_theta"] = f.number_or_none(p + "rope.freq_base").value_or(10000.0);
@@ -304,7 +307,7 @@ json gguf_config_json(const GgufFile& f) {
       c["sliding_window"] = *window;
   // Gemma's MLP is GeLU (tanh form) gated, as llama.cpp's LLM_ARCH_GEMMA runs it.
   const bool gemma = arch == "gemma" || arch == "gemma2" || arch == "gemma3";
-  c["hidden_act"] = gemma ? "gelu_pytorch_tanh" : arch == "phi2" ? "gelu_new" : "silu";
+  c["hidden_act"] = gemma ? "gelu_pytorch_tanh" : arch == "phi2" ? "gelu_new" : arch == "nemotron" ? "relu2" : "silu";
   if (arch == "gemma2" || arch == "gemma3") {
     // Soft-capping and the window come from the file; the attention scale does not: llama.cpp uses
     // 1/sqrt(head size), or 1/sqrt(hidden / heads) for the 27B models (46 and 62 layers), which is
@@ -346,7 +349,7 @@ bool gguf_permutes_qk(const GgufFile& f) {
 
 bool gguf_norms_hold_offset(const GgufFile& f) {
   const std::string arch = f.string("general.architecture");
-  return arch == "gemma" || arch == "gemma2" || arch == "gemma3";
+  return arch == "gemma" || arch == "gemma2" || arch == "gemma3" || arch == "nemotron";
 }
 
 bool gguf_post_norms(const GgufFile& f) {

@@ -22,7 +22,7 @@ nlohmann::json gguf_config_json(const GgufFile& file);
 bool gguf_permutes_qk(const GgufFile& file);
 
 // Whether the file's RMSNorm weights already hold the 1 that Hugging Face's Gemma adds at run time
-// (llama.cpp's converter writes Gemma's and Gemma 2's norm weights as 1 + w).
+// (llama.cpp's converter writes the Gemmas' and Nemotron's norm weights as 1 + w).
 bool gguf_norms_hold_offset(const GgufFile& file);
 
 // Whether the architecture has Gemma 2's norms after attention and around the MLP (OLMo 2: only the

@@ -169,6 +169,7 @@ std::string GgufWeights::gguf_name(const std::string& hf, bool post_norms) {
   // An expert is a slice of its layer's stacked [experts, rows, cols] tensor.
   if (const auto e = expert_name(hf)) return str_cat("blk.", e->layer, ".ffn_", e->projection, "_exps.weight");
   if (hf == "model.norm.weight") return "output_norm.weight";
+  if (hf == "model.norm.bias") return "output_norm.bias";  // a final LayerNorm (Nemotron)
   if (hf == "lm_head.weight") return "output.weight";
   // Phi-2: a final LayerNorm with bias, and a biased LM head.
   if (hf == "model.final_layernorm.weight") return "output_norm.weight";

@@ -635,6 +635,35 @@ def test_smollm3_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
     assert json.loads((out / "genai_config.json").read_text())["model"]["type"] == "smollm3"
 
 
+def test_nemotron_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
+    """llama.cpp's 'nemotron': LayerNorm1P with biases (weights stored as 1 + w, as its converter writes
+    them), an ungated relu^2 MLP (ffn_up, ffn_down), half of each head rotated with NeoX rotary."""
+    c = llama_like("nemotron", vocab_size=320)
+    d, inter, v, nh, nkv = (c[k] for k in ("hidden_size", "intermediate_size", "vocab_size", "num_attention_heads",
+                                           "num_key_value_heads"))
+    hd = d // nh
+    g = arch_gguf("nemotron", c, rotary_dim=hd // 2, layer_norm=True)
+    add, normal, hf = f32_tensors(g, np.random.default_rng(19))
+    add("token_embd.weight", "model.embed_tokens.weight", normal(v, d, std=0.5))
+    for i in range(c["num_hidden_layers"]):
+        b, p = f"blk.{i}.", f"model.layers.{i}."
+        for gn, hn in (("attn_norm", "input_layernorm"), ("ffn_norm", "post_attention_layernorm")):
+            add(b + gn + ".weight", p + hn + ".weight", 1 + normal(d, std=0.1))
+            add(b + gn + ".bias", p + hn + ".bias", normal(d, std=0.1))
+        for gn, hn, rows in (("attn_q", "q_proj", nh * hd), ("attn_k", "k_proj", nkv * hd), ("attn_v", "v_proj", nkv * hd)):
+            add(b + gn + ".weight", p + f"self_attn.{hn}.weight", normal(rows, d, std=0.3))
+        add(b + "attn_output.weight", p + "self_attn.o_proj.weight", normal(d, nh * hd))
+        add(b + "ffn_up.weight", p + "mlp.up_proj.weight", normal(inter, d, std=0.1))
+        add(b + "ffn_down.weight", p + "mlp.down_proj.weight", normal(d, inter))
+    add("output_norm.weight", "model.norm.weight", 1 + normal(d, std=0.1))
+    add("output_norm.bias", "model.norm.bias", normal(d, std=0.1))
+    add("output.weight", "lm_head.weight", normal(v, d, std=0.5))
+    config = dict(c, architectures=["NemotronForCausalLM"], hidden_act="relu2", partial_rotary_factor=0.5,
+                  norm_eps=c["rms_norm_eps"])
+    out = gguf_against_hf_and_llamacpp(tmp_path, g, hf, config, norm_offset=1.0, distinct=3)
+    assert json.loads((out / "genai_config.json").read_text())["model"]["type"] == "nemotron"
+
+
 def test_phi3_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
     """llama.cpp's 'phi3' architecture: packed attn_qkv (rows q, k, v) and ffn_up (rows gate, up) as in
     the checkpoint, NeoX rotary, attention.sliding_window on every layer. F32, so llama.cpp computes in
