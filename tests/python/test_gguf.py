@@ -436,6 +436,14 @@ def f32_tensors(g, rng):
     return add, normal, hf
 
 
+def begin_file(arch, c, seed, **gguf_args):
+    """arch_gguf(arch, c, **gguf_args) with the F32 adder of f32_tensors and the token embedding written."""
+    g = arch_gguf(arch, c, **gguf_args)
+    add, normal, hf = f32_tensors(g, np.random.default_rng(seed))
+    add("token_embd.weight", "model.embed_tokens.weight", normal(c["vocab_size"], c["hidden_size"], std=0.5))
+    return g, add, normal, hf
+
+
 def local_windows(model_dir):
     import onnx
     return [onnx.helper.get_attribute_value(a) for n in onnx.load(model_dir / "model.onnx", load_external_data=False).graph.node
@@ -543,9 +551,7 @@ def test_phi2_gguf_matches_the_hf_build_and_llamacpp(layout, tmp_path):
     c = llama_like("phi2", vocab_size=320, num_key_value_heads=4)
     d, inter, v, nh = c["hidden_size"], c["intermediate_size"], c["vocab_size"], c["num_attention_heads"]
     hd = d // nh
-    g = arch_gguf("phi2", c, rotary_dim=hd // 2, layer_norm=True)
-    add, normal, hf = f32_tensors(g, np.random.default_rng(13))
-    add("token_embd.weight", "model.embed_tokens.weight", normal(v, d, std=0.5))
+    g, add, normal, hf = begin_file("phi2", c, 13, rotary_dim=hd // 2, layer_norm=True)
     for i in range(c["num_hidden_layers"]):
         b, p = f"blk.{i}.", f"model.layers.{i}."
         add(b + "attn_norm.weight", p + "input_layernorm.weight", 1 + normal(d, std=0.1))
@@ -605,9 +611,7 @@ def test_olmo2_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
     d, inter, v, nh, nkv = (c[k] for k in ("hidden_size", "intermediate_size", "vocab_size", "num_attention_heads",
                                            "num_key_value_heads"))
     hd = d // nh
-    g = arch_gguf("olmo2", c)
-    add, normal, hf = f32_tensors(g, np.random.default_rng(17))
-    add("token_embd.weight", "model.embed_tokens.weight", normal(v, d, std=0.5))
+    g, add, normal, hf = begin_file("olmo2", c, 17)
     for i in range(c["num_hidden_layers"]):
         b, p = f"blk.{i}.", f"model.layers.{i}."
         for gn, hn, rows in (("attn_q", "q_proj", nh * hd), ("attn_k", "k_proj", nkv * hd), ("attn_v", "v_proj", nkv * hd)):
@@ -642,9 +646,7 @@ def test_nemotron_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
     d, inter, v, nh, nkv = (c[k] for k in ("hidden_size", "intermediate_size", "vocab_size", "num_attention_heads",
                                            "num_key_value_heads"))
     hd = d // nh
-    g = arch_gguf("nemotron", c, rotary_dim=hd // 2, layer_norm=True)
-    add, normal, hf = f32_tensors(g, np.random.default_rng(19))
-    add("token_embd.weight", "model.embed_tokens.weight", normal(v, d, std=0.5))
+    g, add, normal, hf = begin_file("nemotron", c, 19, rotary_dim=hd // 2, layer_norm=True)
     for i in range(c["num_hidden_layers"]):
         b, p = f"blk.{i}.", f"model.layers.{i}."
         for gn, hn in (("attn_norm", "input_layernorm"), ("ffn_norm", "post_attention_layernorm")):
@@ -673,9 +675,7 @@ def test_phi3_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
     d, inter, v, nh, nkv = (c[k] for k in ("hidden_size", "intermediate_size", "vocab_size", "num_attention_heads",
                                            "num_key_value_heads"))
     hd = d // nh
-    g = arch_gguf("phi3", c, [("attention.sliding_window", U32, c["sliding_window"])])
-    add, normal, hf = f32_tensors(g, np.random.default_rng(3))
-    add("token_embd.weight", "model.embed_tokens.weight", normal(v, d, std=0.5))
+    g, add, normal, hf = begin_file("phi3", c, 3, extra=[("attention.sliding_window", U32, c["sliding_window"])])
     for i in range(c["num_hidden_layers"]):
         b, p = f"blk.{i}.", f"model.layers.{i}."
         add(b + "attn_norm.weight", p + "input_layernorm.weight", 1 + normal(d, std=0.1))
