@@ -34,6 +34,7 @@ constexpr Architecture kArchitectures[] = {
     {"olmo2", "Olmo2ForCausalLM"},
     {"smollm3", "SmolLM3ForCausalLM"},
     {"nemotron", "NemotronForCausalLM"},
+    {"ernie4_5", "Ernie4_5ForCausalLM"},
 };
 
 std::string file_name(const GgufFile& f) { return f.path().filename().string(); }

@@ -666,6 +666,15 @@ def test_nemotron_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
     assert json.loads((out / "genai_config.json").read_text())["model"]["type"] == "nemotron"
 
 
+def test_ernie4_5_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
+    """llama.cpp's 'ernie4_5': a Llama layer whose rotary is interleaved (pairs 2i, 2i + 1) in the checkpoint
+    itself, so the file keeps Hugging Face's row order; tied embeddings."""
+    c = llama_like("ernie4_5", vocab_size=320, tie_word_embeddings=True)
+    hf, g = random_gguf(tmp_path / "g.gguf", c, {}, byte_tokens=True, layer_std=0.6)
+    out = gguf_against_hf_and_llamacpp(tmp_path, g, hf, dict(c, architectures=["Ernie4_5ForCausalLM"]), distinct=3)
+    assert json.loads((out / "genai_config.json").read_text())["model"]["type"] == "ernie4_5"
+
+
 def test_phi3_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
     """llama.cpp's 'phi3' architecture: packed attn_qkv (rows q, k, v) and ffn_up (rows gate, up) as in
     the checkpoint, NeoX rotary, attention.sliding_window on every layer. F32, so llama.cpp computes in
