@@ -15,26 +15,38 @@ namespace {
 constexpr int64_t kMaxSize = int64_t{1} << 24;
 constexpr int64_t kMaxTokenId = int64_t{1} << 31;
 
+// How llama.cpp writes an architecture, where the families differ.
+enum class GgufNorm { kRms, kLayer, kLayer1P };  // RMSNorm; LayerNorm with bias; Nemotron's LayerNorm1P
 struct Architecture {
   const char* gguf;
   const char* hf;
+  const char* activation = "silu";
+  GgufNorm norm = GgufNorm::kRms;
+  bool permute_qk = false;         // the converter permuted q/k rows for llama.cpp's interleaved rotary
+  bool norms_hold_offset = false;  // norm weights written as 1 + w (the Gemmas, Nemotron)
+  bool post_norms = false;         // Gemma 2's norm names (post_attention_norm, ffn_norm before the MLP, post_ffw_norm)
+  bool partial_rotary = false;     // rope.dimension_count may be less than the head size
+  bool moe = false;                // the Qwen MoEs' expert keys and stacked expert tensors
 };
 constexpr Architecture kArchitectures[] = {
-    {"llama", "LlamaForCausalLM"},
-    {"qwen2", "Qwen2ForCausalLM"},
-    {"qwen3", "Qwen3ForCausalLM"},
-    {"gemma", "GemmaForCausalLM"},
-    {"phi3", "Phi3ForCausalLM"},
-    {"gemma2", "Gemma2ForCausalLM"},
-    {"gemma3", "Gemma3ForCausalLM"},
-    {"granite", "GraniteForCausalLM"},
-    {"qwen2moe", "Qwen2MoeForCausalLM"},
-    {"qwen3moe", "Qwen3MoeForCausalLM"},
-    {"phi2", "PhiForCausalLM"},
-    {"olmo2", "Olmo2ForCausalLM"},
-    {"smollm3", "SmolLM3ForCausalLM"},
-    {"nemotron", "NemotronForCausalLM"},
-    {"ernie4_5", "Ernie4_5ForCausalLM"},
+    {.gguf = "llama", .hf = "LlamaForCausalLM", .permute_qk = true},
+    {.gguf = "qwen2", .hf = "Qwen2ForCausalLM"},
+    {.gguf = "qwen3", .hf = "Qwen3ForCausalLM"},
+    {.gguf = "gemma", .hf = "GemmaForCausalLM", .activation = "gelu_pytorch_tanh", .norms_hold_offset = true},
+    {.gguf = "gemma2", .hf = "Gemma2ForCausalLM", .activation = "gelu_pytorch_tanh", .norms_hold_offset = true,
+     .post_norms = true},
+    {.gguf = "gemma3", .hf = "Gemma3ForCausalLM", .activation = "gelu_pytorch_tanh", .norms_hold_offset = true,
+     .post_norms = true},
+    {.gguf = "phi2", .hf = "PhiForCausalLM", .activation = "gelu_new", .norm = GgufNorm::kLayer, .partial_rotary = true},
+    {.gguf = "phi3", .hf = "Phi3ForCausalLM"},
+    {.gguf = "granite", .hf = "GraniteForCausalLM", .permute_qk = true},
+    {.gguf = "smollm3", .hf = "SmolLM3ForCausalLM", .permute_qk = true},
+    {.gguf = "olmo2", .hf = "Olmo2ForCausalLM", .post_norms = true},  // only the post norms
+    {.gguf = "nemotron", .hf = "NemotronForCausalLM", .activation = "relu2", .norm = GgufNorm::kLayer1P,
+     .norms_hold_offset = true, .partial_rotary = true},
+    {.gguf = "ernie4_5", .hf = "Ernie4_5ForCausalLM"},  // its rotary is interleaved in the checkpoint itself
+    {.gguf = "qwen2moe", .hf = "Qwen2MoeForCausalLM", .moe = true},
+    {.gguf = "qwen3moe", .hf = "Qwen3MoeForCausalLM", .moe = true},
 };
 
 std::string file_name(const GgufFile& f) { return f.path().filename().string(); }
@@ -43,6 +55,15 @@ std::string supported_list() {
   std::string s;
   for (const auto& a : kArchitectures) s += (s.empty() ? "" : ", ") + std::string(a.gguf);
   return s;
+}
+
+// The file's general.architecture; throws kUnsupported naming it and the supported ones.
+const Architecture& architecture(const GgufFile& f) {
+  const std::string arch = f.string("general.architecture");
+  for (const auto& a : kArchitectures)
+    if (arch == a.gguf) return a;
+  throw_error(ErrorCode::kUnsupported, file_name(f), ": general.architecture '", arch,
+              "' is not supported; supported: ", supported_list());
 }
 
 // The pre-tokenizer regexes of the BPE vocabularies llama.cpp names in tokenizer.ggml.pre.
@@ -221,18 +242,13 @@ json bpe_tokenizer_json(const GgufFile& f, const Vocabulary& v) {
 
 json gguf_config_json(const GgufFile& f) {
   const std::string file = file_name(f);
-  const std::string arch = f.string("general.architecture");
-  const Architecture* info = nullptr;
-  for (const auto& a : kArchitectures)
-    if (arch == a.gguf) info = &a;
-  ONNXLLM_CHECK(info != nullptr, kUnsupported, file, ": general.architecture '", arch,
-                "' is not supported; supported: ", supported_list());
+  const Architecture& info = architecture(f);
+  const std::string arch = info.gguf;
   const std::string p = arch + ".";
   json c;
-  c["architectures"] = {info->hf};
+  c["architectures"] = {info.hf};
   c["hidden_size"] = f.integer(p + "embedding_length", 1, kMaxSize);
-  const bool moe = arch == "qwen2moe" || arch == "qwen3moe";
-  if (moe) {
+  if (info.moe) {
     // Sparse MLPs in every layer: the experts' size, count and routing; Qwen2-MoE's shared expert.
     c["num_experts"] = f.integer(p + "expert_count", 1, 1 << 16);
     c["num_experts_per_tok"] = f.integer(p + "expert_used_count", 1, c["num_experts"].get<int64_t>());
@@ -258,14 +274,13 @@ json gguf_config_json(const GgufFile& f) {
   if (key_length) c["head_dim"] = *key_length;
   const int64_t head_dim = key_length.value_or(c["hidden_size"].get<int64_t>() / heads);
   if (const auto rot = f.integer_or_none(p + "rope.dimension_count", 0, 65536)) {
-    // Phi-2 and Nemotron rotate part of each head (partial_rotary_factor); the others all of it.
-    if (arch == "phi2" || arch == "nemotron") {
+    if (info.partial_rotary) {  // Phi-2, Nemotron: part of each head (partial_rotary_factor)
       ONNXLLM_CHECK(*rot >= 2 && *rot <= head_dim && *rot % 2 == 0, kInvalidModel, file, ": ", p,
                     "rope.dimension_count ", *rot, " must be even and in [2, head size ", head_dim, "]");
       c["partial_rotary_factor"] = static_cast<double>(*rot) / static_cast<double>(head_dim);
     } else {
       ONNXLLM_CHECK(*rot == head_dim, kUnsupported, file, ": ", p, "rope.dimension_count ", *rot,
-                    " is not the head size ", head_dim, " (partial rotary is mapped for phi2 and nemotron only)");
+                    " is not the head size ", head_dim, " (", arch, " rotates whole heads)");
     }
   }
   c["max_position_embeddings"] = f.integer(p + "context_length", 1, int64_t{1} << 22);
@@ -280,12 +295,10 @@ json gguf_config_json(const GgufFile& f) {
                 "vocab_size' (and no tokenizer.ggml.tokens or "
                 "token_embd.weight to count)");
   c["vocab_size"] = vocab;
-  if (arch == "phi2")  // LayerNorm with biases
-    c["layer_norm_eps"] = f.number(p + "attention.layer_norm_epsilon");
-  else if (arch == "nemotron")  // LayerNorm1P
-    c["norm_eps"] = f.number(p + "attention.layer_norm_epsilon");
-  else
-    c["rms_norm_eps"] = f.number(p + "attention.layer_norm_rms_epsilon");
+  // Each norm kind's epsilon under llama.cpp's key and the config field its family reads.
+  if (info.norm == GgufNorm::kRms) c["rms_norm_eps"] = f.number(p + "attention.layer_norm_rms_epsilon");
+  if (info.norm == GgufNorm::kLayer) c["layer_norm_eps"] = f.number(p + "attention.layer_norm_epsilon");
+  if (info.norm == GgufNorm::kLayer1P) c["norm_eps"] = f.number(p + "attention.layer_norm_epsilon");
   c["rope_theta"] = f.number_or_none(p + "rope.freq_base").value_or(10000.0);
   const std::string scaling = f.string_or_none(p + "rope.scaling.type").value_or("none");
   if (scaling == "linear") {
@@ -300,15 +313,13 @@ json gguf_config_json(const GgufFile& f) {
   for (const char* factors : {"rope_factors_long.weight", "rope_factors_short.weight"})
     ONNXLLM_CHECK(f.find_tensor(factors) == nullptr, kUnsupported, file, ": tensor '", factors,
                   "' (LongRoPE scaling, Phi-3 128k) is not supported");
-  ONNXLLM_CHECK(moe || !f.find(p + "expert_count"), kUnsupported, file, ": mixture-of-experts models (", p,
+  ONNXLLM_CHECK(info.moe || !f.find(p + "expert_count"), kUnsupported, file, ": mixture-of-experts models (", p,
                 "expert_count) of this architecture are not supported (qwen2moe and qwen3moe are)");
   // Phi-3 attends every layer through its window (its config.json's sliding_window).
   if (arch == "phi3")
     if (const auto window = f.integer_or_none(p + "attention.sliding_window", 1, int64_t{1} << 22))
       c["sliding_window"] = *window;
-  // Gemma's MLP is GeLU (tanh form) gated, as llama.cpp's LLM_ARCH_GEMMA runs it.
-  const bool gemma = arch == "gemma" || arch == "gemma2" || arch == "gemma3";
-  c["hidden_act"] = gemma ? "gelu_pytorch_tanh" : arch == "phi2" ? "gelu_new" : arch == "nemotron" ? "relu2" : "silu";
+  c["hidden_act"] = info.activation;
   if (arch == "gemma2" || arch == "gemma3") {
     // Soft-capping and the window come from the file; the attention scale does not: llama.cpp uses
     // 1/sqrt(head size), or 1/sqrt(hidden / heads) for the 27B models (46 and 62 layers), which is
@@ -343,20 +354,11 @@ json gguf_config_json(const GgufFile& f) {
   return c;
 }
 
-bool gguf_permutes_qk(const GgufFile& f) {
-  const std::string arch = f.string("general.architecture");
-  return arch == "llama" || arch == "granite" || arch == "smollm3";  // their converters are llama's
-}
+bool gguf_permutes_qk(const GgufFile& f) { return architecture(f).permute_qk; }
 
-bool gguf_norms_hold_offset(const GgufFile& f) {
-  const std::string arch = f.string("general.architecture");
-  return arch == "gemma" || arch == "gemma2" || arch == "gemma3" || arch == "nemotron";
-}
+bool gguf_norms_hold_offset(const GgufFile& f) { return architecture(f).norms_hold_offset; }
 
-bool gguf_post_norms(const GgufFile& f) {
-  const std::string arch = f.string("general.architecture");
-  return arch == "gemma2" || arch == "gemma3" || arch == "olmo2";  // OLMo 2 has only the post norms
-}
+bool gguf_post_norms(const GgufFile& f) { return architecture(f).post_norms; }
 
 std::vector<std::string> write_gguf_tokenizer(const GgufFile& f, const fs::path& dir) {
   const std::string file = file_name(f);
