@@ -41,6 +41,7 @@ constexpr Architecture kArchitectures[] = {
     {.gguf = "phi3", .hf = "Phi3ForCausalLM"},
     {.gguf = "granite", .hf = "GraniteForCausalLM", .permute_qk = true},
     {.gguf = "smollm3", .hf = "SmolLM3ForCausalLM", .permute_qk = true},
+    {.gguf = "olmo", .hf = "OlmoForCausalLM", .norm = GgufNorm::kLayer, .permute_qk = true},  // norms without weights
     {.gguf = "olmo2", .hf = "Olmo2ForCausalLM", .post_norms = true},  // only the post norms
     {.gguf = "nemotron", .hf = "NemotronForCausalLM", .activation = "relu2", .norm = GgufNorm::kLayer1P,
      .norms_hold_offset = true, .partial_rotary = true},
@@ -339,6 +340,9 @@ json gguf_config_json(const GgufFile& f) {
                                      {"logit_scale", "logits_scaling"}})
       if (const auto v = f.number_or_none(p + key)) c[field] = *v;
   }
+  // OLMo clamps q, k and v to +-clamp_kqv.
+  if (arch == "olmo")
+    if (const auto clip = f.number_or_none(p + "attention.clamp_kqv")) c["clip_qkv"] = *clip;
   // SmolLM3: every fourth layer without rotary, llama.cpp's fixed step (transformers' default).
   if (arch == "smollm3") c["no_rope_layer_interval"] = 4;
   if (arch == "gemma3") {

@@ -293,7 +293,7 @@ def random_gguf(path, c, types, seed=0, bias=False, requantized=False, byte_toke
     g.add("tokenizer.ggml.bos_token_id", U32, 1)
     g.add("tokenizer.ggml.eos_token_id", U32, 2)
     hf = {}
-    permute = arch in ("llama", "granite", "smollm3")  # llama.cpp's interleaved rotary
+    permute = arch in ("llama", "granite", "smollm3", "olmo")  # llama.cpp's interleaved rotary
 
     def add(gname, hname, w, ttype, heads=None):
         if w.ndim == 1:
@@ -673,6 +673,34 @@ def test_ernie4_5_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
     hf, g = random_gguf(tmp_path / "g.gguf", c, {}, byte_tokens=True, layer_std=0.6)
     out = gguf_against_hf_and_llamacpp(tmp_path, g, hf, dict(c, architectures=["Ernie4_5ForCausalLM"]), distinct=3)
     assert json.loads((out / "genai_config.json").read_text())["model"]["type"] == "ernie4_5"
+
+
+def test_olmo_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
+    """llama.cpp's 'olmo': LayerNorms without weights (no norm tensors at all), q/k/v clamped to
+    +-attention.clamp_kqv, llama's q/k permutation."""
+    c = llama_like("olmo", vocab_size=320)
+    g = arch_gguf("olmo", c, extra=[("attention.clamp_kqv", F32, 0.5)], layer_norm=True)
+    add, normal, hf = f32_tensors(g, np.random.default_rng(23))
+    d, inter, v, nh, nkv = (c[k] for k in ("hidden_size", "intermediate_size", "vocab_size", "num_attention_heads",
+                                           "num_key_value_heads"))
+    hd = d // nh
+    add("token_embd.weight", "model.embed_tokens.weight", normal(v, d, std=0.5))
+    for i in range(c["num_hidden_layers"]):
+        b, p = f"blk.{i}.", f"model.layers.{i}."
+        for gn, hn, rows, heads in (("attn_q", "q_proj", nh * hd, nh), ("attn_k", "k_proj", nkv * hd, nkv),
+                                    ("attn_v", "v_proj", nkv * hd, None)):
+            w = normal(rows, d, std=0.3)
+            stored = hf_to_meta_rows(w, heads) if heads else w  # the file holds llama.cpp's row order
+            g.tensor(b + gn + ".weight", [d, rows], GGML_F32, stored.astype("<f4").tobytes())
+            hf[p + f"self_attn.{hn}.weight"] = w
+        add(b + "attn_output.weight", p + "self_attn.o_proj.weight", normal(d, nh * hd))
+        add(b + "ffn_gate.weight", p + "mlp.gate_proj.weight", normal(inter, d, std=0.3))
+        add(b + "ffn_up.weight", p + "mlp.up_proj.weight", normal(inter, d, std=0.3))
+        add(b + "ffn_down.weight", p + "mlp.down_proj.weight", normal(d, inter))
+    add("output.weight", "lm_head.weight", normal(v, d, std=0.5))
+    out = gguf_against_hf_and_llamacpp(tmp_path, g, hf, dict(c, architectures=["OlmoForCausalLM"], clip_qkv=0.5),
+                                       distinct=3)
+    assert json.loads((out / "genai_config.json").read_text())["model"]["type"] == "olmo"
 
 
 def test_phi3_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
