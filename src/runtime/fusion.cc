@@ -11,11 +11,18 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "ep/cpu/kernels/onnx/sgemm.h"
 
 namespace onnxllm {
 namespace {
 
 bool is_constant(const Graph& g, const Node& node, int i) { return node.has_input(i) && g.values[node.inputs[i]].initializer; }
+
+// Whether value v is a 1-D float32 initializer (a norm's scale or bias).
+bool is_float_vector(const Graph& g, int v) {
+  const Value& val = g.values[v];
+  return val.initializer && val.initializer->view.rank() == 1 && val.initializer->view.dtype() == DType::kFloat32;
+}
 
 // What must agree for MatMulNBits nodes to share one kernel: A, K, block_size, the scales' dtype.
 using SiblingKey = std::tuple<int, int64_t, int64_t, int>;
@@ -302,9 +309,7 @@ int fuse_rms_norm(Graph& g) {
     if (!last.domain.empty() || last.op_type != "Mul" || last.num_inputs() != 2 || !last.has_output(0)) continue;
     for (int side = 0; side < 2; ++side) {
       const int w = last.inputs[side], normed = last.inputs[1 - side];
-      const Value& wv = g.values[w];
-      if (!wv.initializer || wv.initializer->view.rank() != 1 || wv.initializer->view.dtype() != DType::kFloat32)
-        continue;
+      if (!is_float_vector(g, w)) continue;
       // normed = x * Reciprocal(Sqrt(mean + eps)) or x / Sqrt(mean + eps)
       int x = -1, denom = -1;
       if (const Node* mul = m.op(normed, "Mul")) {
@@ -376,12 +381,9 @@ int fuse_skip_norm(Graph& g) {
     const bool simplified = norm.op_type == "SimplifiedLayerNormalization";
     if (!norm.domain.empty() || (!simplified && norm.op_type != "LayerNormalization")) continue;
     if (norm.attr_int("axis", -1) != -1 || !norm.has_output(0) || norm.has_output(1) || norm.has_output(2)) continue;
-    const int inputs = simplified ? 2 : 3;
-    bool constants = norm.num_inputs() >= 2;
-    for (int k = 1; k < inputs; ++k)
-      constants = constants && (!norm.has_input(k) ? k == 2 : is_constant(g, norm, k) &&
-                                g.values[norm.inputs[k]].initializer->view.dtype() == DType::kFloat32 &&
-                                g.values[norm.inputs[k]].initializer->view.rank() == 1);
+    // The scale, and a LayerNorm's bias when it has one, are float32 constants.
+    const bool constants = norm.has_input(1) && is_float_vector(g, norm.inputs[1]) &&
+                           (simplified || !norm.has_input(2) || is_float_vector(g, norm.inputs[2]));
     const Node* add = constants ? m.op(norm.inputs[0], "Add") : nullptr;
     if (!add || add->num_inputs() != 2 || !(m.is_float32(add->inputs[0]) || m.is_float32(add->inputs[1]))) continue;
     const int at = g.values[norm.inputs[0]].producer;
@@ -616,6 +618,9 @@ void outer_names(const Graph& g, std::set<std::string>& names) {
 }
 
 }  // namespace
+
+// The kernel computes at most kMaxSgemmSiblings products.
+static_assert(kMaxMatMulSiblings <= kMaxSgemmSiblings, "MatMulSiblings groups must fit the kernel");
 
 int fuse_matmul_siblings(Graph& g) {
   Matcher m(g);

@@ -40,12 +40,15 @@ void sgemm_columns(const SgemmArgs& g, int64_t j0, int64_t j1, Isa isa) noexcept
 
 namespace {
 
+// Products of fewer multiply-adds stay on the calling thread: a pool region costs more.
+constexpr int64_t kSerialWork = int64_t{1} << 15;
+
 // Runs columns(j0, j1) over the pool (balanced) in runs of `unit` columns, a multiple of 16 (one
 // AVX-512 vector); tiny products stay on one thread.
 template <typename Columns>
 void split_columns(const SgemmArgs& g, ThreadPool& pool, int64_t unit, const Columns& columns) {
   const int64_t units = (g.n + 15) / 16;
-  if (units == 1 || g.m * g.n * g.k < (int64_t{1} << 15)) {
+  if (units == 1 || g.m * g.n * g.k < kSerialWork) {
     columns(0, g.n);
     return;
   }
@@ -136,7 +139,7 @@ void sgemm_packed_siblings(const SgemmArgs& g, std::span<const PackedB* const> b
       packed_columns(whole, *bs[i], panel, (a - first[i]) * unit[i], std::min(bs[i]->n, (b - first[i]) * unit[i]));
     }
   };
-  if (work < (int64_t{1} << 15)) {
+  if (work < kSerialWork) {
     units(0, first[count]);
     return;
   }
