@@ -6,6 +6,7 @@
 
 #include "core/shape.h"
 #include "ep/cpu/kernels/contrib/attention_common.h"
+#include "ep/cpu/kernels/kernel_utils.h"
 #include "ep/kernel_registry.h"
 
 namespace onnxllm {
@@ -153,34 +154,21 @@ class ApplyRotaryPosEmbKernel final : public OpKernel {
     const TensorView& cos = ctx.input(1);
     const TensorView& out = ctx.output(0);
     const int64_t h = out.dim(out.rank() - 1), tail = h - split_;
-    // Row strides of x and cos over the output's leading axes, padded to three (0: broadcast).
-    int64_t dims[3] = {1, 1, 1}, xs[3] = {0, 0, 0}, cs[3] = {0, 0, 0};
-    auto strides = [&](const TensorView& t, int64_t* st) {
-      int64_t stride = 1;
-      for (int a = static_cast<int>(t.rank()) - 2, o = 2; a >= 0; --a, --o) {
-        st[o] = t.dim(a) == 1 ? 0 : stride;
-        stride *= t.dim(a);
-      }
-    };
-    for (int a = static_cast<int>(out.rank()) - 2, o = 2; a >= 0; --a, --o) dims[o] = out.dim(a);
-    strides(x, xs);
-    strides(cos, cs);
     const float* xp = x.data<float>();
     const float* cp = cos.data<float>();
     const float* sp = ctx.input(2).data<float>();
     float* yp = out.data<float>();
-    const int64_t rows = dims[0] * dims[1] * dims[2];
-    ctx.pool().parallel_for(rows, std::max<int64_t>(1, 16384 / h), [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        const int64_t i0 = r / (dims[1] * dims[2]), i1 = r / dims[2] % dims[1], i2 = r % dims[2];
-        const float* xr = xp + (i0 * xs[0] + i1 * xs[1] + i2 * xs[2]) * h;
-        const int64_t c = (i0 * cs[0] + i1 * cs[1] + i2 * cs[2]) * h;
-        const float* cr = cp + c;
-        const float* sr = sp + c;
-        float* y = yp + r * h;
+    // Rows of the output with the x and cos/sin rows they broadcast from (the last axes are equal).
+    ctx.pool().parallel_for(num_rows(out.shape()), std::max<int64_t>(1, 16384 / h), [&](int64_t r0, int64_t r1) {
+      for_each_broadcast_run(out.shape(), x.shape(), cos.shape(), r0, r1,
+                             [&](int64_t oo, int64_t ox, int64_t oc, int64_t, int64_t, int64_t) {
+        const float* xr = xp + ox;
+        const float* cr = cp + oc;
+        const float* sr = sp + oc;
+        float* y = yp + oo;
         for (int64_t i = 0; i < tail; ++i) y[i] = xr[i] * cr[i] + -xr[split_ + i] * sr[i];
         for (int64_t i = tail; i < h; ++i) y[i] = xr[i] * cr[i] + xr[i - tail] * sr[i];
-      }
+      });
     });
   }
 
