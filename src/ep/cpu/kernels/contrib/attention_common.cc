@@ -17,6 +17,9 @@
 #include "core/fast_math.h"
 #include "ep/kernel_registry.h"
 
+// GCC 12 warns about the undefined vector that some AVX-512 intrinsics start from (a false positive).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
 namespace onnxllm {
 namespace {
 
@@ -136,8 +139,37 @@ template <typename T>
       scores[m * stride + j] = params.scale * dot(qb.q + m * qb.q_stride, key_row<T>(kv, j), head_size);
 }
 
+// softmax_rows' loops over one row's keys [begin, end) without SIMD intrinsics (the compiler
+// vectorizes them for each caller's instruction set).
+struct RowSoftmaxGeneric {
+  // 16 running maxima (one running max is a chain of dependent max instructions, one per key),
+  // then the leftover keys, then the lanes in order. NaN scores are skipped.
+  [[gnu::always_inline]] static float max_of(const float* x, int64_t begin, int64_t end) {
+    float lanes[16];
+    std::fill(lanes, lanes + 16, -std::numeric_limits<float>::infinity());
+    int64_t j = begin;
+    for (; j + 16 <= end; j += 16)
+      for (int l = 0; l < 16; ++l) lanes[l] = std::max(lanes[l], x[j + l]);
+    float max_x = -std::numeric_limits<float>::infinity();
+    for (; j < end; ++j) max_x = std::max(max_x, x[j]);
+    for (float lane : lanes) max_x = std::max(max_x, lane);
+    return max_x;
+  }
+  // x[j] = fast_exp(x[j] - top); returns their sum in 8 partial sums like dot() (a single running
+  // sum would be a chain of dependent adds, one per key).
+  [[gnu::always_inline]] static float exp_sum(float* x, int64_t begin, int64_t end, float top) {
+    for (int64_t j = begin; j < end; ++j) x[j] = fast_exp(x[j] - top);
+    return sum8(x + begin, end - begin);
+  }
+  [[gnu::always_inline]] static void scale(float* x, int64_t begin, int64_t end, float inv) {
+    for (int64_t j = begin; j < end; ++j) x[j] *= inv;
+  }
+};
+
 // Softmax per row over its own keys (qb.key_begin / key_end, else [begin, end)); the weights
 // replace the scores, already divided by the denominator, and keys outside the row's range get 0.
+// Row: RowSoftmaxGeneric or an instruction set's version with the same bits.
+template <typename Row = RowSoftmaxGeneric>
 [[gnu::always_inline]] inline void softmax_rows(const QueryBlock& qb, int64_t range_begin, int64_t range_end,
                                                  const SoftmaxParams& params, float* scores, float* row_max) noexcept {
   for (int64_t m = 0; m < qb.rows; ++m) {
@@ -153,16 +185,7 @@ template <typename T>
         continue;
       }
     }
-    // 16 running maxima (it vectorizes; one running max is a chain of dependent max
-    // instructions, one per key). NaN scores are skipped either way, and max is exact in any order.
-    float lanes[16];
-    std::fill(lanes, lanes + 16, -std::numeric_limits<float>::infinity());
-    int64_t j = begin;
-    for (; j + 16 <= end; j += 16)
-      for (int l = 0; l < 16; ++l) lanes[l] = std::max(lanes[l], x[j + l]);
-    float max_x = -std::numeric_limits<float>::infinity();
-    for (; j < end; ++j) max_x = std::max(max_x, x[j]);
-    for (float lane : lanes) max_x = std::max(max_x, lane);
+    const float max_x = Row::max_of(x, begin, end);
     if (row_max) row_max[m] = max_x;
     const float sink = qb.sinks ? qb.sinks[m] : params.sink;
     const float top = params.use_sink ? std::max(max_x, sink) : max_x;
@@ -171,13 +194,9 @@ template <typename T>
       std::fill(x + begin, x + end, 0.0f);
       continue;
     }
-    // Exponentials in a loop of their own (it vectorizes), then the sum in 8 partial sums like
-    // dot(): a single running sum would be a chain of dependent adds, one per key.
-    for (int64_t j = begin; j < end; ++j) x[j] = fast_exp(x[j] - top);
-    float sum = sum8(x + begin, end - begin);
+    float sum = Row::exp_sum(x, begin, end, top);
     if (params.use_sink) sum += fast_exp(sink - top);
-    const float inv = 1.0f / sum;
-    for (int64_t j = begin; j < end; ++j) x[j] *= inv;
+    Row::scale(x, begin, end, 1.0f / sum);
   }
 }
 
@@ -278,6 +297,51 @@ ONNXLLM_TARGET_AVX2 inline void dot_8_keys_avx2(const float* q, const T* k, int6
   tree_8_keys(f, q, k, k_stride, i, n, scale, out);
 }
 
+// Lane k of the result: the sum of a[k]'s 16 lanes in dot()'s order (lane l + lane l + 8, then
+// tree8), for N = 8 or 16 registers. A transposing tree of shuffles and adds reduces 16 registers
+// with 15 adds instead of 15 per register; each step pairs lanes as dot() does, so the bits are the
+// same. After step s, register i holds 2^s keys' partial sums side by side.
+ONNXLLM_TARGET_AVX512 inline __m512 add_pairs_within_128(__m512 x, __m512 y) {
+  // Per 128-bit chunk: [x0 + x1, x2 + x3, y0 + y1, y2 + y3].
+  return _mm512_add_ps(_mm512_shuffle_ps(x, y, 0x88), _mm512_shuffle_ps(x, y, 0xDD));
+}
+template <int N>
+ONNXLLM_TARGET_AVX512 inline __m512 reduce_lanes(const __m512 (&a)[N]) {
+  static_assert(N == 8 || N == 16);
+  __m512 f[N / 2];  // f[p]: [a[2p] lanes l + l+8 (l < 8), a[2p+1]'s]
+  for (int p = 0; p < N / 2; ++p)
+    f[p] = _mm512_add_ps(_mm512_shuffle_f32x4(a[2 * p], a[2 * p + 1], 0x44),
+                         _mm512_shuffle_f32x4(a[2 * p], a[2 * p + 1], 0xEE));
+  __m512 g[N / 4];  // g[q] chunk c: key 4q + c's f_l + f_(l+4), l < 4
+  for (int q = 0; q < N / 4; ++q)
+    g[q] = _mm512_add_ps(_mm512_shuffle_f32x4(f[2 * q], f[2 * q + 1], 0x88),
+                         _mm512_shuffle_f32x4(f[2 * q], f[2 * q + 1], 0xDD));
+  // h chunk c: [key c: g0 + g1, g2 + g3, key c + 4: the same] (keys + 8 in the second).
+  const __m512 h0 = add_pairs_within_128(g[0], g[1]);
+  const __m512 h1 = N == 16 ? add_pairs_within_128(g[2], g[3]) : h0;
+  // Chunk c: the sums of keys c, c + 4, c + 8, c + 12; lane k takes key k's from lane 4 (k % 4) + k / 4.
+  const __m512 sums = add_pairs_within_128(h0, h1);
+  return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), sums);
+}
+
+// Scale times (the reduced dots plus each key's tail chain over elements [i, n)) for `rows` rows of
+// 8 keys (rows <= 2): lane 8 r + key. The tails go through memory only when there are any.
+template <typename T>
+ONNXLLM_TARGET_AVX512 inline __m512 finish_dots(__m512 dots, const float* const* q, int rows, const T* k,
+                                                int64_t k_stride, int64_t i, int64_t n, float scale) {
+  if (i < n) {
+    alignas(64) float tail[16] = {};
+    for (int r = 0; r < rows; ++r)
+      for (int key = 0; key < 8; ++key) {
+        float t = 0.0f;
+        for (int64_t e = i; e < n; ++e) t = std::fma(q[r][e], kv_float(k[key * k_stride + e]), t);
+        tail[8 * r + key] = t;
+      }
+    dots = _mm512_add_ps(dots, _mm512_load_ps(tail));
+  }
+  return _mm512_mul_ps(_mm512_set1_ps(scale), dots);
+}
+
 // dot(q, k_j) for 8 keys, one 16-lane register per key.
 template <typename T>
 ONNXLLM_TARGET_AVX512 inline void dot_8_keys_avx512(const float* q, const T* k, int64_t k_stride, int64_t n,
@@ -289,10 +353,9 @@ ONNXLLM_TARGET_AVX512 inline void dot_8_keys_avx512(const float* q, const T* k, 
     const __m512 qv = _mm512_loadu_ps(q + i);
     for (int key = 0; key < 8; ++key) acc[key] = _mm512_fmadd_ps(qv, load16(k + key * k_stride + i), acc[key]);
   }
-  __m256 f[8];
-  for (int key = 0; key < 8; ++key)
-    f[key] = _mm256_add_ps(_mm512_castps512_ps256(acc[key]), _mm512_extractf32x8_ps(acc[key], 1));
-  tree_8_keys(f, q, k, k_stride, i, n, scale, out);
+  const float* rows[1] = {q};
+  const __m512 dots = finish_dots(reduce_lanes(acc), rows, 1, k, k_stride, i, n, scale);
+  _mm256_storeu_ps(out, _mm512_castps512_ps256(dots));
 }
 
 // dot_8_keys_avx512 for two query rows at once (16 accumulators): each key vector loaded once for
@@ -301,25 +364,99 @@ template <typename T>
 ONNXLLM_TARGET_AVX512 inline void dot_8_keys_2_rows_avx512(const float* q0, const float* q1, const T* k,
                                                            int64_t k_stride, int64_t n, float scale, float* out0,
                                                            float* out1) {
-  __m512 a0[8], a1[8];
-  for (int key = 0; key < 8; ++key) a0[key] = a1[key] = _mm512_setzero_ps();
+  __m512 acc[16];  // row 0's 8 keys, then row 1's
+  for (auto& x : acc) x = _mm512_setzero_ps();
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
     const __m512 x0 = _mm512_loadu_ps(q0 + i), x1 = _mm512_loadu_ps(q1 + i);
     for (int key = 0; key < 8; ++key) {
       const __m512 kv = load16(k + key * k_stride + i);
-      a0[key] = _mm512_fmadd_ps(x0, kv, a0[key]);
-      a1[key] = _mm512_fmadd_ps(x1, kv, a1[key]);
+      acc[key] = _mm512_fmadd_ps(x0, kv, acc[key]);
+      acc[8 + key] = _mm512_fmadd_ps(x1, kv, acc[8 + key]);
     }
   }
-  __m256 f[8];
-  for (int key = 0; key < 8; ++key)
-    f[key] = _mm256_add_ps(_mm512_castps512_ps256(a0[key]), _mm512_extractf32x8_ps(a0[key], 1));
-  tree_8_keys(f, q0, k, k_stride, i, n, scale, out0);
-  for (int key = 0; key < 8; ++key)
-    f[key] = _mm256_add_ps(_mm512_castps512_ps256(a1[key]), _mm512_extractf32x8_ps(a1[key], 1));
-  tree_8_keys(f, q1, k, k_stride, i, n, scale, out1);
+  const float* rows[2] = {q0, q1};
+  const __m512 dots = finish_dots(reduce_lanes(acc), rows, 2, k, k_stride, i, n, scale);
+  _mm256_storeu_ps(out0, _mm512_castps512_ps256(dots));
+  _mm256_storeu_ps(out1, _mm512_extractf32x8_ps(dots, 1));
 }
+
+// fast_exp on 16 lanes: the same operations in the same order (no fused multiply-adds), so the
+// same bits. The compiler's own vectorization of the scalar loop ran at about 22 cycles a vector:
+// explicit, the exponentials interleave with the sum and the stores.
+ONNXLLM_TARGET_AVX512 inline __m512 fast_exp16(__m512 x) {
+  const __m512 lo = _mm512_set1_ps(-104.0f), hi = _mm512_set1_ps(88.8f);
+  __m512 xc = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, lo, _CMP_GT_OQ), lo, x);  // NaN -> lo
+  xc = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(xc, hi, _CMP_LT_OQ), hi, xc);
+  const __m512 shifter = _mm512_set1_ps(12582912.0f);
+  const __m512 n =
+      _mm512_sub_ps(_mm512_add_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)), shifter), shifter);
+  const __m512 g = _mm512_sub_ps(_mm512_sub_ps(xc, _mm512_mul_ps(n, _mm512_set1_ps(0.693359375f))),
+                                 _mm512_mul_ps(n, _mm512_set1_ps(-2.12194440e-4f)));
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_add_ps(_mm512_mul_ps(p, g), _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_add_ps(_mm512_mul_ps(p, g), _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_add_ps(_mm512_mul_ps(p, g), _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_add_ps(_mm512_mul_ps(p, g), _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_add_ps(_mm512_mul_ps(p, g), _mm512_set1_ps(5.0000001201e-1f));
+  const __m512 y = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(p, g), g), g), _mm512_set1_ps(1.0f));
+  const __m512i ni = _mm512_cvttps_epi32(n), n1 = _mm512_srai_epi32(ni, 1), n2 = _mm512_sub_epi32(ni, n1);
+  const __m512i bias = _mm512_set1_epi32(127);
+  const __m512 r = _mm512_mul_ps(_mm512_mul_ps(y, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n1, bias), 23))),
+                                 _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n2, bias), 23)));
+  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), r, x);  // NaN stays NaN
+}
+
+// RowSoftmaxGeneric's results with AVX-512 (max and exponentials written out: GCC left the
+// 16-lane max scalar).
+struct RowSoftmaxAvx512 {
+  ONNXLLM_TARGET_AVX512 static float max_of(const float* x, int64_t begin, int64_t end) {
+    // max_ps(x, m) keeps m where x is NaN, as std::max(m, x) does.
+    __m512 m = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+    int64_t j = begin;
+    for (; j + 16 <= end; j += 16) m = _mm512_max_ps(_mm512_loadu_ps(x + j), m);
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, m);
+    float max_x = -std::numeric_limits<float>::infinity();
+    for (; j < end; ++j) max_x = std::max(max_x, x[j]);
+    for (float lane : lanes) max_x = std::max(max_x, lane);
+    return max_x;
+  }
+  ONNXLLM_TARGET_AVX512 static float exp_sum(float* x, int64_t begin, int64_t end, float top) {
+    // sum8's 8 partial sums are one 8-lane register: each 16 keys add their low half, then high.
+    const __m512 t = _mm512_set1_ps(top);
+    __m256 acc = _mm256_setzero_ps();
+    int64_t j = begin;
+    for (; j + 16 <= end; j += 16) {
+      const __m512 e = fast_exp16(_mm512_sub_ps(_mm512_loadu_ps(x + j), t));
+      _mm512_storeu_ps(x + j, e);
+      acc = _mm256_add_ps(_mm256_add_ps(acc, _mm512_castps512_ps256(e)), _mm512_extractf32x8_ps(e, 1));
+    }
+    if (j < end) {
+      const __mmask16 mask = static_cast<__mmask16>((1u << (end - j)) - 1);
+      const __m512 e = fast_exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, x + j), t));
+      _mm512_mask_storeu_ps(x + j, mask, e);
+      if (end - j >= 8) {
+        acc = _mm256_add_ps(acc, _mm512_castps512_ps256(e));
+        j += 8;
+      }
+    }
+    float tail = 0.0f;
+    for (; j < end; ++j) tail += x[j];
+    float lanes[8];
+    _mm256_storeu_ps(lanes, acc);
+    return tree8(lanes, tail);
+  }
+  ONNXLLM_TARGET_AVX512 static void scale(float* x, int64_t begin, int64_t end, float inv) {
+    const __m512 s = _mm512_set1_ps(inv);
+    int64_t j = begin;
+    for (; j + 16 <= end; j += 16) _mm512_storeu_ps(x + j, _mm512_mul_ps(_mm512_loadu_ps(x + j), s));
+    if (j < end) {
+      const __mmask16 mask = static_cast<__mmask16>((1u << (end - j)) - 1);
+      _mm512_mask_storeu_ps(x + j, mask, _mm512_mul_ps(_mm512_maskz_loadu_ps(mask, x + j), s));
+    }
+  }
+};
 #endif
 
 #if defined(__aarch64__)
@@ -491,11 +628,10 @@ template <typename V, typename T>
       int64_t m = 0;
       for (; m + Ops::kRows <= qb.rows; m += Ops::kRows)
         values_tile<V, T, Ops::kRows, kVectors>(qb, kv, m, d0, j0, j1, end, stride, scores);
-      if (Ops::kRows > 2 && m + 2 <= qb.rows) {
-        values_tile<V, T, 2, kVectors>(qb, kv, m, d0, j0, j1, end, stride, scores);
-        m += 2;
-      }
-      if (m < qb.rows) values_tile<V, T, 1, kVectors>(qb, kv, m, d0, j0, j1, end, stride, scores);
+      // The rest in one tile: a single row's kVectors chains would wait on the FMA latency.
+      if (Ops::kRows > 3 && qb.rows - m == 3) values_tile<V, T, 3, kVectors>(qb, kv, m, d0, j0, j1, end, stride, scores);
+      if (Ops::kRows > 2 && qb.rows - m == 2) values_tile<V, T, 2, kVectors>(qb, kv, m, d0, j0, j1, end, stride, scores);
+      if (qb.rows - m == 1) values_tile<V, T, 1, kVectors>(qb, kv, m, d0, j0, j1, end, stride, scores);
     }
     for (; d0 + kLanes <= v_size; d0 += kLanes)
       for (int64_t m = 0; m < qb.rows; ++m) values_tile<V, T, 1, 1>(qb, kv, m, d0, j0, j1, end, stride, scores);
@@ -511,7 +647,8 @@ template <typename V, typename T>
 // attend_block_scalar's steps with SIMD scores (Dot8) and weighted values (V registers); each
 // ISA's entry point below compiles it for that ISA by its target attribute (the always-inline
 // steps take it on).
-template <typename T, typename V, Dot8Fn<T> Dot8, Dot8x2Fn<T> Dot8x2 = dot_8_keys_twice<T, Dot8>>
+template <typename T, typename V, Dot8Fn<T> Dot8, Dot8x2Fn<T> Dot8x2 = dot_8_keys_twice<T, Dot8>,
+          typename Row = RowSoftmaxGeneric>
 [[gnu::always_inline]] inline void attend_block_simd(const QueryBlock& qb, int64_t head_size, const KvRows& kv,
                                                      int64_t v_size, int64_t begin, int64_t end,
                                                      const SoftmaxParams& params, float* scores,
@@ -519,7 +656,7 @@ template <typename T, typename V, Dot8Fn<T> Dot8, Dot8x2Fn<T> Dot8x2 = dot_8_key
   if (!clear_outputs(qb, v_size, begin, end, row_max)) return;
   for (KvRuns<T> r(kv, begin, end); r.next();) scores_8_keys<T, Dot8, Dot8x2>(qb, head_size, r.run, r.b, r.e, end, params, scores);
   finish_scores(qb, begin, end, params, scores);
-  softmax_rows(qb, begin, end, params, scores, row_max);
+  softmax_rows<Row>(qb, begin, end, params, scores, row_max);
   for (KvRuns<T> r(kv, begin, end); r.next();) values_simd<V, T>(qb, r.run, v_size, r.b, r.e, end, scores);
 }
 #endif
@@ -536,7 +673,7 @@ template <typename T>
 ONNXLLM_TARGET_AVX512 void attend_block_avx512(const QueryBlock& qb, int64_t head_size, const KvRows& kv,
                                                int64_t v_size, int64_t begin, int64_t end, const SoftmaxParams& params,
                                                float* scores, float* row_max) noexcept {
-  attend_block_simd<T, __m512, dot_8_keys_avx512<T>, dot_8_keys_2_rows_avx512<T>>(qb, head_size, kv, v_size, begin, end, params, scores, row_max);
+  attend_block_simd<T, __m512, dot_8_keys_avx512<T>, dot_8_keys_2_rows_avx512<T>, RowSoftmaxAvx512>(qb, head_size, kv, v_size, begin, end, params, scores, row_max);
 }
 #endif
 
