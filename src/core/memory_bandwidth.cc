@@ -100,12 +100,6 @@ Slice slice(size_t blocks, int t, int n) {
   return {b * detail::kReadBlockBytes, (e - b) * detail::kReadBlockBytes};
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
-}
-
 }  // namespace
 
 size_t last_level_cache_bytes() {
@@ -186,7 +180,9 @@ double measure_read_bandwidth(ThreadPool& pool, const ReadBandwidthOptions& opti
   // The xor of the pattern is data-dependent, so the reads above are real; keep it observable.
   const uint64_t observed = sink.load();
   asm volatile("" : : "r"(observed) : "memory");
-  return median(std::move(rates));
+  // The best pass: the machine can stream at least that fast, and a neighbour on a shared host
+  // only ever slows a pass down. (The median read 35 GB/s in an hour when a decode run moved 53.)
+  return *std::max_element(rates.begin(), rates.end());
 }
 
 }  // namespace onnxllm

@@ -15,11 +15,11 @@ struct ReadBandwidthOptions {
   // Bytes to read per pass; 0: max(256 MiB, 8 x last_level_cache_bytes()), so the caches hold
   // almost none of it. At least kMinBytes.
   size_t buffer_bytes = 0;
-  int passes = 5;  // timed passes (after one untimed); the median is returned
+  int passes = 5;  // timed passes (after one untimed); the fastest is returned
   static constexpr size_t kMinBytes = size_t{1} << 20;
 };
 
-// Median read bandwidth in bytes/s over the passes: each pass, every part of the pool
+// The best read bandwidth in bytes/s over the passes: each pass, every part of the pool
 // (pool.num_threads() of them) reads its contiguous slice of one buffer with the widest vector
 // loads the CPU has (AVX2 when present). The buffer is filled first by the same parts, so its
 // pages are committed (an untouched page reads as the shared zero page, at cache speed) and lie
