@@ -278,17 +278,22 @@ class Builder {
     tasks_.push_back(WeightTask{std::move(outputs), elements, std::move(run)});
   }
 
-  // A 1-D float initializer from source rows (+ offset), in the io dtype.
-  void vector_weight(const std::string& name, std::vector<Rows> parts, float offset) {
+  // A float initializer from source rows (+ offset), in the io dtype unless `dtype` says otherwise;
+  // 1-D unless `shape` (of as many elements) is given.
+  void vector_weight(const std::string& name, std::vector<Rows> parts, float offset,
+                     std::optional<DType> dtype = std::nullopt, std::optional<Shape> shape = std::nullopt) {
     for (const auto& p : parts) use(p);
-    const int64_t n = count_rows(parts);
+    int64_t n = 0;
+    for (const auto& p : parts) n += (p.end - p.begin) * (p.shape.rank() <= 1 ? 1 : p.shape.numel(1, p.shape.rank()));
+    const Shape out_shape = shape.value_or(Shape{n});
+    ONNXLLM_CHECK(out_shape.numel() == n, kRuntime, name, ": ", n, " values for shape ", out_shape.to_string());
     const WeightSource* src = &source_;
     ThreadPool* pool = &pool_;
-    const DType io = io_;
-    add_task({{name, io, Shape{n}}}, n, [=](const auto& emit) {
-      Tensor v = read_stacked(*src, parts, 1, *pool);
+    const DType type = dtype.value_or(io_);
+    add_task({{name, type, out_shape}}, n, [=](const auto& emit) {
+      Tensor v = read_stacked(*src, parts, n / std::max<int64_t>(1, count_rows(parts)), *pool);
       for (float& x : v.span<float>()) x += offset;
-      emit(name, convert(v.data<float>(), io, Shape{n}, *pool));
+      emit(name, convert(v.data<float>(), type, out_shape, *pool));
     });
   }
 
@@ -790,10 +795,16 @@ class Builder {
     const bool sliding = c_.sliding_layers[static_cast<size_t>(i)];
     const bool rotary = c_.rope_layers[static_cast<size_t>(i)];  // SmolLM3's NoPE layers have none
     const auto& caches = sliding ? local_caches_ : global_caches_;
+    std::vector<std::string> inputs = {q, k, v, str_cat("past_key_values.", i, ".key"),
+                                       str_cat("past_key_values.", i, ".value"), seqlens_k_, total_seq_len_,
+                                       rotary ? caches.first : "", rotary ? caches.second : ""};
+    if (c_.attention_sinks) {  // gpt-oss: GroupQueryAttention's head_sink (input 11), float32 like attention
+      const std::string sinks = str_cat("model.layers.", i, ".attn.sinks");
+      vector_weight(sinks, {all_rows(hf + "sinks", Shape{c_.num_heads}, "num_attention_heads")}, 0.0f, kAttentionDType);
+      inputs.insert(inputs.end(), {"", "", sinks});
+    }
     const std::string attn =
-        node("GroupQueryAttention", base + "/GroupQueryAttention",
-             {q, k, v, str_cat("past_key_values.", i, ".key"), str_cat("past_key_values.", i, ".value"), seqlens_k_,
-              total_seq_len_, rotary ? caches.first : "", rotary ? caches.second : ""},
+        node("GroupQueryAttention", base + "/GroupQueryAttention", inputs,
              {base + "/GroupQueryAttention/output_0", str_cat("present.", i, ".key"), str_cat("present.", i, ".value")},
              {int_attribute("num_heads", c_.num_heads), int_attribute("kv_num_heads", c_.num_kv_heads),
               float_attribute("scale", c_.attention_scale), int_attribute("local_window_size", sliding ? c_.sliding_window : -1),
@@ -857,20 +868,18 @@ class Builder {
                   {all_rows(hf + l.down_proj + ".bias", Shape{d}, kHiddenField)}, inter);
   }
 
-  // The experts' weights as one [num_experts, rows, cols] initializer (MoE) or its symmetric
-  // block quantization (QMoE: uint8 [E, rows, cols * bits / 8] and scales [E, rows, cols / block]).
+  // Expert e's weights as float32 [rows, cols] (rows are output features).
+  using ExpertReader = std::function<Tensor(int64_t e)>;
+
   // `experts[e]` are expert e's source rows, stacked; with `interleave` the two stacked halves
   // (gate, up) alternate row by row, the fused SwiGLU layout ORT's CPU kernel reads (swiglu_fusion 1).
-  std::vector<std::string> expert_weights(const std::string& name, std::vector<std::vector<Rows>> experts,
-                                          int64_t rows, int64_t cols, bool interleave) {
+  ExpertReader expert_rows(const std::vector<std::vector<Rows>>& experts, int64_t rows, int64_t cols, bool interleave) {
     for (const auto& parts : experts)
       for (const auto& p : parts) use(p);
-    const int64_t e_n = static_cast<int64_t>(experts.size());
     const WeightSource* src = &source_;
     ThreadPool* pool = &pool_;
-    const DType io = io_;
-    const auto read_expert = [=](const std::vector<Rows>& parts) {
-      Tensor w = read_stacked(*src, parts, cols, *pool);
+    return [=](int64_t e) {
+      Tensor w = read_stacked(*src, experts[static_cast<size_t>(e)], cols, *pool);
       if (!interleave) return w;
       Tensor out;
       out.resize(DType::kFloat32, Shape{rows, cols});
@@ -879,13 +888,48 @@ class Builder {
         std::copy_n(w.data<float>() + ((r % 2) * half + r / 2) * cols, cols, out.data<float>() + r * cols);
       return out;
     };
+  }
+
+  // gpt-oss's stacked experts: `tensor` [E, cols, rows] (inputs first), transposed per expert; or
+  // its MXFP4 form, which stores [E, rows, cols] already.
+  ExpertReader stacked_experts(const std::string& tensor, int64_t e_n, int64_t rows, int64_t cols,
+                               const std::string& fields) {
+    const WeightSource* src = &source_;
+    ThreadPool* pool = &pool_;
+    if (source_.has_mxfp4(tensor)) {
+      const Shape shape{e_n, rows, cols};
+      if (used_.insert(tensor).second) {
+        source_.check_mxfp4(tensor, shape, config_fields(fields));
+        parameters_ += shape.numel();
+      }
+      return [=](int64_t e) {
+        Tensor w(DType::kFloat32, Shape{rows, cols});
+        src->read_mxfp4_rows(tensor, shape, e, e + 1, w.data<float>(), *pool);
+        return w;
+      };
+    }
+    const Rows all = all_rows(tensor, Shape{e_n, cols, rows}, fields);
+    use(all);
+    return [=](int64_t e) {
+      Tensor w(DType::kFloat32, Shape{cols, rows});
+      src->read_rows(tensor, all.shape, e, e + 1, w.data<float>(), *pool);
+      return transpose_convert(w.data<float>(), cols, rows, DType::kFloat32, *pool);
+    };
+  }
+
+  // The experts' weights as one [num_experts, rows, cols] initializer (MoE) or its symmetric
+  // block quantization (QMoE: uint8 [E, rows, cols * bits / 8] and scales [E, rows, cols / block]).
+  std::vector<std::string> expert_weights(const std::string& name, int64_t e_n, int64_t rows, int64_t cols,
+                                          const ExpertReader& read_expert) {
+    const DType io = io_;
+    ThreadPool* pool = &pool_;
     if (!quantized_) {
       const std::string weight = name + ".weight";
       add_task({{weight, io, Shape{e_n, rows, cols}}}, e_n * rows * cols, [=](const auto& emit) {
         Tensor all;
         all.resize(DType::kFloat32, Shape{e_n, rows, cols});
         for (int64_t e = 0; e < e_n; ++e) {
-          const Tensor w = read_expert(experts[static_cast<size_t>(e)]);
+          const Tensor w = read_expert(e);
           std::copy_n(w.data<float>(), rows * cols, all.data<float>() + e * rows * cols);
         }
         emit(weight, convert(all.data<float>(), io, all.shape(), *pool));
@@ -904,7 +948,7 @@ class Builder {
                Tensor s(io, Shape{e_n, rows, blocks});
                const size_t scale_bytes = static_cast<size_t>(rows * blocks) * dtype_size(io);
                for (int64_t e = 0; e < e_n; ++e) {
-                 const Tensor w = read_expert(experts[static_cast<size_t>(e)]);
+                 const Tensor w = read_expert(e);
                  const QuantizedWeight qw = quantize_blockwise(w.data<float>(), rows, cols, q, *pool);
                  std::memcpy(d.data<uint8_t>() + e * rows * row_bytes, qw.data.data<uint8_t>(),
                              static_cast<size_t>(rows * row_bytes));
@@ -926,38 +970,59 @@ class Builder {
     const std::string base = layer_prefix(i) + "/moe";
     const std::string hf = hf_mlp(i);
     const int64_t d = c_.hidden_size, e_n = c_.num_experts, inter = c_.moe_intermediate_size;
-    const std::string router =
-        matmul(base + "/router/MatMul", input,
-               {all_rows(hf + "gate.weight", Shape{e_n, d},
-                         c_.sparse_mixer ? "num_local_experts, hidden_size" : "num_experts, hidden_size")},
-               d);
+    // Phi-3.5-MoE and gpt-oss count their experts with num_local_experts and size them with
+    // intermediate_size, the Qwen MoEs with num_experts and moe_intermediate_size.
+    const bool local = c_.sparse_mixer || c_.stacked_experts;
+    const std::string count_field = local ? "num_local_experts" : "num_experts";
+    const std::string size_field = local ? "intermediate_size" : "moe_intermediate_size";
+    const std::string router_name = hf + (c_.stacked_experts ? "router" : "gate");
+    std::vector<Rows> router_bias;  // gpt-oss's router has one
+    if (c_.stacked_experts) router_bias = {all_rows(router_name + ".bias", Shape{e_n}, count_field)};
+    const std::string router = linear(base + "/router", input,
+                                      {all_rows(router_name + ".weight", Shape{e_n, d}, count_field + ", hidden_size")},
+                                      router_bias, d);
     const std::string probs = node("Reshape", base + "/router/Reshape", {router, const_i64({-1, e_n})});
-    std::vector<std::vector<Rows>> fc1(static_cast<size_t>(e_n)), fc2(static_cast<size_t>(e_n));
-    const FamilyLayout& l = c_.layout;
-    // Phi-3.5-MoE sizes its experts with intermediate_size, the Qwen MoEs with moe_intermediate_size.
-    const std::string size_field = c_.sparse_mixer ? "intermediate_size" : "moe_intermediate_size";
-    const std::string up_fields = size_field + ", hidden_size", down_fields = "hidden_size, " + size_field;
-    for (int64_t e = 0; e < e_n; ++e) {
-      const std::string x = str_cat(hf, "experts.", e, ".");
-      fc1[e] = {all_rows(x + l.gate_proj + ".weight", Shape{inter, d}, up_fields),
-                all_rows(x + l.up_proj + ".weight", Shape{inter, d}, up_fields)};
-      fc2[e] = {all_rows(x + l.down_proj + ".weight", Shape{d, inter}, down_fields)};
-    }
     const std::string prefix = str_cat("model.layers.", i, ".moe.experts.");
-    const auto w1 = expert_weights(prefix + "gate_up_proj", fc1, 2 * inter, d, true);
-    const auto w2 = expert_weights(prefix + "down_proj", fc2, d, inter, false);
+    const std::string up_fields = size_field + ", hidden_size", down_fields = "hidden_size, " + size_field;
+    std::vector<std::string> w1, w2;
+    std::string b1, b2;  // gpt-oss's expert biases: [E, 2 x inter] (gate and up interleaved, as fc1) and [E, hidden]
+    if (c_.stacked_experts) {
+      const std::string x = hf + "experts.";
+      w1 = expert_weights(prefix + "gate_up_proj", e_n, 2 * inter, d,
+                          stacked_experts(x + "gate_up_proj", e_n, 2 * inter, d, count_field + ", hidden_size, 2 x " + size_field));
+      w2 = expert_weights(prefix + "down_proj", e_n, d, inter,
+                          stacked_experts(x + "down_proj", e_n, d, inter, count_field + ", " + size_field + ", hidden_size"));
+      b1 = prefix + "gate_up_proj.bias";
+      b2 = prefix + "down_proj.bias";
+      vector_weight(b1, {all_rows(x + "gate_up_proj_bias", Shape{e_n, 2 * inter}, count_field + ", 2 x " + size_field)},
+                    0.0f, std::nullopt, Shape{e_n, 2 * inter});
+      vector_weight(b2, {all_rows(x + "down_proj_bias", Shape{e_n, d}, count_field + ", hidden_size")}, 0.0f,
+                    std::nullopt, Shape{e_n, d});
+    } else {
+      std::vector<std::vector<Rows>> fc1(static_cast<size_t>(e_n)), fc2(static_cast<size_t>(e_n));
+      const FamilyLayout& l = c_.layout;
+      for (int64_t e = 0; e < e_n; ++e) {
+        const std::string x = str_cat(hf, "experts.", e, ".");
+        fc1[e] = {all_rows(x + l.gate_proj + ".weight", Shape{inter, d}, up_fields),
+                  all_rows(x + l.up_proj + ".weight", Shape{inter, d}, up_fields)};
+        fc2[e] = {all_rows(x + l.down_proj + ".weight", Shape{d, inter}, down_fields)};
+      }
+      w1 = expert_weights(prefix + "gate_up_proj", e_n, 2 * inter, d, expert_rows(fc1, 2 * inter, d, true));
+      w2 = expert_weights(prefix + "down_proj", e_n, d, inter, expert_rows(fc2, d, inter, false));
+    }
     std::vector<Attribute> attrs = {int_attribute("k", c_.num_experts_per_tok), string_attribute("activation_type", "swiglu"),
-                                    int_attribute("swiglu_fusion", 1), float_attribute("activation_alpha", 1.0),
-                                    float_attribute("activation_beta", 0.0),
+                                    int_attribute("swiglu_fusion", 1), float_attribute("activation_alpha", c_.swiglu_alpha),
+                                    float_attribute("activation_beta", c_.swiglu_beta),
                                     int_attribute("normalize_routing_weights", c_.norm_topk_prob ? 1 : 0)};
+    if (c_.swiglu_limit > 0) attrs.push_back(float_attribute("swiglu_limit", c_.swiglu_limit));
     if (c_.sparse_mixer) attrs.push_back(int_attribute("use_sparse_mixer", 1));
     std::string out;
     if (!quantized_) {
-      out = node("MoE", base + "/MoE", {input, probs, w1[0], "", w2[0]}, {}, attrs, kMs);
+      out = node("MoE", base + "/MoE", {input, probs, w1[0], b1, w2[0], b2}, {}, attrs, kMs);
     } else {
       attrs.push_back(int_attribute("expert_weight_bits", quant_.bits));
       attrs.push_back(int_attribute("block_size", quant_.block_size));
-      out = node("QMoE", base + "/QMoE", {input, probs, w1[0], w1[1], "", w2[0], w2[1]}, {}, attrs, kMs);
+      out = node("QMoE", base + "/QMoE", {input, probs, w1[0], w1[1], b1, w2[0], w2[1], b2}, {}, attrs, kMs);
     }
     if (c_.shared_expert_intermediate_size == 0) return out;
     const int64_t si = c_.shared_expert_intermediate_size;

@@ -53,6 +53,7 @@ struct ArchitectureInfo {
   bool sparse_mixer = false;   // ... routed by Phi-3.5-MoE's sparsemixer (k 2), every layer sparse
   const char* num_experts_key = "num_experts";            // the config.json field counting the experts ...
   const char* expert_size_key = "moe_intermediate_size";  // ... and the one sizing each expert's hidden layer
+  bool gpt_oss = false;  // stacked experts with biases, clamped SwiGLU, a router bias; attention sinks
   const char* lm_head_bias_key = nullptr;  // switches the LM head's bias (Phi-3.5-MoE's lm_head_bias)
   const char* activation = "silu";     // hidden_act when config.json has none (transformers' default)
   double partial_rotary_factor = 1.0;  // when config.json has none
@@ -85,6 +86,11 @@ const std::vector<ArchitectureInfo>& architecture_table() {
        .expert_size_key = "intermediate_size",
        .lm_head_bias_key = "lm_head_bias",
        .norm_eps = 1e-5},
+      // gpt-oss: q/k/v/o biases (attention_bias, default true), alternate sliding layers unless
+      // layer_types says otherwise, YaRN rotary, sinks; top-k softmax routing over the chosen logits.
+      {.architecture = "GptOssForCausalLM", .family = ModelFamily::kGptOss, .genai_type = "gptoss", .layout = {},
+       .window = Window::kAlternate, .bias_default = true, .moe = true, .num_experts_key = "num_local_experts",
+       .expert_size_key = "intermediate_size", .gpt_oss = true, .norm_eps = 1e-5},
       {.architecture = "PhiForCausalLM",
        .family = ModelFamily::kPhi,
        .genai_type = "phi",
@@ -405,6 +411,17 @@ void parse_moe(const Fields& f, const ArchitectureInfo& info, HfConfig& c) {
     ONNXLLM_CHECK(std::abs(jitter - 0.01) < 1e-9, kUnsupported, f.source(), ": 'router_jitter_noise' is ", jitter,
                   "; the sparse mixer of com.microsoft MoE uses 0.01 (Phi-3.5-MoE's value)");
     c.sparse_mixer = true;
+    return;
+  }
+  if (info.gpt_oss) {
+    // GptOssTopKRouter: softmax over the top k logits, i.e. the top k of the softmax renormalized;
+    // GptOssExperts: alpha 1.702, up + 1, both halves clamped at swiglu_limit.
+    c.norm_topk_prob = true;
+    c.stacked_experts = true;
+    c.attention_sinks = true;
+    c.swiglu_alpha = 1.702;
+    c.swiglu_beta = 1.0;
+    c.swiglu_limit = f.positive_or("swiglu_limit", 7.0);
     return;
   }
   if (info.shared_expert)

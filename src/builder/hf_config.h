@@ -34,6 +34,7 @@ enum class ModelFamily {
   kQwen2Moe,
   kQwen3Moe,
   kPhiMoe,
+  kGptOss,
 };
 
 enum class NormKind {
@@ -172,6 +173,14 @@ struct HfConfig {
   bool norm_topk_prob = false;     // renormalize the chosen experts' softmax weights
   bool sparse_mixer = false;       // Phi-3.5-MoE: sparsemixer top-2 routing instead of softmax top k
   std::vector<bool> moe_layers;    // per layer: sparse MLP (else the dense one of intermediate_size)
+  // gpt-oss: the experts are stacked tensors (mlp.experts.gate_up_proj [E, hidden, 2 x inter] with
+  // gate and up in alternate columns, down_proj [E, inter, hidden], each with a bias; or their
+  // MXFP4 _blocks / _scales), the router (mlp.router) has a bias, and the SwiGLU is
+  // clamp(gate, max=limit) * sigmoid(alpha * gate) * (clamp(up, +-limit) + beta).
+  bool stacked_experts = false;
+  double swiglu_alpha = 1.0, swiglu_beta = 0.0;
+  double swiglu_limit = 0.0;        // 0 = no clamp
+  bool attention_sinks = false;     // gpt-oss: a learned logit per head (self_attn.sinks) joins every softmax
 
   double initializer_range = 0.02;  // std of random weights
   QuantizationConfig quantization;  // a GPTQ / AWQ checkpoint's quantization_config (kNone otherwise)

@@ -1,5 +1,9 @@
 #include "builder/weight_source.h"
 
+#include <cmath>
+#include <utility>
+#include <vector>
+
 #include "core/error.h"
 #include "core/thread_pool.h"
 
@@ -33,11 +37,72 @@ float normal_at(uint64_t key, uint64_t index) {
 
 int64_t row_width(const Shape& shape) { return shape.rank() <= 1 ? 1 : shape.numel(1, shape.rank()); }
 
+constexpr int64_t kMxfp4Block = 32;  // values per E8M0 scale
+
 }  // namespace
 
 void WeightSource::read_blocks(const std::string& name, const Shape&, int64_t, int64_t, uint8_t*, float*,
                                ThreadPool&) const {
   throw_error(ErrorCode::kUnsupported, "tensor '", name, "' is not stored block-quantized");
+}
+
+void WeightSource::check_mxfp4(const std::string& name, const Shape&, const std::string&) const {
+  throw_error(ErrorCode::kInvalidModel, "the checkpoint has no MXFP4 tensor '", name, "' (", name, "_blocks and ", name,
+              "_scales)");
+}
+
+void WeightSource::read_mxfp4_rows(const std::string& name, const Shape& shape, int64_t, int64_t, float*,
+                                   ThreadPool&) const {
+  check_mxfp4(name, shape);
+}
+
+bool CheckpointWeights::has_mxfp4(const std::string& name) const {
+  return reader_.find(name + "_blocks") != nullptr && reader_.find(name + "_scales") != nullptr;
+}
+
+void CheckpointWeights::check_mxfp4(const std::string& name, const Shape& shape, const std::string& fields) const {
+  const std::string from = fields.empty() ? " from config.json" : " from config.json (" + fields + ")";
+  ONNXLLM_CHECK(has_mxfp4(name), kInvalidModel, "the checkpoint has no tensor '", name, "' nor its MXFP4 form (",
+                name, "_blocks and ", name, "_scales)");
+  ONNXLLM_CHECK(shape.rank() >= 2 && shape[shape.rank() - 1] % kMxfp4Block == 0, kInvalidModel, "MXFP4 tensor '",
+                name, "': ", shape.to_string(), from, " does not split into blocks of ", kMxfp4Block);
+  std::vector<int64_t> dims(shape.dims().begin(), shape.dims().end() - 1);
+  dims.push_back(shape[shape.rank() - 1] / kMxfp4Block);
+  const Shape scales_shape(dims);
+  dims.push_back(kMxfp4Block / 2);
+  const Shape blocks_shape(dims);
+  for (const auto& [suffix, want] : {std::pair<std::string, Shape>{"_blocks", blocks_shape}, {"_scales", scales_shape}}) {
+    const SafetensorsTensor* t = reader_.find(name + suffix);
+    ONNXLLM_CHECK(t->dtype == "U8", kInvalidModel, "tensor '", name, suffix, "' in ", t->file.filename().string(),
+                  " has dtype ", t->dtype, "; MXFP4 blocks and scales are U8");
+    ONNXLLM_CHECK(t->shape == want, kInvalidModel, "tensor '", name, suffix, "' in ", t->file.filename().string(),
+                  " has shape ", t->shape.to_string(), ", expected ", want.to_string(), " (MXFP4 of ",
+                  shape.to_string(), from, ")");
+  }
+}
+
+void CheckpointWeights::read_mxfp4_rows(const std::string& name, const Shape& shape, int64_t row_begin,
+                                        int64_t row_end, float* out, ThreadPool& pool) const {
+  check_mxfp4(name, shape);
+  // E2M1: sign, 2 exponent bits, 1 mantissa bit (transformers' FP4_VALUES).
+  static constexpr float kE2M1[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
+                                      -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+  const uint8_t* blocks = reader_.find(name + "_blocks")->data;
+  const uint8_t* scales = reader_.find(name + "_scales")->data;
+  const int64_t per_row = row_width(shape) / kMxfp4Block;  // blocks per first-dimension row
+  const int64_t first = row_begin * per_row, count = (row_end - row_begin) * per_row;
+  pool.parallel_for(count, 256, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const int64_t block = first + i;
+      const float scale = std::ldexp(1.0f, static_cast<int>(scales[block]) - 127);
+      const uint8_t* bytes = blocks + block * (kMxfp4Block / 2);
+      float* dst = out + i * kMxfp4Block;
+      for (int j = 0; j < kMxfp4Block / 2; ++j) {
+        dst[2 * j] = kE2M1[bytes[j] & 0x0F] * scale;
+        dst[2 * j + 1] = kE2M1[bytes[j] >> 4] * scale;
+      }
+    }
+  });
 }
 
 void CheckpointWeights::check(const std::string& name, const Shape& shape, const std::string& fields) const {

@@ -47,6 +47,15 @@ class WeightSource {
                            uint8_t* data, float* scales, ThreadPool& pool) const;
   // The checkpoint's tensors as stored (a GPTQ / AWQ checkpoint's int32 words); null for random weights.
   virtual const SafetensorsReader* checkpoint() const { return nullptr; }
+
+  // A tensor stored in MXFP4 as gpt-oss ships its experts: `name`_blocks (uint8 [..., rows,
+  // cols / 32, 16], two 4-bit E2M1 values per byte, low nibble first) and `name`_scales (uint8
+  // [..., rows, cols / 32], E8M0: 2^(s - 127) per block of 32). `shape` is the dequantized one.
+  virtual bool has_mxfp4(const std::string& /*name*/) const { return false; }
+  virtual void check_mxfp4(const std::string& name, const Shape& shape, const std::string& fields = "") const;
+  // Rows [row_begin, row_end) of the dequantized tensor (rows along the first dimension) as float32.
+  virtual void read_mxfp4_rows(const std::string& name, const Shape& shape, int64_t row_begin, int64_t row_end,
+                               float* out, ThreadPool& pool) const;
 };
 
 class CheckpointWeights : public WeightSource {
@@ -57,6 +66,10 @@ class CheckpointWeights : public WeightSource {
   void read_rows(const std::string& name, const Shape& shape, int64_t row_begin, int64_t row_end, float* out,
                  ThreadPool& pool) const override;
   const SafetensorsReader* checkpoint() const override { return &reader_; }
+  bool has_mxfp4(const std::string& name) const override;
+  void check_mxfp4(const std::string& name, const Shape& shape, const std::string& fields = "") const override;
+  void read_mxfp4_rows(const std::string& name, const Shape& shape, int64_t row_begin, int64_t row_end, float* out,
+                       ThreadPool& pool) const override;
 
  private:
   SafetensorsReader reader_;

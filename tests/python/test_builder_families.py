@@ -146,11 +146,9 @@ def phi_forward(c, t, ids):
     return h @ w["lm_head.weight"].T + w["lm_head.bias"]
 
 
-def reference_greedy(c, t, prompt, steps):
-    """prompt + up to `steps` greedy tokens (ending after EOS, as generation does), and the logits
-    each token was chosen from."""
-    forward = {"phi": phi_forward, "internlm2": internlm2_forward, "chatglm": chatglm_forward}.get(
-        c["model_type"], decoder_forward)
+def greedy_with(forward, c, t, prompt, steps):
+    """prompt + up to `steps` greedy tokens of forward(c, t, ids) -> logits (ending after EOS, as
+    generation does), and the logits each token was chosen from."""
     ids, all_logits = list(prompt), []
     for _ in range(steps):
         logits = forward(c, t, ids)[-1]
@@ -159,6 +157,12 @@ def reference_greedy(c, t, prompt, steps):
         if ids[-1] == c["eos_token_id"]:
             break
     return ids, all_logits
+
+
+def reference_greedy(c, t, prompt, steps):
+    forward = {"phi": phi_forward, "internlm2": internlm2_forward, "chatglm": chatglm_forward}.get(
+        c["model_type"], decoder_forward)
+    return greedy_with(forward, c, t, prompt, steps)
 
 
 # ---- Llama-derived families (transformers' modeling_granite.py, ...), in float64 ----
