@@ -65,9 +65,10 @@ pip-test: configure
 
 # Benchmarks (google-benchmark), not part of `make test`.
 bench: configure oracle
-	ninja -C $(BUILD) bench_matmul_nbits bench_attention tokenizer_bench
+	ninja -C $(BUILD) bench_matmul_nbits bench_attention bench_moe tokenizer_bench
 	$(BUILD)/bin/bench_matmul_nbits
 	$(BUILD)/bin/bench_attention
+	$(BUILD)/bin/bench_moe
 	tests/tokenizers/bench_encode.sh $(BUILD)
 
 # libFuzzer targets (clang, ASan+UBSan) in build-fuzz; each runs FUZZ_SECONDS, starting from its

@@ -7,3 +7,5 @@ onnxllm_test(unit_kernels_quant SOURCES
 
 # MatMulNBits decode throughput (google-benchmark; not part of ctest or `make`: `make bench`). Skipped when the library is absent.
 onnxllm_benchmark(bench_matmul_nbits ${CMAKE_CURRENT_SOURCE_DIR}/bench/matmul_nbits_bench.cc DEPS onnxllm_ep_cpu)
+# QMoE, packed experts against the scalar path (`make bench`).
+onnxllm_benchmark(bench_moe ${CMAKE_CURRENT_SOURCE_DIR}/bench/moe_bench.cc DEPS onnxllm_runtime)

@@ -206,7 +206,7 @@ TEST(QuantOrt, GeluFamily) {
 // form genai's builder emits), top-k softmax routing with and without renormalization.
 void compare_moe_with_ort(const test::OrtOracle& ort, const test::MoeCase& c, uint32_t seed, const std::string& name,
                           double atol) {
-  const test::MoeData d = test::moe_data(c, seed);
+  test::MoeData d = test::moe_data(c, seed);
   Feeds feeds;
   feeds.emplace_back("x", Tensor::from<float>(Shape{c.tokens, c.hidden}, d.x));
   feeds.emplace_back("router", Tensor::from<float>(Shape{c.tokens, c.experts}, d.router));

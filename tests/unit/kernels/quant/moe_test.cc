@@ -9,13 +9,27 @@
 namespace onnxllm {
 namespace {
 
-void expect_matches_reference(const test::MoeCase& c, uint32_t seed, double tol, int threads = 3) {
-  const test::MoeData d = test::moe_data(c, seed);
+void expect_case_matches_reference(const test::MoeCase& c, uint32_t seed, double tol, int threads);
+
+// The case with its experts packed (initializers), and again read in place by the scalar path
+// (expert inputs fed at run time): both within `tol` of the double reference.
+void expect_matches_reference(test::MoeCase c, uint32_t seed, double tol, int threads = 3) {
+  for (bool runtime_weights : {false, true}) {
+    c.runtime_weights = runtime_weights;
+    SCOPED_TRACE(runtime_weights ? "scalar path" : "packed path");
+    expect_case_matches_reference(c, seed, tol, threads);
+  }
+}
+
+void expect_case_matches_reference(const test::MoeCase& c, uint32_t seed, double tol, int threads) {
+  test::MoeData d = test::moe_data(c, seed);
   const DType io = c.half ? DType::kFloat16 : DType::kFloat32;
   const Tensor x = test::float_tensor(io, Shape{c.tokens, c.hidden}, d.x);
   const Tensor router = test::float_tensor(io, Shape{c.tokens, c.experts}, d.router);
   Session s(test::moe_graph(d), SessionOptions{threads, true, nullptr});
-  const auto out = s.run({{"x", x.view()}, {"router", router.view()}});
+  std::vector<std::pair<std::string, TensorView>> feeds = {{"x", x.view()}, {"router", router.view()}};
+  for (const auto& [name, t] : d.weight_feeds) feeds.emplace_back(name, t.view());
+  const auto out = s.run(feeds);
   ASSERT_EQ(out.size(), 1u);
   ASSERT_EQ(out[0].shape(), (Shape{c.tokens, c.hidden}));
   ASSERT_EQ(out[0].dtype(), io);
@@ -76,7 +90,7 @@ TEST(MoE, BadInputsAreErrors) {
         s.run({{"x", x.view()}, {"router", router.view()}});
       },
       ErrorCode::kInvalidArgument, "fc1_experts_weights must be [5, 18, 24]");
-  const test::MoeData ok = test::moe_data(c, 21);
+  test::MoeData ok = test::moe_data(c, 21);
   const Tensor short_router = Tensor::from<float>(Shape{c.tokens - 1, c.experts}, std::vector<float>(30, 0.f));
   test::expect_error(
       [&] {
@@ -86,7 +100,7 @@ TEST(MoE, BadInputsAreErrors) {
       ErrorCode::kInvalidArgument, "'router' dimension 0 must be 7");
   test::MoeCase big_k;
   big_k.k = 6;
-  const test::MoeData dk = test::moe_data(big_k, 22);
+  test::MoeData dk = test::moe_data(big_k, 22);
   test::expect_error(
       [&] {
         Session s(test::moe_graph(dk), SessionOptions{1, true, nullptr});
@@ -95,7 +109,8 @@ TEST(MoE, BadInputsAreErrors) {
       ErrorCode::kInvalidArgument, "k (6) exceeds num_experts (5)");
   test::MoeCase act;
   act.activation = "tanh";
-  test::expect_error([&] { Session s(test::moe_graph(test::moe_data(act, 23)), SessionOptions{1, true, nullptr}); },
+  test::MoeData da = test::moe_data(act, 23);
+  test::expect_error([&] { Session s(test::moe_graph(da), SessionOptions{1, true, nullptr}); },
                      ErrorCode::kUnsupported, "activation_type 'tanh' is not supported");
   test::MoeCase bits;
   bits.bits = 4;

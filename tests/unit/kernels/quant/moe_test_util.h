@@ -26,6 +26,8 @@ struct MoeCase {
   int64_t block = 0;    // QMoE block_size (0 = per row)
   bool half = false;
   float alpha = 1.0f, beta = 0.0f, limit = std::numeric_limits<float>::infinity();
+  // Expert inputs fed at run time: the kernel cannot pack them and takes its scalar path.
+  bool runtime_weights = false;
 };
 
 // One expert matrix [E, rows, cols]: the dequantized values (what the reference uses) and the op's inputs.
@@ -72,6 +74,7 @@ struct MoeData {
   MoeCase c;
   std::vector<float> x, router;  // [T, H], [T, E]
   MoeMatrix fc1, fc2, fc3;
+  std::vector<std::pair<std::string, Tensor>> weight_feeds;  // moe_graph's run-time expert inputs
 };
 
 inline MoeData moe_data(const MoeCase& c, uint32_t seed) {
@@ -88,27 +91,38 @@ inline MoeData moe_data(const MoeCase& c, uint32_t seed) {
   return d;
 }
 
-inline void add_moe_matrix(Graph& g, const MoeData& d, const MoeMatrix& m, const std::string& name,
+inline void add_moe_matrix(Graph& g, MoeData& d, const MoeMatrix& m, const std::string& name,
                            std::vector<std::string>& inputs) {
   const MoeCase& c = d.c;
   const DType io = c.half ? DType::kFloat16 : DType::kFloat32;
+  // Weights (and their scales) are initializers, or graph inputs fed from d.weight_feeds; biases
+  // stay initializers.
+  const auto weight = [&](const std::string& value, Tensor t) {
+    if (c.runtime_weights) {
+      const std::vector<int64_t> dims(t.shape().dims().begin(), t.shape().dims().end());
+      add_input(g, value, t.dtype(), dims);
+      d.weight_feeds.emplace_back(value, std::move(t));
+    } else {
+      add_constant(g, value, std::move(t));
+    }
+    inputs.push_back(value);
+  };
   if (c.bits == 0) {
-    add_constant(g, name + "_w", float_tensor(io, Shape{c.experts, m.rows, m.cols}, m.values));
-    inputs.push_back(name + "_w");
+    weight(name + "_w", float_tensor(io, Shape{c.experts, m.rows, m.cols}, m.values));
   } else {
     const int64_t pack = c.bits == 4 ? 2 : 1, block = c.block == 0 ? m.cols : c.block;
-    add_constant(g, name + "_w", Tensor::from<uint8_t>(Shape{c.experts, m.rows, m.cols / pack}, m.packed));
+    weight(name + "_w", Tensor::from<uint8_t>(Shape{c.experts, m.rows, m.cols / pack}, m.packed));
     const Shape scales = c.block == 0 ? Shape{c.experts, m.rows} : Shape{c.experts, m.rows, (m.cols + block - 1) / block};
-    add_constant(g, name + "_s", float_tensor(io, scales, m.scales));
-    inputs.push_back(name + "_w");
-    inputs.push_back(name + "_s");
+    weight(name + "_s", float_tensor(io, scales, m.scales));
   }
   if (!m.bias.empty()) add_constant(g, name + "_b", float_tensor(io, Shape{c.experts, m.rows}, m.bias));
   inputs.push_back(m.bias.empty() ? "" : name + "_b");
 }
 
-// Graph inputs "x" [T, H] and "router" [T, E]; output "y".
-inline std::shared_ptr<Graph> moe_graph(const MoeData& d) {
+// Graph inputs "x" [T, H] and "router" [T, E] (and with runtime_weights the expert inputs, whose
+// tensors it puts in d.weight_feeds); output "y".
+inline std::shared_ptr<Graph> moe_graph(MoeData& d) {
+  d.weight_feeds.clear();
   const MoeCase& c = d.c;
   const DType io = c.half ? DType::kFloat16 : DType::kFloat32;
   auto g = new_graph();

@@ -9,13 +9,22 @@
 // two 4-bit values per byte (low nibble first, zero point 8), with scales per row ([E, out]) or
 // per block of `block_size` inputs ([E, out, in / block_size]).
 //
-// Work is split over (token, chosen expert, output row) dot products, so one decode token keeps
-// every thread busy and long prompts spread over tokens; no weight is expanded in memory.
+// Constant experts are packed once for the matrix kernels (QMoE: MatMulNBits' layout per expert,
+// whose bytes QMoE's are when rows are whole blocks; fp32 MoE: sgemm panels of each expert's
+// transpose). A step then groups its (token, expert) pairs by expert and runs each chosen expert
+// as one matrix product over its tokens. Otherwise (weights computed at run time, partial blocks,
+// float16 weights) a scalar path splits the work over (token, chosen expert, output row) dot
+// products and is the reference the tests also hold the packed path to.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
+#include "core/mapped_file.h"
+#include "ep/cpu/cpu_provider.h"
+#include "ep/cpu/kernels/contrib/matmul_nbits.h"
 #include "ep/cpu/kernels/kernel_utils.h"
+#include "ep/cpu/kernels/onnx/sgemm.h"
 #include "ep/kernel_registry.h"
 
 namespace onnxllm {
@@ -98,6 +107,33 @@ struct ExpertMatrix {
   }
 };
 
+// One expert input packed for the matrix kernels: per expert, MatMulNBits' tiles (nbits) or
+// sgemm panels of the transpose [cols, rows] (float).
+struct PackedExperts {
+  bool nbits = false;
+  NBitsLayout layout;
+  int64_t rows = 0, cols = 0, width = 0;
+  size_t expert_bytes = 0;
+  AlignedBuffer data;
+
+  const uint8_t* expert(int64_t e) const { return static_cast<const uint8_t*>(data.data()) + e * expert_bytes; }
+  // out[m, rows] = a[m, cols] * W_e^T.
+  void run(int64_t e, const float* a, int64_t m, float* out, void* workspace, ThreadPool& pool, Isa isa) const {
+    if (nbits) {
+      matmul_nbits_run(layout, expert(e), a, m, nullptr, out, workspace, pool,
+                       isa == Isa::kScalar ? NBitsIsa::kGeneric : NBitsIsa::kAuto);
+      return;
+    }
+    SgemmArgs g;
+    g.a = a;
+    g.lda = cols;
+    g.c = out;
+    g.ldc = rows;
+    g.m = m;
+    sgemm_packed(g, PackedB{reinterpret_cast<const float*>(expert(e)), cols, rows, width}, pool, isa);
+  }
+};
+
 class MoEKernel final : public OpKernel {
  public:
   MoEKernel(const KernelInfo& info, bool quantized) : quantized_(quantized) {
@@ -128,6 +164,12 @@ class MoEKernel final : public OpKernel {
     fused_ = activation_ == Activation::kSwiGlu && fusion_ != 0;
     ONNXLLM_CHECK(activation_ != Activation::kSwiGlu || fused_ || node.has_input(fc3_index()), kInvalidModel,
                   node.label(), ": swiglu without swiglu_fusion needs fc3 (the linear half)");
+    isa_ = cpu_isa(info);
+    const int fcs = node.has_input(fc3_index()) ? 3 : 2;
+    packed_ = true;
+    for (int fc = 0; fc < fcs && packed_; ++fc) packed_ = pack_experts(info, fc, experts_[fc]);
+    if (!packed_)
+      for (auto& p : experts_) p = PackedExperts{};
   }
 
   void infer(InferContext& ctx) const override {
@@ -145,10 +187,17 @@ class MoEKernel final : public OpKernel {
     ONNXLLM_CHECK(k_ <= experts, kInvalidArgument, "k (", k_, ") exceeds num_experts (", experts, ")");
     const Shapes s = shapes(ctx, hidden, experts);
     ctx.set_output(0, x.dtype(), x.shape());
-    ctx.request_workspace(workspace_floats(tokens, hidden, s.inter, experts) * sizeof(float));
+    if (packed_) {
+      ONNXLLM_CHECK(experts_[0].rows == (fused_ ? 2 * s.inter : s.inter) && experts_[1].rows == hidden, kInvalidArgument,
+                    "the packed expert weights do not fit the input");
+      ctx.request_workspace(grouped_plan(tokens, hidden, s.inter, experts, ctx.num_threads()).total);
+    } else {
+      ctx.request_workspace(workspace_floats(tokens, hidden, s.inter, experts) * sizeof(float));
+    }
   }
 
   void compute(const ComputeContext& ctx) const noexcept override {
+    if (packed_) return compute_grouped(ctx);
     const TensorView& x = ctx.input(0);
     const int64_t hidden = x.dim(-1), tokens = num_rows(x.shape());
     const int64_t experts = ctx.input(1).dim(1);
@@ -191,19 +240,7 @@ class MoEKernel final : public OpKernel {
                                                           : fc2.row(static_cast<int64_t>(route_e[p]), h, act + p * inter);
                               }
                             });
-    // Weighted sum over each token's experts, in routing order.
-    const TensorView& out = ctx.output(0);
-    ctx.pool().parallel_for(tokens, std::max<int64_t>(1, 16384 / std::max<int64_t>(hidden, 1)),
-                            [&](int64_t t0, int64_t t1) {
-                              for (int64_t t = t0; t < t1; ++t)
-                                for (int64_t h = 0; h < hidden; ++h) {
-                                  float sum = 0;
-                                  for (int64_t s = 0; s < k_; ++s)
-                                    sum += route_w[t * k_ + s] * y[(t * k_ + s) * hidden + h];
-                                  if (out.dtype() == DType::kFloat16) out.data<Float16>()[t * hidden + h] = Float16(sum);
-                                  else out.data<float>()[t * hidden + h] = sum;
-                                }
-                            });
+    weighted_sum(ctx, route_w, y, tokens, hidden);
   }
 
  private:
@@ -298,27 +335,211 @@ class MoEKernel final : public OpKernel {
     return tokens * hidden + 2 * pairs + pairs * inter + pairs * hidden + tokens * experts;
   }
 
+  // Where intermediate value j's two inputs are: fc1 rows (a, b) of the fused SwiGLU, else fc1 row j
+  // and fc3 row j.
+  std::pair<int64_t, int64_t> fc1_rows(int64_t j, int64_t inter) const {
+    if (fusion_ == 1) return {2 * j, 2 * j + 1};
+    if (fusion_ == 2) return {j, inter + j};
+    return {j, j};
+  }
+  // The activation of fc1's value `a` (SwiGLU's gate), gated by `b` (its linear half, or fc3's value).
+  float combine(float a, float b, bool gated) const {
+    if (activation_ == Activation::kSwiGlu) {
+      const float gate = std::min(a, limit_);
+      const float linear = std::clamp(b, -limit_, limit_);
+      return gate * sigmoid(alpha_ * gate) * (linear + beta_);
+    }
+    const float v = activate(activation_, a);
+    return gated ? v * b : v;
+  }
+
   // Intermediate value j of expert e for token x.
   float intermediate(const ExpertMatrix& fc1, const ExpertMatrix& fc3, int64_t e, int64_t j, int64_t inter,
                      const float* x) const {
-    if (activation_ == Activation::kSwiGlu) {
-      float gate, linear;
-      if (fusion_ == 1) {
-        gate = fc1.row(e, 2 * j, x);
-        linear = fc1.row(e, 2 * j + 1, x);
-      } else if (fusion_ == 2) {
-        gate = fc1.row(e, j, x);
-        linear = fc1.row(e, inter + j, x);
-      } else {
-        gate = fc1.row(e, j, x);
-        linear = fc3.row(e, j, x);
+    const auto [ra, rb] = fc1_rows(j, inter);
+    const float a = fc1.row(e, ra, x);
+    if (fused_) return combine(a, fc1.row(e, rb, x), true);
+    return fc3.present() ? combine(a, fc3.row(e, j, x), true) : combine(a, 0.0f, false);
+  }
+
+  // Packs expert input `fc` when it (and its scales) are constant and a matrix kernel reads its form.
+  bool pack_experts(const KernelInfo& info, int fc, PackedExperts& p) const {
+    const TensorView* w = info.constant_input(weight_index(fc));
+    if (!w || w->rank() != 3) return false;
+    const int64_t experts = w->dim(0);
+    p.rows = w->dim(1);
+    p.cols = w->dim(2) * pack();
+    if (experts <= 0 || p.rows <= 0 || p.cols <= 0) return false;
+    if (quantized_) {
+      const TensorView* s = info.constant_input(scales_index(fc));
+      if (!s || w->dtype() != DType::kUInt8 || block_size_ == 0 || p.cols % block_size_ != 0) return false;
+      if (s->dtype() != DType::kFloat32 && s->dtype() != DType::kFloat16) return false;
+      const int64_t blocks = p.cols / block_size_;
+      if (s->numel() != experts * p.rows * blocks) return false;  // infer() names the error
+      NBitsShape shape;
+      shape.k = p.cols;
+      shape.n = p.rows;
+      shape.bits = bits_;
+      shape.block_size = block_size_;
+      p.nbits = true;
+      p.layout = nbits_layout(shape, false);
+      p.expert_bytes = p.layout.bytes();
+      p.data = AlignedBuffer(p.expert_bytes * static_cast<size_t>(experts), &weight_allocator());
+      const size_t scale_bytes = static_cast<size_t>(p.rows * blocks) * dtype_size(s->dtype());
+      for (int64_t e = 0; e < experts; ++e) {
+        NBitsSource src;
+        src.b = static_cast<const uint8_t*>(w->raw()) + e * p.rows * w->dim(2);
+        src.scales = static_cast<const uint8_t*>(s->raw()) + e * scale_bytes;
+        src.scale_dtype = s->dtype();
+        pack_nbits(p.layout, src, static_cast<uint8_t*>(p.data.data()) + e * p.expert_bytes, 0, p.layout.tiles);
       }
-      gate = std::min(gate, limit_);
-      linear = std::clamp(linear, -limit_, limit_);
-      return gate * sigmoid(alpha_ * gate) * (linear + beta_);
+    } else {
+      if (w->dtype() != DType::kFloat32) return false;  // float16 experts would double in memory
+      p.width = sgemm_panel_width(isa_, p.rows);
+      p.expert_bytes = static_cast<size_t>(sgemm_packed_size(p.cols, p.rows, p.width)) * sizeof(float);
+      p.data = AlignedBuffer(p.expert_bytes * static_cast<size_t>(experts), &weight_allocator());
+      std::vector<float> transposed(static_cast<size_t>(p.rows * p.cols));
+      for (int64_t e = 0; e < experts; ++e) {
+        const float* src = w->data<float>() + e * p.rows * p.cols;
+        for (int64_t r = 0; r < p.rows; ++r)
+          for (int64_t c = 0; c < p.cols; ++c) transposed[static_cast<size_t>(c * p.rows + r)] = src[r * p.cols + c];
+        sgemm_pack_b(transposed.data(), p.rows, p.cols, p.rows, p.width,
+                     reinterpret_cast<float*>(static_cast<uint8_t*>(p.data.data()) + e * p.expert_bytes));
+      }
     }
-    const float a = activate(activation_, fc1.row(e, j, x));
-    return fc3.present() ? a * fc3.row(e, j, x) : a;
+    // The packed copy is all compute() reads (see MatMulNBits).
+    MappedFile::release_pages(w->raw(), w->bytes());
+    return true;
+  }
+
+  // The grouped path's workspace, in bytes from the start.
+  struct GroupedPlan {
+    size_t xf = 0, route_w = 0, route_e = 0, scratch = 0, order = 0, offsets = 0, cursor = 0, xg = 0, h1 = 0, h3 = 0,
+           act = 0, y2 = 0, run = 0, total = 0;
+  };
+  GroupedPlan grouped_plan(int64_t tokens, int64_t hidden, int64_t inter, int64_t experts, int threads) const {
+    const int64_t pairs = tokens * k_;
+    GroupedPlan p;
+    size_t at = 0;
+    const auto take = [&](size_t bytes) {
+      const size_t here = at;
+      at += nbits_align64(bytes);
+      return here;
+    };
+    const auto floats = [](int64_t n) { return static_cast<size_t>(n) * sizeof(float); };
+    p.xf = take(floats(tokens * hidden));
+    p.route_w = take(floats(pairs));
+    p.route_e = take(floats(pairs));
+    p.scratch = take(floats(tokens * experts));
+    p.order = take(static_cast<size_t>(pairs) * sizeof(int64_t));
+    p.offsets = take(static_cast<size_t>(experts + 1) * sizeof(int64_t));
+    p.cursor = take(static_cast<size_t>(experts) * sizeof(int64_t));
+    p.xg = take(floats(pairs * hidden));
+    p.h1 = take(floats(pairs * experts_[0].rows));
+    p.h3 = take(floats(experts_[2].rows > 0 ? pairs * inter : 0));
+    p.act = take(floats(pairs * inter));
+    p.y2 = take(floats(pairs * hidden));
+    size_t run = 0;
+    for (const auto& e : experts_)
+      if (e.nbits) run = std::max(run, matmul_nbits_workspace(e.layout, pairs, threads));
+    p.run = take(run);
+    p.total = at;
+    return p;
+  }
+
+  // compute() with packed experts: the chosen (token, expert) pairs sorted by expert, each expert's
+  // tokens gathered into one matrix and run through fc1 (fc3), the activation and fc2 as matrix
+  // products; biases added after each product; then the weighted sum in routing order.
+  void compute_grouped(const ComputeContext& ctx) const noexcept {
+    const TensorView& x = ctx.input(0);
+    const int64_t hidden = x.dim(-1), tokens = num_rows(x.shape());
+    const int64_t experts = ctx.input(1).dim(1);
+    const int64_t inter = experts_[1].cols, pairs = tokens * k_;
+    const PackedExperts &fc1 = experts_[0], &fc2 = experts_[1], &fc3 = experts_[2];
+    ThreadPool& pool = ctx.pool();
+    const GroupedPlan plan = grouped_plan(tokens, hidden, inter, experts, pool.num_threads());
+    auto* ws = static_cast<uint8_t*>(ctx.workspace());
+    const auto at = [&](size_t offset) { return reinterpret_cast<float*>(ws + offset); };
+    float *xf = at(plan.xf), *route_w = at(plan.route_w), *route_e = at(plan.route_e), *scratch = at(plan.scratch);
+    float *xg = at(plan.xg), *h1 = at(plan.h1), *h3 = at(plan.h3), *act = at(plan.act), *y2 = at(plan.y2);
+    auto* order = reinterpret_cast<int64_t*>(ws + plan.order);     // position -> pair
+    auto* offsets = reinterpret_cast<int64_t*>(ws + plan.offsets);  // expert -> first position
+
+    for (int64_t i = 0; i < tokens * hidden; ++i) xf[i] = load(x.raw(), x.dtype(), i);
+    const TensorView& router = ctx.input(1);
+    pool.parallel_for(tokens, std::max<int64_t>(1, 4096 / std::max<int64_t>(experts, 1)), [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t)
+        route(router, t, experts, scratch + t * experts, route_w + t * k_, route_e + t * k_);
+    });
+    // Counting sort of the pairs with a nonzero weight by expert (in pair order within an expert).
+    std::fill(offsets, offsets + experts + 1, 0);
+    for (int64_t p = 0; p < pairs; ++p)
+      if (route_w[p] != 0.0f) ++offsets[static_cast<int64_t>(route_e[p]) + 1];
+    for (int64_t e = 0; e < experts; ++e) offsets[e + 1] += offsets[e];
+    const int64_t used = offsets[experts];
+    auto* next = reinterpret_cast<int64_t*>(ws + plan.cursor);
+    std::copy(offsets, offsets + experts, next);
+    for (int64_t p = 0; p < pairs; ++p)
+      if (route_w[p] != 0.0f) order[next[static_cast<int64_t>(route_e[p])]++] = p;
+    pool.parallel_for(used, std::max<int64_t>(1, 16384 / std::max<int64_t>(hidden, 1)), [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i)
+        std::memcpy(xg + i * hidden, xf + order[i] / k_ * hidden, static_cast<size_t>(hidden) * sizeof(float));
+    });
+    const auto bias_of = [&](int fc, int64_t e, int64_t r) {
+      return ctx.has_input(bias_index(fc)) ? load(ctx.input(bias_index(fc)).raw(), ctx.input(bias_index(fc)).dtype(),
+                                                  e * experts_[fc].rows + r)
+                                           : 0.0f;
+    };
+    void* run_ws = ws + plan.run;
+    for (int64_t e = 0; e < experts; ++e) {
+      const int64_t b = offsets[e], n = offsets[e + 1] - b;
+      if (n == 0) continue;
+      fc1.run(e, xg + b * hidden, n, h1 + b * fc1.rows, run_ws, pool, isa_);
+      if (fc3.rows > 0) fc3.run(e, xg + b * hidden, n, h3 + b * inter, run_ws, pool, isa_);
+    }
+    // One item per (position, intermediate value); biases join before the activation.
+    pool.parallel_for(used * inter, std::max<int64_t>(1, 2048), [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        const int64_t pos = i / inter, j = i % inter;
+        const int64_t e = static_cast<int64_t>(route_e[order[pos]]);
+        const auto [ra, rb] = fc1_rows(j, inter);
+        const float a = h1[pos * fc1.rows + ra] + bias_of(0, e, ra);
+        if (fused_) act[i] = combine(a, h1[pos * fc1.rows + rb] + bias_of(0, e, rb), true);
+        else if (fc3.rows > 0) act[i] = combine(a, h3[pos * inter + j] + bias_of(2, e, j), true);
+        else act[i] = combine(a, 0.0f, false);
+      }
+    });
+    for (int64_t e = 0; e < experts; ++e) {
+      const int64_t b = offsets[e], n = offsets[e + 1] - b;
+      if (n > 0) fc2.run(e, act + b * inter, n, y2 + b * hidden, run_ws, pool, isa_);
+    }
+    // Each pair's output row: its position's, plus fc2's bias; zero-weight pairs contribute 0.
+    float* y = xg;  // the gathered inputs are no longer read; pairs x hidden fits
+    std::fill(y, y + pairs * hidden, 0.0f);
+    pool.parallel_for(used, std::max<int64_t>(1, 16384 / std::max<int64_t>(hidden, 1)), [&](int64_t i0, int64_t i1) {
+      for (int64_t pos = i0; pos < i1; ++pos) {
+        const int64_t p = order[pos], e = static_cast<int64_t>(route_e[p]);
+        for (int64_t h = 0; h < hidden; ++h) y[p * hidden + h] = y2[pos * hidden + h] + bias_of(1, e, h);
+      }
+    });
+    weighted_sum(ctx, route_w, y, tokens, hidden);
+  }
+
+  // out[t] = sum over token t's slots of weight * y[slot], in routing order.
+  void weighted_sum(const ComputeContext& ctx, const float* route_w, const float* y, int64_t tokens,
+                    int64_t hidden) const noexcept {
+    const TensorView& out = ctx.output(0);
+    ctx.pool().parallel_for(tokens, std::max<int64_t>(1, 16384 / std::max<int64_t>(hidden, 1)),
+                            [&](int64_t t0, int64_t t1) {
+                              for (int64_t t = t0; t < t1; ++t)
+                                for (int64_t h = 0; h < hidden; ++h) {
+                                  float sum = 0;
+                                  for (int64_t s = 0; s < k_; ++s)
+                                    sum += route_w[t * k_ + s] * y[(t * k_ + s) * hidden + h];
+                                  if (out.dtype() == DType::kFloat16) out.data<Float16>()[t * hidden + h] = Float16(sum);
+                                  else out.data<float>()[t * hidden + h] = sum;
+                                }
+                            });
   }
 
   // Routing for token t: weights and expert ids of its k slots.
@@ -383,6 +604,9 @@ class MoEKernel final : public OpKernel {
   float alpha_ = 1.0f, beta_ = 0.0f, limit_ = 0.0f;
   int bits_ = 0;
   int64_t block_size_ = 0;
+  Isa isa_ = Isa::kScalar;
+  bool packed_ = false;            // every expert input packed: compute_grouped
+  PackedExperts experts_[3];       // fc1, fc2, fc3 (rows 0 when absent)
 };
 
 }  // namespace
