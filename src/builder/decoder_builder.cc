@@ -918,24 +918,22 @@ class Builder {
 
   // A sparse MLP, as genai's builder emits it: the router MatMul, reshaped to [tokens, num_experts],
   // feeds MoE (float weights) or QMoE (int4/int8 experts) with the fused SwiGLU, routing by softmax
-  // top k or, for Phi-3.5-MoE, the kernel's sparse mixer (use_sparse_mixer, k 2); a shared expert
-  // (Qwen2-MoE) is a dense gated MLP scaled by sigmoid(shared_expert_gate(x)) and added.
+  // top k (renormalized as norm_topk_prob says: Qwen3-MoE, always for Mixtral) or, for Phi-3.5-MoE,
+  // the kernel's sparse mixer (use_sparse_mixer, k 2); a shared expert (Qwen2-MoE) is a dense gated
+  // MLP scaled by sigmoid(shared_expert_gate(x)) and added.
   std::string moe(int64_t i, const std::string& input) {
     ONNXLLM_CHECK(!prequant_, kUnsupported, "a ", c_.quantization.method_name(),
                   " checkpoint of a mixture-of-experts model: pre-quantized experts are not read (build the float checkpoint with -p int4)");
     const std::string base = layer_prefix(i) + "/moe";
     const std::string hf = hf_mlp(i);
     const int64_t d = c_.hidden_size, e_n = c_.num_experts, inter = c_.moe_intermediate_size;
-    const std::string router =
-        matmul(base + "/router/MatMul", input,
-               {all_rows(hf + "gate.weight", Shape{e_n, d},
-                         c_.sparse_mixer ? "num_local_experts, hidden_size" : "num_experts, hidden_size")},
-               d);
+    const Rows router_rows = all_rows(hf + "gate.weight", Shape{e_n, d}, c_.keys.num_experts + ", hidden_size");
+    const std::string router = matmul(base + "/router/MatMul", input, {router_rows}, d);
     const std::string probs = node("Reshape", base + "/router/Reshape", {router, const_i64({-1, e_n})});
     std::vector<std::vector<Rows>> fc1(static_cast<size_t>(e_n)), fc2(static_cast<size_t>(e_n));
     const FamilyLayout& l = c_.layout;
-    // Phi-3.5-MoE sizes its experts with intermediate_size, the Qwen MoEs with moe_intermediate_size.
-    const std::string size_field = c_.sparse_mixer ? "intermediate_size" : "moe_intermediate_size";
+    // The experts' size field: intermediate_size for Phi-3.5-MoE and Mixtral, moe_intermediate_size for the Qwen MoEs.
+    const std::string& size_field = c_.keys.expert_size;
     const std::string up_fields = size_field + ", hidden_size", down_fields = "hidden_size, " + size_field;
     for (int64_t e = 0; e < e_n; ++e) {
       const std::string x = str_cat(hf, "experts.", e, ".");
