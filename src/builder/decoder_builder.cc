@@ -962,19 +962,19 @@ class Builder {
 
   // A sparse MLP, as genai's builder emits it: the router MatMul, reshaped to [tokens, num_experts],
   // feeds MoE (float weights) or QMoE (int4/int8 experts) with the fused SwiGLU, routing by softmax
-  // top k or, for Phi-3.5-MoE, the kernel's sparse mixer (use_sparse_mixer, k 2); a shared expert
-  // (Qwen2-MoE) is a dense gated MLP scaled by sigmoid(shared_expert_gate(x)) and added.
+  // top k (renormalized as norm_topk_prob says: Qwen3-MoE, always for Mixtral) or, for Phi-3.5-MoE,
+  // the kernel's sparse mixer (use_sparse_mixer, k 2); a shared expert (Qwen2-MoE) is a dense gated
+  // MLP scaled by sigmoid(shared_expert_gate(x)) and added.
   std::string moe(int64_t i, const std::string& input) {
     ONNXLLM_CHECK(!prequant_, kUnsupported, "a ", c_.quantization.method_name(),
                   " checkpoint of a mixture-of-experts model: pre-quantized experts are not read (build the float checkpoint with -p int4)");
     const std::string base = layer_prefix(i) + "/moe";
     const std::string hf = hf_mlp(i);
     const int64_t d = c_.hidden_size, e_n = c_.num_experts, inter = c_.moe_intermediate_size;
-    // Phi-3.5-MoE and gpt-oss count their experts with num_local_experts and size them with
-    // intermediate_size, the Qwen MoEs with num_experts and moe_intermediate_size.
-    const bool local = c_.sparse_mixer || c_.stacked_experts;
-    const std::string count_field = local ? "num_local_experts" : "num_experts";
-    const std::string size_field = local ? "intermediate_size" : "moe_intermediate_size";
+    // The config.json fields naming the experts' count and size (num_local_experts / intermediate_size
+    // for Phi-3.5-MoE, Mixtral and gpt-oss; num_experts / moe_intermediate_size for the Qwen MoEs).
+    const std::string& count_field = c_.keys.num_experts;
+    const std::string& size_field = c_.keys.expert_size;
     const std::string router_name = hf + (c_.stacked_experts ? "router" : "gate");
     std::vector<Rows> router_bias;  // gpt-oss's router has one
     if (c_.stacked_experts) router_bias = {all_rows(router_name + ".bias", Shape{e_n}, count_field)};

@@ -27,9 +27,12 @@ struct Architecture {
   bool post_norms = false;         // Gemma 2's norm names (post_attention_norm, ffn_norm before the MLP, post_ffw_norm)
   bool partial_rotary = false;     // rope.dimension_count may be less than the head size
   bool moe = false;                // the Qwen MoEs' expert keys and stacked expert tensors
+  // The family of a file that carries experts (expert_count > 0) under an architecture without a
+  // MoE name of its own: llama.cpp converts Mixtral as llama, experts feed_forward_length wide.
+  const char* hf_with_experts = nullptr;
 };
 constexpr Architecture kArchitectures[] = {
-    {.gguf = "llama", .hf = "LlamaForCausalLM", .permute_qk = true},
+    {.gguf = "llama", .hf = "LlamaForCausalLM", .permute_qk = true, .hf_with_experts = "MixtralForCausalLM"},
     {.gguf = "qwen2", .hf = "Qwen2ForCausalLM"},
     {.gguf = "qwen3", .hf = "Qwen3ForCausalLM"},
     {.gguf = "gemma", .hf = "GemmaForCausalLM", .activation = "gelu_pytorch_tanh", .norms_hold_offset = true},
@@ -55,6 +58,15 @@ std::string file_name(const GgufFile& f) { return f.path().filename().string(); 
 std::string supported_list() {
   std::string s;
   for (const auto& a : kArchitectures) s += (s.empty() ? "" : ", ") + std::string(a.gguf);
+  return s;
+}
+
+// The architectures whose files may carry experts, for the message refusing the others'.
+std::string moe_list() {
+  std::string s;
+  for (const auto& a : kArchitectures)
+    if (a.moe || a.hf_with_experts)
+      s += (s.empty() ? "" : ", ") + std::string(a.gguf) + (a.moe ? "" : str_cat(" (", a.hf_with_experts, ")"));
   return s;
 }
 
@@ -247,9 +259,22 @@ json gguf_config_json(const GgufFile& f) {
   const std::string arch = info.gguf;
   const std::string p = arch + ".";
   json c;
-  c["architectures"] = {info.hf};
+  // llama.cpp reads a file with expert_count 0 (or none) as dense.
+  const int64_t expert_count = f.integer_or_none(p + "expert_count", 0, 1 << 16).value_or(0);
+  ONNXLLM_CHECK(info.moe || info.hf_with_experts || expert_count == 0, kUnsupported, file,
+                ": mixture-of-experts models (", p, "expert_count) of this architecture are not supported (",
+                moe_list(), " are)");
+  const bool with_experts = info.hf_with_experts != nullptr && expert_count > 0;
+  c["architectures"] = {with_experts ? info.hf_with_experts : info.hf};
   c["hidden_size"] = f.integer(p + "embedding_length", 1, kMaxSize);
-  if (info.moe) {
+  if (with_experts) {
+    // Mixtral under llama: every layer sparse, num_local_experts experts each as wide as
+    // feed_forward_length (MixtralConfig's intermediate_size), expert_used_count of them routed
+    // (llama.cpp needs it; it renormalizes their weights, as MixtralSparseMoeBlock does).
+    c["num_local_experts"] = expert_count;
+    c["num_experts_per_tok"] = f.integer(p + "expert_used_count", 1, expert_count);
+    c["intermediate_size"] = f.integer(p + "feed_forward_length", 1, kMaxSize);
+  } else if (info.moe) {
     // Sparse MLPs in every layer: the experts' size, count and routing; Qwen2-MoE's shared expert.
     c["num_experts"] = f.integer(p + "expert_count", 1, 1 << 16);
     c["num_experts_per_tok"] = f.integer(p + "expert_used_count", 1, c["num_experts"].get<int64_t>());
@@ -314,8 +339,6 @@ json gguf_config_json(const GgufFile& f) {
   for (const char* factors : {"rope_factors_long.weight", "rope_factors_short.weight"})
     ONNXLLM_CHECK(f.find_tensor(factors) == nullptr, kUnsupported, file, ": tensor '", factors,
                   "' (LongRoPE scaling, Phi-3 128k) is not supported");
-  ONNXLLM_CHECK(info.moe || !f.find(p + "expert_count"), kUnsupported, file, ": mixture-of-experts models (", p,
-                "expert_count) of this architecture are not supported (qwen2moe and qwen3moe are)");
   // Phi-3 attends every layer through its window (its config.json's sliding_window).
   if (arch == "phi3")
     if (const auto window = f.integer_or_none(p + "attention.sliding_window", 1, int64_t{1} << 22))

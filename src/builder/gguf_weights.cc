@@ -137,16 +137,22 @@ bool GgufWeights::readable_type(uint32_t type) {
 
 namespace {
 
-// model.layers.N.mlp.experts.E.{gate,up,down}_proj.weight: N, E and the projection, else nullopt.
+// model.layers.N.mlp.experts.E.{gate,up,down}_proj.weight (the Qwen MoEs) or
+// model.layers.N.block_sparse_moe.experts.E.{w1,w3,w2}.weight (Mixtral): N, E and the projection
+// as llama.cpp names its stacked tensor (gate, up, down), else nullopt.
 struct ExpertName {
   std::string layer, projection;
   int64_t expert;
 };
 std::optional<ExpertName> expert_name(const std::string& hf) {
-  static const std::regex kExpert(R"(model\.layers\.(\d+)\.mlp\.experts\.(\d+)\.(gate|up|down)_proj\.weight)");
+  static const std::regex kQwen(R"(model\.layers\.(\d+)\.mlp\.experts\.(\d+)\.(gate|up|down)_proj\.weight)");
+  static const std::regex kMixtral(R"(model\.layers\.(\d+)\.block_sparse_moe\.experts\.(\d+)\.(w1|w3|w2)\.weight)");
   std::smatch m;
-  if (!std::regex_match(hf, m, kExpert) || m[2].length() > 9) return std::nullopt;
-  return ExpertName{m[1].str(), m[3].str(), std::stoll(m[2].str())};
+  const bool qwen = std::regex_match(hf, m, kQwen);
+  if ((!qwen && !std::regex_match(hf, m, kMixtral)) || m[2].length() > 9) return std::nullopt;
+  // Mixtral's w1 is the gate, w3 the up projection and w2 the down projection.
+  const std::string projection = qwen ? m[3].str() : m[3] == "w1" ? "gate" : m[3] == "w3" ? "up" : "down";
+  return ExpertName{m[1].str(), projection, std::stoll(m[2].str())};
 }
 
 // model.layers.N.self_attn.{q,k,v}_proj.{weight,bias}: the GGUF name of the packed tensor that holds
@@ -196,8 +202,9 @@ std::string GgufWeights::gguf_name(const std::string& hf, bool post_norms) {
       {"mlp.down_proj", "ffn_down"},
       // Phi-3's packed tensors: rows q, k, v and gate, up, as in the checkpoint.
       {"self_attn.qkv_proj", "attn_qkv"},  {"mlp.gate_up_proj", "ffn_up"},
-      // The Qwen MoEs' router and shared expert.
-      {"mlp.gate", "ffn_gate_inp"},                     {"mlp.shared_expert_gate", "ffn_gate_inp_shexp"},
+      // The MoE routers (the Qwen MoEs', Mixtral's) and Qwen2-MoE's shared expert.
+      {"mlp.gate", "ffn_gate_inp"},                     {"block_sparse_moe.gate", "ffn_gate_inp"},
+      {"mlp.shared_expert_gate", "ffn_gate_inp_shexp"},
       {"mlp.shared_expert.gate_proj", "ffn_gate_shexp"}, {"mlp.shared_expert.up_proj", "ffn_up_shexp"},
       {"mlp.shared_expert.down_proj", "ffn_down_shexp"},
       // Phi-2's names for the output projection and the plain MLP.

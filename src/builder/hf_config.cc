@@ -51,11 +51,14 @@ struct ArchitectureInfo {
   bool moe = false;            // sparse MLPs: num_experts, num_experts_per_tok, moe_intermediate_size, ...
   bool shared_expert = false;  // ... and a sigmoid-gated shared expert (Qwen2-MoE)
   bool sparse_mixer = false;   // ... routed by Phi-3.5-MoE's sparsemixer (k 2), every layer sparse
+  bool renormalize_top_k = false;  // ... every layer sparse, the top k weights always renormalized (Mixtral)
   const char* num_experts_key = "num_experts";            // the config.json field counting the experts ...
   const char* expert_size_key = "moe_intermediate_size";  // ... and the one sizing each expert's hidden layer
   bool gpt_oss = false;  // stacked experts with biases, clamped SwiGLU, a router bias; attention sinks
+  int64_t experts_per_tok = 0;  // num_experts_per_tok when config.json has none; 0 = required
   const char* lm_head_bias_key = nullptr;  // switches the LM head's bias (Phi-3.5-MoE's lm_head_bias)
   const char* activation = "silu";     // hidden_act when config.json has none (transformers' default)
+  double rope_theta = 10000.0;         // when config.json has none
   double partial_rotary_factor = 1.0;  // when config.json has none
   double norm_eps = 1e-6;              // when config.json has none
 };
@@ -84,6 +87,7 @@ const std::vector<ArchitectureInfo>& architecture_table() {
        .sparse_mixer = true,
        .num_experts_key = "num_local_experts",
        .expert_size_key = "intermediate_size",
+       .experts_per_tok = 2,
        .lm_head_bias_key = "lm_head_bias",
        .norm_eps = 1e-5},
       // gpt-oss: q/k/v/o biases (attention_bias, default true), alternate sliding layers unless
@@ -91,6 +95,22 @@ const std::vector<ArchitectureInfo>& architecture_table() {
       {.architecture = "GptOssForCausalLM", .family = ModelFamily::kGptOss, .genai_type = "gptoss", .layout = {},
        .window = Window::kAlternate, .bias_default = true, .moe = true, .num_experts_key = "num_local_experts",
        .expert_size_key = "intermediate_size", .gpt_oss = true, .norm_eps = 1e-5},
+      // Mixtral: Mistral's layer with every MLP a block_sparse_moe of num_local_experts experts
+      // (w1 gate, w3 up, w2 down, sized by intermediate_size), MixtralConfig's defaults (2 experts
+      // per token, rope_theta 1e6, eps 1e-5). onnxruntime-genai has no Mixtral type (its builder does
+      // not build Mixtral); the graph carries the experts and the runtime drives it as Mistral.
+      {.architecture = "MixtralForCausalLM",
+       .family = ModelFamily::kMixtral,
+       .genai_type = "mistral",
+       .layout = {.mlp = "block_sparse_moe", .gate_proj = "w1", .up_proj = "w3", .down_proj = "w2"},
+       .window = Window::kAll,
+       .moe = true,
+       .renormalize_top_k = true,
+       .num_experts_key = "num_local_experts",
+       .expert_size_key = "intermediate_size",
+       .experts_per_tok = 2,
+       .rope_theta = 1e6,
+       .norm_eps = 1e-5},
       {.architecture = "PhiForCausalLM",
        .family = ModelFamily::kPhi,
        .genai_type = "phi",
@@ -389,11 +409,13 @@ std::vector<bool> rope_layers(const Fields& f, const HfConfig& c, bool nope_laye
   return rope;
 }
 
-// The sparse-MLP fields, with transformers' Qwen2MoeConfig / Qwen3MoeConfig / PhimoeConfig defaults
-// for the optional ones.
+// The sparse-MLP fields, with transformers' Qwen2MoeConfig / Qwen3MoeConfig / PhimoeConfig /
+// MixtralConfig defaults for the optional ones.
 void parse_moe(const Fields& f, const ArchitectureInfo& info, HfConfig& c) {
+  c.keys.num_experts = info.num_experts_key;
+  c.keys.expert_size = info.expert_size_key;
   c.num_experts = f.integer(info.num_experts_key, 1, 1 << 16);
-  c.num_experts_per_tok = f.integer_or("num_experts_per_tok", info.sparse_mixer ? 2 : -1, 1, c.num_experts);
+  c.num_experts_per_tok = f.integer_or("num_experts_per_tok", info.experts_per_tok, 1, c.num_experts);
   ONNXLLM_CHECK(c.num_experts_per_tok > 0, kInvalidModel, f.source(), ": missing 'num_experts_per_tok'");
   c.moe_intermediate_size = f.integer(info.expert_size_key, 1, 4 * kMaxDim);
   c.moe_layers.assign(static_cast<size_t>(c.num_layers), true);
@@ -422,6 +444,12 @@ void parse_moe(const Fields& f, const ArchitectureInfo& info, HfConfig& c) {
     c.swiglu_alpha = 1.702;
     c.swiglu_beta = 1.0;
     c.swiglu_limit = f.positive_or("swiglu_limit", 7.0);
+    return;
+  }
+  if (info.renormalize_top_k) {
+    // MixtralSparseMoeBlock divides the top k softmax weights by their sum unconditionally; its
+    // config has no norm_topk_prob (one there would be ignored), nor dense layers.
+    c.norm_topk_prob = true;
     return;
   }
   if (info.shared_expert)
@@ -534,7 +562,7 @@ HfConfig parse_hf_config(const json& config, const json& generation, const std::
   ONNXLLM_CHECK(!f.boolean_or("qk_layernorm", false), kUnsupported, source, ": 'qk_layernorm' true is not supported");
   if (gemma) c.embedding_scale = std::round(std::sqrt(static_cast<double>(c.hidden_size)) * 100.0) / 100.0;
 
-  c.rope_theta = f.positive_or("rope_theta", 10000.0);
+  c.rope_theta = f.positive_or("rope_theta", info->rope_theta);
   if (info->glm) c.rope_theta = 10000.0 * f.positive_or("rope_ratio", 1.0);  // ChatGLM scales the base
   if (info->local_rope) c.rope_local_theta = f.positive_or("rope_local_base_freq", 10000.0);
   c.partial_rotary_factor = f.number_or("partial_rotary_factor", info->partial_rotary_factor);

@@ -35,6 +35,7 @@ enum class ModelFamily {
   kQwen3Moe,
   kPhiMoe,
   kGptOss,
+  kMixtral,
 };
 
 enum class NormKind {
@@ -88,6 +89,10 @@ struct ConfigKeys {
   std::string head_dim = "head_dim";
   std::string vocab_size = "vocab_size";
   std::string max_positions = "max_position_embeddings";
+  // Mixture of experts: the expert count and each expert's hidden size (Phi-3.5-MoE and Mixtral:
+  // num_local_experts, intermediate_size). Messages about expert tensors name these.
+  std::string num_experts = "num_experts";
+  std::string expert_size = "moe_intermediate_size";
 };
 
 // rope_scaling from config.json. `type` is one of default, linear, llama3, longrope, yarn
@@ -162,7 +167,7 @@ struct HfConfig {
   std::vector<bool> sliding_layers; // per layer: does it use sliding_window
   std::vector<bool> rope_layers;    // per layer: is rotary applied (SmolLM3's no_rope_layers: 0 = NoPE)
 
-  // Mixture of experts (Qwen2-MoE, Qwen3-MoE, Phi-3.5-MoE): the MLP of each `moe_layers` layer is a
+  // Mixture of experts (Qwen2-MoE, Qwen3-MoE, Phi-3.5-MoE, Mixtral): the MLP of each `moe_layers` layer is a
   // router (`mlp`.gate) over num_experts gated experts (`mlp`.experts.N, named by the layout's gate,
   // up and down projections), of which num_experts_per_tok run, plus, when
   // shared_expert_intermediate_size > 0, a shared expert scaled by sigmoid(shared_expert_gate).

@@ -1,8 +1,8 @@
-"""Mixture-of-experts families (Qwen2-MoE, Qwen3-MoE, Phi-3.5-MoE) against an independent reference:
+"""Mixture-of-experts families (Qwen2-MoE, Qwen3-MoE, Phi-3.5-MoE, Mixtral) against an independent reference:
 random-weights Hugging Face checkpoints are written here, built with `onnxllm build` (the expert blocks
 become com.microsoft MoE, or QMoE for int4), and run by onnxllm and ONNX Runtime. The reference is a
 numpy forward pass written below from transformers' modeling_qwen2_moe.py / modeling_qwen3_moe.py /
-modeling_phimoe.py (sparsemixer included): fp32
+modeling_phimoe.py (sparsemixer included) / modeling_mixtral.py: fp32
 logits must match it within tolerance at every step and the greedy tokens exactly; ONNX Runtime
 must give the same greedy tokens on the built graphs (fp32 and int4).
 """
@@ -47,6 +47,19 @@ CASES = {
 CASES["phimoe_longrope"] = dict(CASES["phimoe"], rope_scaling={
     "type": "longrope", "short_factor": [1.0 + 0.1 * i for i in range(8)], "long_factor": [2.0 + i for i in range(8)],
     "short_mscale": 1.1, "long_mscale": 1.3, "original_max_position_embeddings": 64})
+# Mixtral (MixtralForCausalLM, Mixtral-8x7B's layout scaled down): Mistral's attention, every MLP a
+# block_sparse_moe over num_local_experts experts (w1 gate, w3 up, w2 down, sized by intermediate_size).
+# num_experts_per_tok and rope_theta are left out: MixtralConfig's defaults, 2 and 1e6, apply. The
+# norm_topk_prob false is not a MixtralConfig field: MixtralSparseMoeBlock renormalizes the top k anyway.
+CASES["mixtral"] = base_config("MixtralForCausalLM", "mixtral", hidden_size=64, intermediate_size=96,
+                               num_attention_heads=4, num_key_value_heads=2, num_local_experts=4, rms_norm_eps=1e-5,
+                               sliding_window=None, router_jitter_noise=0.0, norm_topk_prob=False)
+del CASES["mixtral"]["rope_theta"]
+# ... one expert per token (renormalized, its weight is 1, not its softmax probability) and a sliding
+# window shorter than the prompt plus the generated tokens.
+CASES["mixtral_top1_window"] = dict(CASES["mixtral"], num_experts_per_tok=1, num_local_experts=3, sliding_window=6,
+                                    rope_theta=10000.0)
+MIXTRAL_DEFAULTS = {"num_experts_per_tok": 2, "rope_theta": 1e6}  # MixtralConfig's
 
 
 def moe_tensors(c, seed=0, std=0.1):
@@ -118,6 +131,36 @@ def phimoe_tensors(c, seed=0, std=0.1):
     t["model.norm.weight"], t["model.norm.bias"] = 1 + normal(d), normal(d)
     t["lm_head.weight"], t["lm_head.bias"] = normal(v, d), normal(v)
     return t
+
+
+def mixtral_tensors(c, seed=0, std=0.1):
+    """MixtralForCausalLM's state dict: Mistral's attention (no biases) and per layer a
+    block_sparse_moe of a router (gate) and experts.E.w1 / w3 / w2."""
+    rng = np.random.default_rng(seed)
+    d, v, e_n, inter = c["hidden_size"], c["vocab_size"], c["num_local_experts"], c["intermediate_size"]
+    hd = d // c["num_attention_heads"]
+    q, kv = c["num_attention_heads"] * hd, c["num_key_value_heads"] * hd
+
+    def normal(*shape):
+        return (rng.standard_normal(shape) * std).astype(np.float32)
+
+    t = {"model.embed_tokens.weight": normal(v, d)}
+    for i in range(c["num_hidden_layers"]):
+        p = f"model.layers.{i}."
+        t[p + "input_layernorm.weight"] = 1 + normal(d)
+        for name, rows, cols in (("q_proj", q, d), ("k_proj", kv, d), ("v_proj", kv, d), ("o_proj", d, q)):
+            t[p + f"self_attn.{name}.weight"] = normal(rows, cols)
+        t[p + "post_attention_layernorm.weight"] = 1 + normal(d)
+        t[p + "block_sparse_moe.gate.weight"] = normal(e_n, d) * 10  # routing decisively away from ties
+        for e in range(e_n):
+            x = p + f"block_sparse_moe.experts.{e}."
+            t[x + "w1.weight"], t[x + "w3.weight"], t[x + "w2.weight"] = normal(inter, d), normal(inter, d), normal(d, inter)
+    t["model.norm.weight"] = 1 + normal(d)
+    t["lm_head.weight"] = normal(v, d)
+    return t
+
+
+TENSORS = {"phimoe": phimoe_tensors, "mixtral": mixtral_tensors}  # else moe_tensors
 
 
 ROUTES = []  # (margin to the band edge, runner-up weight) of every sparsemixer decision the reference makes
@@ -193,22 +236,32 @@ def phimoe_forward(c, t, ids):
 
 
 def moe_forward(c, t, ids):
-    """Logits [len(ids), vocab] of Qwen2MoeForCausalLM / Qwen3MoeForCausalLM (no cache), in float64."""
+    """Logits [len(ids), vocab] of Qwen2MoeForCausalLM / Qwen3MoeForCausalLM / MixtralForCausalLM (no
+    cache), in float64."""
     if c["model_type"] == "phimoe":
         return phimoe_forward(c, t, ids)
+    mixtral = c["model_type"] == "mixtral"
+    if mixtral:
+        c = dict(MIXTRAL_DEFAULTS, **c)
     w = {k: v.astype(np.float64) for k, v in t.items()}
     nh, nkv = c["num_attention_heads"], c["num_key_value_heads"]
     hd = c.get("head_dim") or c["hidden_size"] // nh
     eps, s = c["rms_norm_eps"], len(ids)
+    # Mixtral: MixtralBlockSparseTop2MLP's w1 (gate), w3 (up), w2 (down) under block_sparse_moe; every
+    # layer sparse; the top k always renormalized; Mistral's sliding window when configured.
+    gate_proj, up_proj, down_proj = ("w1", "w3", "w2") if mixtral else ("gate_proj", "up_proj", "down_proj")
+    block = "block_sparse_moe." if mixtral else "mlp."
+    renormalize = mixtral or c["norm_topk_prob"]
+    window = c.get("sliding_window") if mixtral else None
 
     def linear(x, name):
         y = x @ w[name + ".weight"].T
         return y + w[name + ".bias"] if name + ".bias" in w else y
 
-    def mlp(x, p):  # Qwen2MoeMLP: down(silu(gate(x)) * up(x))
-        return linear(silu(linear(x, p + "gate_proj")) * linear(x, p + "up_proj"), p + "down_proj")
+    def mlp(x, p):  # Qwen2MoeMLP: down(silu(gate(x)) * up(x)); MixtralBlockSparseTop2MLP: w2(silu(w1 x) * w3 x)
+        return linear(silu(linear(x, p + gate_proj)) * linear(x, p + up_proj), p + down_proj)
 
-    def sparse_block(x, p):  # Qwen2MoeSparseMoeBlock / Qwen3MoeSparseMoeBlock
+    def sparse_block(x, p):  # Qwen2MoeSparseMoeBlock / Qwen3MoeSparseMoeBlock / MixtralSparseMoeBlock
         logits = linear(x, p + "gate")
         probs = np.exp(logits - logits.max(-1, keepdims=True))
         probs /= probs.sum(-1, keepdims=True)
@@ -216,7 +269,7 @@ def moe_forward(c, t, ids):
         for r in range(x.shape[0]):
             top = np.argsort(-probs[r], kind="stable")[:c["num_experts_per_tok"]]
             weights = probs[r, top]
-            if c["norm_topk_prob"]:
+            if renormalize:
                 weights = weights / weights.sum()
             for e, wt in zip(top, weights):
                 out[r] += wt * mlp(x[r:r + 1], p + f"experts.{e}.")[0]
@@ -238,10 +291,10 @@ def moe_forward(c, t, ids):
 
         q, k, v = heads("q_proj", nh), heads("k_proj", nkv), heads("v_proj", nkv)
         q, k = rope(q, hd, c["rope_theta"]), rope(k, hd, c["rope_theta"])
-        h = h + linear(attend(q, k, v, 1.0 / np.sqrt(hd)), p + "self_attn.o_proj")
+        h = h + linear(attend(q, k, v, 1.0 / np.sqrt(hd), window), p + "self_attn.o_proj")
         x = rms_norm(h, w[p + "post_attention_layernorm.weight"], eps)
-        sparse = i not in c["mlp_only_layers"] and (i + 1) % c["decoder_sparse_step"] == 0
-        h = h + (sparse_block(x, p + "mlp.") if sparse else mlp(x, p + "mlp."))
+        sparse = mixtral or (i not in c["mlp_only_layers"] and (i + 1) % c["decoder_sparse_step"] == 0)
+        h = h + (sparse_block(x, p + block) if sparse else mlp(x, p + "mlp."))
     return rms_norm(h, w["model.norm.weight"], eps) @ w["lm_head.weight"].T
 
 
@@ -259,7 +312,7 @@ def reference_greedy(c, t, prompt, steps):
 @pytest.fixture(scope="module", params=sorted(CASES))
 def family(request, tmp_path_factory):
     config = CASES[request.param]
-    tensors = (phimoe_tensors if config["model_type"] == "phimoe" else moe_tensors)(config, seed=len(request.param))
+    tensors = TENSORS.get(config["model_type"], moe_tensors)(config, seed=len(request.param))
     hf = tmp_path_factory.mktemp(request.param) / "hf"
     write_checkpoint(hf, config, tensors)
     return request.param, config, tensors, hf
@@ -333,7 +386,10 @@ def test_fp32_matches_the_numpy_reference(family):
     name, config, tensors, hf = family
     out = build(hf, hf.parent / "fp32")
     genai = json.loads((out / "genai_config.json").read_text())
-    assert genai["model"]["type"] == config["architectures"][0].split("For")[0].lower()  # genai builder: "qwen2moe"
+    # genai's builder writes the architecture up to "For", lowercased ("qwen2moe"); it has no Mixtral
+    # type, and Mixtral's attention is Mistral's: "mistral".
+    expected_type = {"mixtral": "mistral"}.get(config["model_type"], config["architectures"][0].split("For")[0].lower())
+    assert genai["model"]["type"] == expected_type
     assert "MoE" in graph_ops(out)
     ROUTES.clear()
     ids = assert_matches_reference(name, config, tensors, out, ort=False, reference=reference_greedy)
@@ -374,12 +430,19 @@ def test_int4_runs_like_ort(family):
     ("phimoe", {"num_local_experts": None}, "missing 'num_local_experts'"),
     ("phimoe", {"hidden_act": "gelu"},
      "activation 'gelu' is not supported for the experts of a mixture-of-experts model"),
+    ("mixtral", {"num_local_experts": None}, "missing 'num_local_experts'"),
+    ("mixtral", {"num_experts_per_tok": 5}, "'num_experts_per_tok' is 5, expected 1..4"),
+    # A checkpoint that disagrees with config.json: the message names Mixtral's fields.
+    ("mixtral", {"intermediate_size": 128}, "tensor 'model.layers.0.block_sparse_moe.experts.0.w1.weight' in "
+     "model.safetensors has shape [96,64], expected [128,64] from config.json (intermediate_size, hidden_size)"),
+    ("mixtral", {"num_local_experts": 5}, "tensor 'model.layers.0.block_sparse_moe.gate.weight' in model.safetensors "
+     "has shape [4,64], expected [5,64] from config.json (num_local_experts, hidden_size)"),
 ])
 def test_bad_moe_configs_name_the_field(tmp_path, family, changes, message):
     config = dict(CASES[family])
     config.update(changes)
     config = {k: v for k, v in config.items() if v is not None}
     hf = tmp_path / "hf"
-    tensors = phimoe_tensors if family == "phimoe" else moe_tensors
+    tensors = TENSORS.get(CASES[family]["model_type"], moe_tensors)
     write_checkpoint(hf, config, tensors(CASES[family]))
     assert message in build_error(hf, tmp_path / "out")

@@ -541,6 +541,54 @@ def test_qwen_moe_gguf_matches_the_hf_build_and_llamacpp(arch, tmp_path):
     assert "com.microsoft.MoE" in ops, ops
 
 
+def test_mixtral_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
+    """llama.cpp converts Mixtral as 'llama' plus llama.expert_count / expert_used_count: q/k rows permuted
+    as for llama, the router ffn_gate_inp, experts w1 / w3 / w2 as slices of the stacked ffn_gate_exps /
+    ffn_up_exps / ffn_down_exps ([experts, rows, cols]), each feed_forward_length wide. llama.cpp
+    renormalizes the top-k weights, as MixtralSparseMoeBlock does."""
+    e_n, k = 4, 2
+    c = llama_like("llama", vocab_size=320, intermediate_size=128)
+    d, inter, v, nh, nkv = (c[key] for key in ("hidden_size", "intermediate_size", "vocab_size",
+                                               "num_attention_heads", "num_key_value_heads"))
+    hd = d // nh
+    g = arch_gguf("llama", c, [("expert_count", U32, e_n), ("expert_used_count", U32, k)])
+    add, normal, hf = f32_tensors(g, np.random.default_rng(29))
+
+    def stacked(gname, hname, rows, cols):  # one [experts, rows, cols] tensor, one HF tensor per expert
+        w = normal(e_n, rows, cols, std=0.3)
+        g.tensor(gname, [cols, rows, e_n], GGML_F32, w.astype("<f4").tobytes())
+        for e in range(e_n):
+            hf[hname.format(e)] = w[e]
+
+    add("token_embd.weight", "model.embed_tokens.weight", normal(v, d, std=0.5))
+    for i in range(c["num_hidden_layers"]):
+        b, p = f"blk.{i}.", f"model.layers.{i}."
+        add(b + "attn_norm.weight", p + "input_layernorm.weight", 1 + normal(d, std=0.1))
+        for gn, hn, rows, heads in (("attn_q", "q_proj", nh * hd, nh), ("attn_k", "k_proj", nkv * hd, nkv),
+                                    ("attn_v", "v_proj", nkv * hd, None)):
+            w = normal(rows, d, std=0.1)
+            stored = hf_to_meta_rows(w, heads) if heads else w  # the file holds llama.cpp's row order
+            g.tensor(b + gn + ".weight", [d, rows], GGML_F32, stored.astype("<f4").tobytes())
+            hf[p + f"self_attn.{hn}.weight"] = w
+        add(b + "attn_output.weight", p + "self_attn.o_proj.weight", normal(d, nh * hd))
+        add(b + "ffn_norm.weight", p + "post_attention_layernorm.weight", 1 + normal(d, std=0.1))
+        # A mild router: the two chosen experts' softmax weights sum well below 1, so renormalizing them
+        # changes the tokens (unnormalized routing on this file leaves llama.cpp's ids at the third step).
+        add(b + "ffn_gate_inp.weight", p + "block_sparse_moe.gate.weight", normal(e_n, d, std=0.05))
+        stacked(b + "ffn_gate_exps.weight", p + "block_sparse_moe.experts.{}.w1.weight", inter, d)
+        stacked(b + "ffn_up_exps.weight", p + "block_sparse_moe.experts.{}.w3.weight", inter, d)
+        stacked(b + "ffn_down_exps.weight", p + "block_sparse_moe.experts.{}.w2.weight", d, inter)
+    add("output_norm.weight", "model.norm.weight", 1 + normal(d, std=0.1))
+    add("output.weight", "lm_head.weight", normal(v, d, std=0.5))
+    config = dict(c, architectures=["MixtralForCausalLM"], model_type="mixtral", num_local_experts=e_n,
+                  num_experts_per_tok=k)
+    out = gguf_against_hf_and_llamacpp(tmp_path, g, hf, config)
+    genai = json.loads((out / "genai_config.json").read_text())
+    assert genai["model"]["type"] == "mistral", genai["model"]["type"]
+    ops = {o["op"] for o in json.loads(cli("info", "-m", out, "--json").stdout)["ops"]}
+    assert "com.microsoft.MoE" in ops, ops
+
+
 @pytest.mark.parametrize("layout", ["separate", "packed", "packed-q8"])
 def test_phi2_gguf_matches_the_hf_build_and_llamacpp(layout, tmp_path):
     """llama.cpp's 'phi2' (the tutorial's model family): LayerNorm with bias, q/k/v, dense, fc1, fc2 and the
@@ -903,6 +951,17 @@ def test_the_small_gguf_builds(tmp_path):
     cli("build", "-i", tmp_path / "ok.gguf", "-o", tmp_path / "out", "-q")
 
 
+def test_llama_with_no_experts_is_dense(tmp_path):
+    """llama.expert_count 0 is a dense Llama, as llama.cpp reads it (only a positive count is Mixtral)."""
+    g, _ = small_gguf()
+    g.add("llama.expert_count", U32, 0)
+    g.write(tmp_path / "dense.gguf")
+    out = build(tmp_path / "dense.gguf", tmp_path / "out", "-p", "fp32")
+    assert json.loads((out / "genai_config.json").read_text())["model"]["type"] == "llama"
+    ops = {o["op"] for o in json.loads(cli("info", "-m", out, "--json").stdout)["ops"]}
+    assert "com.microsoft.MoE" not in ops and "MatMul" in ops, ops
+
+
 def with_tensor_type(g, name, ttype, data):
     g.tensors = [(n, d, ttype, data) if n == name else (n, d, t, b) for n, d, t, b in g.tensors]
     return g
@@ -931,6 +990,10 @@ BAD_CASES = {
     "wrong shape": (None, "tensor 'blk.0.attn_k.weight' has shape"),
     "alignment": (None, "general.alignment"),
     "longrope factors": (None, "tensor 'rope_factors_long.weight' (LongRoPE scaling, Phi-3 128k) is not supported"),
+    # llama with experts is Mixtral, which needs the routed count; other dense architectures refuse experts.
+    "mixtral without expert_used_count": (None, "missing metadata key 'llama.expert_used_count'"),
+    "experts of a dense architecture": (None, "mixture-of-experts models (qwen2.expert_count) of this architecture are "
+                                              "not supported (llama (MixtralForCausalLM), qwen2moe, qwen3moe are)"),
 }
 
 
@@ -975,6 +1038,11 @@ def test_bad_gguf_is_a_clear_error(case, tmp_path):
         g.kv.append(("general.alignment", U32, 24))
     if case == "longrope factors":
         g.tensor("rope_factors_long.weight", [16], GGML_F32, np.ones(16, "<f4").tobytes())
+    if case == "mixtral without expert_used_count":
+        g.add("llama.expert_count", U32, 4)
+    if case == "experts of a dense architecture":
+        g.kv = [(k.replace("llama.", "qwen2."), t, "qwen2" if k == "general.architecture" else v) for k, t, v in g.kv]
+        g.add("qwen2.expert_count", U32, 4)
     data = make(g) if make else g.to_bytes()
     err = build_error(tmp_path, data)
     assert message in err, err

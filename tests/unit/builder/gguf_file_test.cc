@@ -147,6 +147,20 @@ TEST(GgufWeights, UndoesTheQkPermutationAndKeepsQ8Blocks) {
   EXPECT_EQ(scales[0], 0.5f);
 }
 
+// llama.cpp's MoE names: the router and the stacked expert tensors, for the Qwen MoEs' and Mixtral's
+// (w1 gate, w3 up, w2 down) checkpoint names alike.
+TEST(GgufWeights, MapsExpertNamesToStackedTensors) {
+  EXPECT_EQ(GgufWeights::gguf_name("model.layers.3.block_sparse_moe.gate.weight"), "blk.3.ffn_gate_inp.weight");
+  EXPECT_EQ(GgufWeights::gguf_name("model.layers.3.block_sparse_moe.experts.7.w1.weight"), "blk.3.ffn_gate_exps.weight");
+  EXPECT_EQ(GgufWeights::gguf_name("model.layers.3.block_sparse_moe.experts.7.w3.weight"), "blk.3.ffn_up_exps.weight");
+  EXPECT_EQ(GgufWeights::gguf_name("model.layers.3.block_sparse_moe.experts.7.w2.weight"), "blk.3.ffn_down_exps.weight");
+  EXPECT_EQ(GgufWeights::gguf_name("model.layers.0.mlp.gate.weight"), "blk.0.ffn_gate_inp.weight");
+  EXPECT_EQ(GgufWeights::gguf_name("model.layers.0.mlp.experts.12.gate_proj.weight"), "blk.0.ffn_gate_exps.weight");
+  EXPECT_EQ(GgufWeights::gguf_name("model.layers.0.mlp.experts.12.down_proj.weight"), "blk.0.ffn_down_exps.weight");
+  EXPECT_EQ(GgufWeights::gguf_name("model.layers.0.block_sparse_moe.experts.1.w4.weight"), "");
+  EXPECT_EQ(GgufWeights::gguf_name("model.layers.0.block_sparse_moe.experts.1234567890.w1.weight"), "");
+}
+
 TEST(GgufWeights, RepacksQ4NibblesForMatMulNBits) {
   // One row of 32: element e has q = e % 16 (low nibbles: 0..15, high nibbles: 0..15), d = 2.
   std::string data;

@@ -203,6 +203,66 @@ TEST(HfConfig, PhiMoeLayoutAndDefaults) {
   EXPECT_NE(parse_error(q).find("missing 'num_experts_per_tok'"), std::string::npos);
 }
 
+// Mixtral: MixtralConfig's names and defaults (num_experts_per_tok 2, rope_theta 1e6, eps 1e-5),
+// Mistral's attention and window, every layer sparse, the top k always renormalized.
+TEST(HfConfig, MixtralLayoutAndDefaults) {
+  json m = tiny_config("MixtralForCausalLM");
+  m["num_local_experts"] = 8;
+  m["sliding_window"] = 16;
+  for (const char* key : {"rms_norm_eps", "rope_theta"}) m.erase(key);
+  HfConfig c = parse_hf_config(m, json(), "c");
+  EXPECT_EQ(c.family, ModelFamily::kMixtral);
+  EXPECT_EQ(c.genai_type, "mistral");
+  EXPECT_EQ(c.layout.norm, NormKind::kRms);
+  EXPECT_EQ(c.layout.mlp, "block_sparse_moe");
+  EXPECT_EQ(c.layout.gate_proj, "w1");
+  EXPECT_EQ(c.layout.up_proj, "w3");
+  EXPECT_EQ(c.layout.down_proj, "w2");
+  EXPECT_EQ(c.keys.num_experts, "num_local_experts");
+  EXPECT_EQ(c.keys.expert_size, "intermediate_size");
+  EXPECT_EQ(c.num_experts, 8);
+  EXPECT_EQ(c.num_experts_per_tok, 2);
+  EXPECT_EQ(c.moe_intermediate_size, 96);  // intermediate_size
+  EXPECT_DOUBLE_EQ(c.rope_theta, 1e6);
+  EXPECT_DOUBLE_EQ(c.norm_eps, 1e-5);
+  EXPECT_EQ(c.sliding_window, 16);
+  EXPECT_EQ(c.sliding_layers, std::vector<bool>({true, true}));
+  EXPECT_TRUE(c.norm_topk_prob);
+  EXPECT_FALSE(c.sparse_mixer);
+  EXPECT_EQ(c.shared_expert_intermediate_size, 0);
+  EXPECT_EQ(c.moe_layers, std::vector<bool>({true, true}));
+  EXPECT_FALSE(c.qkv_bias || c.o_bias || c.mlp_bias || c.lm_head_bias);
+  // Not MixtralConfig fields: the renormalization and the sparse layers stay.
+  m["norm_topk_prob"] = false;
+  m["mlp_only_layers"] = json::array({1});
+  m["decoder_sparse_step"] = 2;
+  m["num_experts_per_tok"] = 1;
+  m["sliding_window"] = nullptr;  // Mixtral-8x7B's config.json
+  c = parse_hf_config(m, json(), "c");
+  EXPECT_TRUE(c.norm_topk_prob);
+  EXPECT_EQ(c.moe_layers, std::vector<bool>({true, true}));
+  EXPECT_EQ(c.num_experts_per_tok, 1);
+  EXPECT_EQ(c.sliding_window, -1);
+  m["num_experts_per_tok"] = 9;
+  EXPECT_NE(parse_error(m).find("'num_experts_per_tok' is 9, expected 1..8"), std::string::npos);
+  m.erase("num_experts_per_tok");
+  m.erase("num_local_experts");
+  EXPECT_NE(parse_error(m).find("missing 'num_local_experts'"), std::string::npos);
+  m["num_local_experts"] = 8;
+  m["hidden_act"] = "gelu";
+  EXPECT_NE(parse_error(m).find("activation 'gelu' is not supported for the experts"), std::string::npos);
+  // The other MoE families keep their keys.
+  json q = tiny_config("Qwen3MoeForCausalLM");
+  q["num_experts"] = 4;
+  q["num_experts_per_tok"] = 2;
+  q["moe_intermediate_size"] = 32;
+  q.erase("rope_theta");
+  const HfConfig qwen = parse_hf_config(q, json(), "c");
+  EXPECT_EQ(qwen.keys.num_experts, "num_experts");
+  EXPECT_EQ(qwen.keys.expert_size, "moe_intermediate_size");
+  EXPECT_DOUBLE_EQ(qwen.rope_theta, 10000.0);
+}
+
 // The other rows of the family table: transformers' defaults where config.json says nothing.
 TEST(HfConfig, FamilyRowsAndTheirDefaults) {
   const HfConfig granite = parse_hf_config(tiny_config("GraniteForCausalLM"), json(), "c");
