@@ -46,6 +46,7 @@ enum class GgmlType : uint32_t {
   kQ4_K = 12,
   kQ6_K = 14,
   kBF16 = 30,
+  kMXFP4 = 39,
 };
 
 // The type's name ("Q4_K", "IQ2_XS", "type 77" for an id the table lacks).

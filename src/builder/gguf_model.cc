@@ -51,6 +51,8 @@ constexpr Architecture kArchitectures[] = {
     {.gguf = "ernie4_5", .hf = "Ernie4_5ForCausalLM"},  // its rotary is interleaved in the checkpoint itself
     {.gguf = "qwen2moe", .hf = "Qwen2MoeForCausalLM", .moe = true},
     {.gguf = "qwen3moe", .hf = "Qwen3MoeForCausalLM", .moe = true},
+    // post_attention_norm is gpt-oss's norm before the MoE (Hugging Face's post_attention_layernorm).
+    {.gguf = "gpt-oss", .hf = "GptOssForCausalLM", .post_norms = true, .moe = true},
 };
 
 std::string file_name(const GgufFile& f) { return f.path().filename().string(); }
@@ -274,6 +276,12 @@ json gguf_config_json(const GgufFile& f) {
     c["num_local_experts"] = expert_count;
     c["num_experts_per_tok"] = f.integer(p + "expert_used_count", 1, expert_count);
     c["intermediate_size"] = f.integer(p + "feed_forward_length", 1, kMaxSize);
+  } else if (arch == "gpt-oss") {
+    // GptOssConfig's names; the SwiGLU clamp is llama.cpp's fixed 7 (gpt-oss's swiglu_limit).
+    c["num_local_experts"] = f.integer(p + "expert_count", 1, 1 << 16);
+    c["num_experts_per_tok"] = f.integer(p + "expert_used_count", 1, c["num_local_experts"].get<int64_t>());
+    c["intermediate_size"] = f.integer(p + "expert_feed_forward_length", 1, kMaxSize);
+    c["swiglu_limit"] = 7.0;
   } else if (info.moe) {
     // Sparse MLPs in every layer: the experts' size, count and routing; Qwen2-MoE's shared expert.
     c["num_experts"] = f.integer(p + "expert_count", 1, 1 << 16);
@@ -329,9 +337,25 @@ json gguf_config_json(const GgufFile& f) {
   const std::string scaling = f.string_or_none(p + "rope.scaling.type").value_or("none");
   if (scaling == "linear") {
     c["rope_scaling"] = {{"type", "linear"}, {"factor", f.number(p + "rope.scaling.factor")}};
+  } else if (scaling == "yarn") {
+    // ggml rounds the correction range to whole dimensions (floor / ceil): transformers' truncate.
+    ONNXLLM_CHECK(!f.find(p + "rope.scaling.yarn_log_multiplier"), kUnsupported, file, ": ", p,
+                  "rope.scaling.yarn_log_multiplier (YaRN's mscale_all_dim) is not supported");
+    const double attn_factor = f.number_or_none(p + "rope.scaling.attn_factor").value_or(1.0);
+    ONNXLLM_CHECK(attn_factor == 1.0, kUnsupported, file, ": ", p, "rope.scaling.attn_factor ", attn_factor,
+                  " is not supported (1)");
+    c["rope_scaling"] = {
+        {"rope_type", "yarn"},
+        {"factor", f.number(p + "rope.scaling.factor")},
+        {"original_max_position_embeddings",
+         f.integer_or_none(p + "rope.scaling.original_context_length", 1, int64_t{1} << 22)
+             .value_or(f.integer(p + "context_length", 1, int64_t{1} << 22))},
+        {"beta_fast", f.number_or_none(p + "rope.scaling.yarn_beta_fast").value_or(32.0)},
+        {"beta_slow", f.number_or_none(p + "rope.scaling.yarn_beta_slow").value_or(1.0)},
+        {"truncate", true}};
   } else {
     ONNXLLM_CHECK(scaling == "none", kUnsupported, file, ": ", p, "rope.scaling.type '", scaling,
-                  "' is not supported (none and linear are)");
+                  "' is not supported (none, linear and yarn are)");
   }
   ONNXLLM_CHECK(f.find_tensor("rope_freqs.weight") == nullptr, kUnsupported, file,
                 ": tensor 'rope_freqs.weight' (per-frequency rotary factors, "
@@ -362,6 +386,17 @@ json gguf_config_json(const GgufFile& f) {
                                      {"attention.scale", "attention_multiplier"},
                                      {"logit_scale", "logits_scaling"}})
       if (const auto v = f.number_or_none(p + key)) c[field] = *v;
+  }
+  if (arch == "gpt-oss") {
+    // Sliding layers as llama.cpp lays them out: layer i when i % pattern < pattern - 1 (pattern 2,
+    // the default: even layers, GptOssConfig's alternation).
+    c["sliding_window"] = f.integer(p + "attention.sliding_window", 1, int64_t{1} << 22);
+    const int64_t pattern = f.integer_or_none(p + "attention.sliding_window_pattern", 1, 1 << 16).value_or(2);
+    json types = json::array();
+    for (int64_t i = 0; i < c["num_hidden_layers"].get<int64_t>(); ++i)
+      types.push_back(i % pattern < pattern - 1 ? "sliding_attention" : "full_attention");
+    c["layer_types"] = types;
+    c["attention_bias"] = f.find_tensor("blk.0.attn_q.bias") != nullptr;
   }
   // OLMo clamps q, k and v to +-clamp_kqv.
   if (arch == "olmo")

@@ -1,5 +1,6 @@
 #include "builder/gguf_weights.h"
 
+#include <cmath>
 #include <cstring>
 #include <optional>
 #include <regex>
@@ -53,6 +54,20 @@ void dequantize_blocks(uint32_t type, const uint8_t* src, int64_t n, float* out)
         }
       }
       return;
+    case GgmlType::kMXFP4: {
+      // An E8M0 exponent byte e, then 16 bytes laid out as Q4_0's: ggml's codes are twice the E2M1
+      // values, so the scale is 2^(e - 128) (ldexp is exact down to e = 0's subnormal 2^-128).
+      static constexpr float kValues[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+      for (int64_t b = 0; b < n / kQk; ++b, src += 17) {
+        const float d = std::ldexp(1.0f, static_cast<int>(src[0]) - 128);
+        float* y = out + b * kQk;
+        for (int64_t j = 0; j < kQk / 2; ++j) {
+          y[j] = kValues[src[1 + j] & 0x0F] * d;
+          y[j + kQk / 2] = kValues[src[1 + j] >> 4] * d;
+        }
+      }
+      return;
+    }
     case GgmlType::kQ4_K:
       // d, dmin (fp16), 12 bytes of 6-bit sub-block scales and mins, 128 bytes of nibbles.
       for (int64_t b = 0; b < n / kQkK; ++b, src += 144) {
@@ -130,6 +145,7 @@ bool GgufWeights::readable_type(uint32_t type) {
     case GgmlType::kQ4_0:
     case GgmlType::kQ4_K:
     case GgmlType::kQ6_K:
+    case GgmlType::kMXFP4:
       return true;
   }
   return false;
@@ -168,6 +184,29 @@ std::optional<PackedPart> packed_qkv_part(const std::string& hf) {
   return PackedPart{str_cat("blk.", m[1].str(), ".attn_qkv.", m[3].str()), m[2].str()[0]};
 }
 
+// gpt-oss's stacked experts under their Hugging Face names (GptOssExperts' gate_up_proj
+// [E, hidden, 2 x inter] with gate and up in alternate columns, down_proj [E, inter, hidden], and
+// their biases [E, 2 x inter] and [E, hidden]), which llama.cpp's converter splits into
+// blk.N.ffn_{gate,up,down}_exps.{weight,bias}: weights {cols, rows, E}, biases {rows, E}.
+struct StackedName {
+  std::string layer;
+  bool gate_up = false;  // else down_proj
+  bool bias = false;
+};
+std::optional<StackedName> stacked_name(const std::string& hf) {
+  static const std::regex kStacked(R"(model\.layers\.(\d+)\.mlp\.experts\.(gate_up|down)_proj(_bias)?)");
+  std::smatch m;
+  if (!std::regex_match(hf, m, kStacked)) return std::nullopt;
+  return StackedName{m[1].str(), m[2] == "gate_up", m[3].matched};
+}
+
+// The GGUF tensors behind a stacked name: gate and up, or down alone.
+std::vector<std::string> stacked_sources(const StackedName& n) {
+  const std::string suffix = n.bias ? ".bias" : ".weight";
+  if (n.gate_up) return {str_cat("blk.", n.layer, ".ffn_gate_exps", suffix), str_cat("blk.", n.layer, ".ffn_up_exps", suffix)};
+  return {str_cat("blk.", n.layer, ".ffn_down_exps", suffix)};
+}
+
 }  // namespace
 
 std::string GgufWeights::gguf_name(const std::string& hf, bool post_norms) {
@@ -181,6 +220,10 @@ std::string GgufWeights::gguf_name(const std::string& hf, bool post_norms) {
   if (hf == "model.final_layernorm.weight") return "output_norm.weight";
   if (hf == "model.final_layernorm.bias") return "output_norm.bias";
   if (hf == "lm_head.bias") return "output.bias";
+  // gpt-oss's attention sinks (a parameter without a .weight suffix in the checkpoint).
+  static const std::regex kSinks(R"(model\.layers\.(\d+)\.self_attn\.sinks)");
+  std::smatch sinks;
+  if (std::regex_match(hf, sinks, kSinks)) return str_cat("blk.", sinks[1].str(), ".attn_sinks.weight");
   static const std::regex kLayer(R"(model\.layers\.(\d+)\.(.+)\.(weight|bias))");
   std::smatch m;
   if (!std::regex_match(hf, m, kLayer)) return "";
@@ -204,6 +247,7 @@ std::string GgufWeights::gguf_name(const std::string& hf, bool post_norms) {
       {"self_attn.qkv_proj", "attn_qkv"},  {"mlp.gate_up_proj", "ffn_up"},
       // The MoE routers (the Qwen MoEs', Mixtral's) and Qwen2-MoE's shared expert.
       {"mlp.gate", "ffn_gate_inp"},                     {"block_sparse_moe.gate", "ffn_gate_inp"},
+      {"mlp.router", "ffn_gate_inp"},  // gpt-oss's (with a bias)
       {"mlp.shared_expert_gate", "ffn_gate_inp_shexp"},
       {"mlp.shared_expert.gate_proj", "ffn_gate_shexp"}, {"mlp.shared_expert.up_proj", "ffn_up_shexp"},
       {"mlp.shared_expert.down_proj", "ffn_down_shexp"},
@@ -257,8 +301,78 @@ int64_t first_row(const std::string& hf_name, const GgufTensor& t, const Shape& 
 
 }  // namespace
 
+bool GgufWeights::has(const std::string& name) const {
+  if (const auto n = stacked_name(name)) {
+    for (const auto& source : stacked_sources(*n))
+      if (!file_.find_tensor(source)) return false;
+    return true;
+  }
+  return tensor(name) != nullptr;
+}
+
+// The Hugging Face shape of a stacked name, from its GGUF tensors (checked against each other).
+Shape GgufWeights::stacked_shape(const std::string& name, const std::string& fields) const {
+  const std::string file = file_.path().filename().string();
+  const auto n = stacked_name(name);
+  const std::string from = fields.empty() ? " from the metadata" : " from the metadata (" + fields + ")";
+  const std::vector<std::string> sources = stacked_sources(*n);
+  const size_t rank = n->bias ? 2 : 3;
+  std::vector<uint64_t> dims;
+  for (const auto& source : sources) {
+    const GgufTensor* t = file_.find_tensor(source);
+    ONNXLLM_CHECK(t != nullptr, kInvalidModel, file, " has no tensor '", source, "' (", name, from, ")");
+    ONNXLLM_CHECK(t->dims.size() == rank, kInvalidModel, file, ": tensor '", source, "' has ", t->dims.size(),
+                  " dims, expected ", rank, n->bias ? " ([rows, experts] in GGUF order)" : " ([cols, rows, experts] in GGUF order)");
+    ONNXLLM_CHECK(dims.empty() || t->dims == dims, kInvalidModel, file, ": tensors '", sources[0], "' and '", source,
+                  "' differ in shape");
+    ONNXLLM_CHECK(readable_type(t->type), kUnsupported, file, ": tensor '", source, "' has type ",
+                  ggml_type_name(t->type), ", which onnxllm does not read");
+    dims = t->dims;
+  }
+  const auto d = [&](size_t i) { return static_cast<int64_t>(dims[i]); };
+  if (n->bias) return n->gate_up ? Shape{d(1), 2 * d(0)} : Shape{d(1), d(0)};
+  // gate/up {hidden, inter, E} -> [E, hidden, 2 x inter]; down {inter, hidden, E} -> [E, inter, hidden]
+  return n->gate_up ? Shape{d(2), d(0), 2 * d(1)} : Shape{d(2), d(0), d(1)};
+}
+
+// Experts [e0, e1) of a stacked name: gate and up rows become alternate columns, down is
+// transposed per expert, the biases interleave (gate_up) or copy.
+void GgufWeights::read_stacked(const std::string& name, int64_t e0, int64_t e1, float* out, ThreadPool& pool) const {
+  const auto n = stacked_name(name);
+  const std::vector<std::string> sources = stacked_sources(*n);
+  const GgufTensor& first = *file_.find_tensor(sources[0]);
+  const int64_t width = static_cast<int64_t>(first.dims[0]);                          // elements per GGUF row
+  const int64_t rows = n->bias ? 1 : static_cast<int64_t>(first.dims[1]);             // GGUF rows per expert
+  const int64_t expert_floats = width * rows * (n->gate_up ? 2 : 1);
+  pool.parallel_for((e1 - e0) * rows, std::max<int64_t>(1, (int64_t{1} << 14) / width), [&](int64_t b, int64_t e) {
+    std::vector<float> row(static_cast<size_t>(width));
+    for (int64_t i = b; i < e; ++i) {
+      const int64_t expert = e0 + i / rows, r = i % rows;
+      float* dst = out + (i / rows) * expert_floats;
+      for (size_t part = 0; part < sources.size(); ++part) {
+        dequantize_row(*file_.find_tensor(sources[part]), static_cast<uint64_t>(expert * rows + r), row.data());
+        if (n->bias && n->gate_up) {  // [2 x inter]: gate j at 2j, up j at 2j + 1
+          for (int64_t j = 0; j < width; ++j) dst[2 * j + static_cast<int64_t>(part)] = row[static_cast<size_t>(j)];
+        } else if (n->bias) {
+          std::copy(row.begin(), row.end(), dst);
+        } else if (n->gate_up) {  // [hidden, 2 x inter]: GGUF row r (of inter) is column 2r (+1 for up)
+          for (int64_t c = 0; c < width; ++c) dst[c * 2 * rows + 2 * r + static_cast<int64_t>(part)] = row[static_cast<size_t>(c)];
+        } else {  // [inter, hidden]: GGUF row r (of hidden) is column r
+          for (int64_t c = 0; c < width; ++c) dst[c * rows + r] = row[static_cast<size_t>(c)];
+        }
+      }
+    }
+  });
+}
+
 void GgufWeights::check(const std::string& name, const Shape& shape, const std::string& fields) const {
   const std::string file = file_.path().filename().string();
+  if (stacked_name(name)) {
+    const Shape have = stacked_shape(name, fields);
+    ONNXLLM_CHECK(have == shape, kInvalidModel, file, ": the experts behind '", name, "' have shape ", have.to_string(),
+                  ", expected ", shape.to_string(), fields.empty() ? "" : " from the metadata (" + fields + ")");
+    return;
+  }
   const std::string gname = gguf_name(name, post_norms_);
   const std::string from = fields.empty() ? " from the metadata" : " from the metadata (" + fields + ")";
   const GgufTensor* t = tensor(name);
@@ -284,7 +398,7 @@ void GgufWeights::check(const std::string& name, const Shape& shape, const std::
   }
   ONNXLLM_CHECK(readable_type(t->type), kUnsupported, file, ": tensor '", gname, "' has type ", ggml_type_name(t->type),
                 ", which onnxllm does not read (supported: F32, F16, BF16, "
-                "Q8_0, Q4_0, Q4_K, Q6_K)");
+                "Q8_0, Q4_0, Q4_K, Q6_K, MXFP4)");
 }
 
 int64_t GgufWeights::source_row(const std::string& hf_name, int64_t row) const {
@@ -299,6 +413,7 @@ int64_t GgufWeights::source_row(const std::string& hf_name, int64_t row) const {
 void GgufWeights::read_rows(const std::string& name, const Shape& shape, int64_t row_begin, int64_t row_end, float* out,
                             ThreadPool& pool) const {
   check(name, shape);
+  if (stacked_name(name)) return read_stacked(name, row_begin, row_end, out, pool);
   const GgufTensor& t = *tensor(name);
   if (t.dims.size() == 1) {  // a vector: its "rows" are elements, or it is one row ([1, n])
     std::vector<float> all(t.dims[0]);

@@ -1,7 +1,7 @@
 // The tensors of a GGUF file as the builder's WeightSource: asked for by their Hugging Face names
 // ("model.layers.0.self_attn.q_proj.weight" reads "blk.0.attn_q.weight"), with HF shapes ([out, in]:
-// GGUF lists dims innermost-first) and Hugging Face's row order. F32, F16, BF16, Q8_0, Q4_0, Q4_K
-// and Q6_K convert to float32 (dequantized exactly as ggml does). Q4_0, Q8_0 and Q6_K are also
+// GGUF lists dims innermost-first) and Hugging Face's row order. F32, F16, BF16, Q8_0, Q4_0, Q4_K,
+// Q6_K and MXFP4 convert to float32 (dequantized exactly as ggml does). Q4_0, Q8_0 and Q6_K are also
 // handed to MatMulNBits as they are (native_blocks / read_blocks), without a float round trip:
 // Q4_0 as 4-bit blocks of 32, Q8_0 as 8-bit blocks of 32, Q6_K as 8-bit blocks of 16 (scale
 // d * sc, value q + 96: the same (d * sc) * (q - 32) ggml computes). Q4_K asks to be requantized
@@ -28,7 +28,7 @@ class GgufWeights : public WeightSource {
   GgufWeights(const GgufFile& file, bool permute_qk, int64_t head_dim, bool post_norms = false)
       : file_(file), permute_qk_(permute_qk), head_dim_(head_dim), post_norms_(post_norms) {}
 
-  bool has(const std::string& name) const override { return tensor(name) != nullptr; }
+  bool has(const std::string& name) const override;
   void check(const std::string& name, const Shape& shape, const std::string& fields = "") const override;
   void read_rows(const std::string& name, const Shape& shape, int64_t row_begin, int64_t row_end, float* out,
                  ThreadPool& pool) const override;
@@ -46,6 +46,10 @@ class GgufWeights : public WeightSource {
 
  private:
   const GgufTensor* tensor(const std::string& hf_name) const;
+  // gpt-oss's stacked experts (model.layers.N.mlp.experts.{gate_up,down}_proj[_bias]), assembled
+  // from llama.cpp's ffn_{gate,up,down}_exps: their Hugging Face shape, and experts [e0, e1).
+  Shape stacked_shape(const std::string& name, const std::string& fields) const;
+  void read_stacked(const std::string& name, int64_t e0, int64_t e1, float* out, ThreadPool& pool) const;
   // The GGUF row holding HF row `row` of `hf_name` (the q/k permutation, else the same row).
   int64_t source_row(const std::string& hf_name, int64_t row) const;
 

@@ -4,7 +4,8 @@ Written from the GGUF spec (ggml docs/gguf.md) and ggml's block layouts, indepen
 C++ reader: Q8_0 (fp16 d, 32 int8: q * d), Q4_0 (fp16 d, 16 bytes: element j in the low nibble of
 byte j, j + 16 in its high nibble: (q - 8) * d), Q4_K (256-element super-blocks: fp16 d and dmin,
 12 bytes of 6-bit sub-block scales and mins, 128 bytes of nibbles: d * sc * q - dmin * m) and Q6_K
-(128 bytes of low nibbles, 64 of 2-bit high parts, 16 int8 scales, fp16 d: d * sc * (q - 32)).
+(128 bytes of low nibbles, 64 of 2-bit high parts, 16 int8 scales, fp16 d: d * sc * (q - 32)) and
+MXFP4 (an E8M0 exponent byte, 16 bytes of E2M1 codes laid out as Q4_0's).
 Each quantizer returns the bytes and the exact float32 values ggml dequantizes them to.
 """
 
@@ -13,9 +14,10 @@ import struct
 import numpy as np
 
 U8, I8, U16, I16, U32, I32, F32, BOOL, STR, ARR, U64, I64, F64 = range(13)
-GGML_F32, GGML_F16, GGML_Q4_0, GGML_Q8_0, GGML_Q4_K, GGML_Q5_K, GGML_Q6_K, GGML_BF16 = 0, 1, 2, 8, 12, 13, 14, 30
+GGML_F32, GGML_F16, GGML_Q4_0, GGML_Q8_0, GGML_Q4_K, GGML_Q5_K, GGML_Q6_K, GGML_BF16, GGML_MXFP4 = (
+    0, 1, 2, 8, 12, 13, 14, 30, 39)
 BLOCK = {GGML_F32: (1, 4), GGML_F16: (1, 2), GGML_Q4_0: (32, 18), GGML_Q8_0: (32, 34), GGML_Q4_K: (256, 144),
-         GGML_Q5_K: (256, 176), GGML_Q6_K: (256, 210), GGML_BF16: (1, 2)}
+         GGML_Q5_K: (256, 176), GGML_Q6_K: (256, 210), GGML_BF16: (1, 2), GGML_MXFP4: (32, 17)}
 _SCALAR = {U8: "<B", I8: "<b", U16: "<H", I16: "<h", U32: "<I", I32: "<i", F32: "<f", BOOL: "<?", U64: "<Q",
            I64: "<q", F64: "<d"}
 
@@ -102,6 +104,27 @@ def q4_0(w):
     qs = q[..., :16] | (q[..., 16:] << 4)
     blocks = np.concatenate([d[..., None].view(np.uint8).reshape(rows, k // 32, 2), qs], -1)
     return blocks.tobytes(), ((q.astype(np.float32) - 8.0) * df[..., None]).reshape(rows, k)
+
+
+# MXFP4's 4-bit E2M1 codes as ggml stores them (kvalues_mxfp4: twice the E2M1 values, the block's
+# E8M0 exponent halved to match).
+MXFP4_VALUES = np.array([0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12], dtype=np.float32)
+
+
+def mxfp4(w):
+    """MXFP4 (ggml's block_mxfp4: an E8M0 byte e, then 16 bytes, element j in the low nibble of byte j
+    and j + 16 in its high nibble; value = MXFP4_VALUES[q] * 2^(e - 128)): e puts the block's largest
+    magnitude at most 6 x 2^(e - 127), each value the nearest code."""
+    rows, k = w.shape
+    x = w.reshape(rows, k // 32, 32).astype(np.float64)
+    amax = np.abs(x).max(-1)
+    e = np.where(amax > 0, np.ceil(np.log2(np.maximum(amax, 1e-30) / 6.0)), 0).astype(np.int64) + 127
+    half_step = np.exp2(e - 128.0)[..., None]
+    q = np.abs(np.abs(x)[..., None] / half_step[..., None] - MXFP4_VALUES[:8]).argmin(-1) + 8 * (x < 0)
+    q = q.astype(np.uint8)
+    qs = q[..., :16] | (q[..., 16:] << 4)
+    blocks = np.concatenate([e.astype(np.uint8)[..., None], qs], -1)
+    return blocks.tobytes(), (MXFP4_VALUES[q] * half_step).astype(np.float32).reshape(rows, k)
 
 
 def q4_k(w):

@@ -22,8 +22,8 @@ import numpy as np
 import pytest
 
 from conftest import CLI, SHARED_DIR, SOURCE_DIR, shared
-from gguf_writer import (ARR, BOOL, F32, GGML_F16, GGML_F32, GGML_Q4_0, GGML_Q4_K, GGML_Q5_K, GGML_Q6_K, GGML_Q8_0,
-                         I32, QUANTIZERS, STR, U32, Gguf, hf_to_meta_rows, requantize_asym4)
+from gguf_writer import (ARR, BOOL, F32, GGML_F16, GGML_F32, GGML_MXFP4, GGML_Q4_0, GGML_Q4_K, GGML_Q5_K, GGML_Q6_K,
+                         GGML_Q8_0, I32, QUANTIZERS, STR, U32, Gguf, hf_to_meta_rows, mxfp4, requantize_asym4)
 from test_builder_families import decoder_forward, onnxllm_greedy
 from test_builder_prequant import write_safetensors
 
@@ -589,6 +589,75 @@ def test_mixtral_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
     assert "com.microsoft.MoE" in ops, ops
 
 
+@pytest.mark.parametrize("experts", ["f32", "mxfp4"])
+def test_gpt_oss_gguf_matches_the_hf_build_and_llamacpp(experts, tmp_path):
+    """llama.cpp's 'gpt-oss': q/k/v/o biases, attn_sinks, post_attention_norm before the MoE, a router
+    (ffn_gate_inp) with a bias, gate / up / down experts split into ffn_{gate,up,down}_exps with biases
+    (the converter de-interleaves gpt-oss's gate_up_proj), every other layer sliding
+    (attention.sliding_window), YaRN, and its fixed SwiGLU clamp of 7. "mxfp4": the experts in MXFP4 as
+    OpenAI's files are converted, against the HF build of exactly the values they dequantize to."""
+    e_n, k, inter = 4, 2, 64
+    c = llama_like("gpt-oss", vocab_size=320, rope_theta=150000.0)
+    d, v, nh, nkv = c["hidden_size"], c["vocab_size"], c["num_attention_heads"], c["num_key_value_heads"]
+    hd = d // nh
+    yarn = {"rope_type": "yarn", "factor": 32.0, "original_max_position_embeddings": 4096, "beta_fast": 32.0,
+            "beta_slow": 1.0, "truncate": True}
+    g = arch_gguf("gpt-oss", c, [("expert_count", U32, e_n), ("expert_used_count", U32, k),
+                                 ("expert_feed_forward_length", U32, inter), ("attention.sliding_window", U32, 4),
+                                 ("attention.key_length", U32, hd), ("attention.value_length", U32, hd),
+                                 ("rope.scaling.type", STR, "yarn"), ("rope.scaling.factor", F32, 32.0),
+                                 ("rope.scaling.original_context_length", U32, 4096)])
+    add, normal, hf = f32_tensors(g, np.random.default_rng(31))
+
+    def experts(name, rows, cols):
+        """[E, rows, cols] in the file (F32 or MXFP4); returns the values it holds."""
+        w = normal(e_n, rows, cols, std=0.3)
+        if experts == "mxfp4":
+            data, w = mxfp4(w.reshape(e_n * rows, cols))
+            g.tensor(name, [cols, rows, e_n], GGML_MXFP4, data)
+            return w.reshape(e_n, rows, cols)
+        g.tensor(name, [cols, rows, e_n], GGML_F32, w.astype("<f4").tobytes())
+        return w
+
+    add("token_embd.weight", "model.embed_tokens.weight", normal(v, d, std=0.5))
+    for i in range(c["num_hidden_layers"]):
+        b, p = f"blk.{i}.", f"model.layers.{i}."
+        add(b + "attn_norm.weight", p + "input_layernorm.weight", 1 + normal(d, std=0.1))
+        for gn, hn, rows in (("attn_q", "q_proj", nh * hd), ("attn_k", "k_proj", nkv * hd), ("attn_v", "v_proj", nkv * hd)):
+            add(b + gn + ".weight", p + f"self_attn.{hn}.weight", normal(rows, d, std=0.1))
+            add(b + gn + ".bias", p + f"self_attn.{hn}.bias", normal(rows, std=0.1))
+        add(b + "attn_output.weight", p + "self_attn.o_proj.weight", normal(d, nh * hd))
+        add(b + "attn_output.bias", p + "self_attn.o_proj.bias", normal(d, std=0.1))
+        sinks = normal(nh, std=1.0)
+        g.tensor(b + "attn_sinks.weight", [nh], GGML_F32, sinks.astype("<f4").tobytes())
+        hf[p + "self_attn.sinks"] = sinks
+        add(b + "post_attention_norm.weight", p + "post_attention_layernorm.weight", 1 + normal(d, std=0.1))
+        add(b + "ffn_gate_inp.weight", p + "mlp.router.weight", normal(e_n, d, std=0.3))
+        add(b + "ffn_gate_inp.bias", p + "mlp.router.bias", normal(e_n, std=0.3))
+        gate, up = experts(b + "ffn_gate_exps.weight", inter, d), experts(b + "ffn_up_exps.weight", inter, d)
+        down = experts(b + "ffn_down_exps.weight", d, inter)
+        gate_b, up_b, down_b = normal(e_n, inter, std=0.3), normal(e_n, inter, std=0.3), normal(e_n, d, std=0.1)
+        for name, bias in (("ffn_gate_exps", gate_b), ("ffn_up_exps", up_b), ("ffn_down_exps", down_b)):
+            g.tensor(b + name + ".bias", list(reversed(bias.shape)), GGML_F32, bias.astype("<f4").tobytes())
+        # GptOssExperts' layout: gate and up in alternate columns of [E, hidden, 2 x inter].
+        gate_up = np.empty((e_n, d, 2 * inter), np.float32)
+        gate_up[..., 0::2], gate_up[..., 1::2] = gate.transpose(0, 2, 1), up.transpose(0, 2, 1)
+        gate_up_b = np.empty((e_n, 2 * inter), np.float32)
+        gate_up_b[:, 0::2], gate_up_b[:, 1::2] = gate_b, up_b
+        hf[p + "mlp.experts.gate_up_proj"], hf[p + "mlp.experts.gate_up_proj_bias"] = gate_up, gate_up_b
+        hf[p + "mlp.experts.down_proj"] = down.transpose(0, 2, 1).copy()
+        hf[p + "mlp.experts.down_proj_bias"] = down_b
+    add("output_norm.weight", "model.norm.weight", 1 + normal(d, std=0.1))
+    add("output.weight", "lm_head.weight", normal(v, d, std=0.5))
+    config = dict(c, architectures=["GptOssForCausalLM"], model_type="gpt_oss", num_local_experts=e_n,
+                  num_experts_per_tok=k, intermediate_size=inter, head_dim=hd, sliding_window=4,
+                  attention_bias=True, swiglu_limit=7.0, rope_scaling=yarn)
+    out = gguf_against_hf_and_llamacpp(tmp_path, g, hf, config)
+    genai = json.loads((out / "genai_config.json").read_text())
+    assert genai["model"]["type"] == "gptoss", genai["model"]["type"]
+    assert local_windows(out) == [4, -1], local_windows(out)
+
+
 @pytest.mark.parametrize("layout", ["separate", "packed", "packed-q8"])
 def test_phi2_gguf_matches_the_hf_build_and_llamacpp(layout, tmp_path):
     """llama.cpp's 'phi2' (the tutorial's model family): LayerNorm with bias, q/k/v, dense, fc1, fc2 and the
@@ -993,7 +1062,7 @@ BAD_CASES = {
     # llama with experts is Mixtral, which needs the routed count; other dense architectures refuse experts.
     "mixtral without expert_used_count": (None, "missing metadata key 'llama.expert_used_count'"),
     "experts of a dense architecture": (None, "mixture-of-experts models (qwen2.expert_count) of this architecture are "
-                                              "not supported (llama (MixtralForCausalLM), qwen2moe, qwen3moe are)"),
+                                              "not supported (llama (MixtralForCausalLM), qwen2moe, qwen3moe, gpt-oss are)"),
 }
 
 
