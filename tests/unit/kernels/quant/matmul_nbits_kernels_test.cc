@@ -32,7 +32,7 @@ std::vector<float> run_packed(const QuantWeight& w, const std::vector<float>& a,
 
 std::vector<NBitsIsa> isas() {
   std::vector<NBitsIsa> v = {NBitsIsa::kGeneric};
-  for (NBitsIsa isa : {NBitsIsa::kAvx2, NBitsIsa::kNeon})
+  for (NBitsIsa isa : {NBitsIsa::kAvx2, NBitsIsa::kAvx512, NBitsIsa::kNeon})
     if (nbits_isa_available(isa)) v.push_back(isa);
   return v;
 }
@@ -40,6 +40,7 @@ std::vector<NBitsIsa> isas() {
 const char* isa_name(NBitsIsa isa) {
   switch (isa) {
     case NBitsIsa::kAvx2: return "avx2";
+    case NBitsIsa::kAvx512: return "avx512";
     case NBitsIsa::kNeon: return "neon";
     default: return "generic";
   }

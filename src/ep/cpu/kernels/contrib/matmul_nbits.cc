@@ -162,6 +162,8 @@ bool cpu_has_avx2() {
 
 const NBitsKernels& pick_kernels(NBitsIsa isa) {
   if (isa == NBitsIsa::kGeneric) return nbits_kernels_generic();
+  if ((isa == NBitsIsa::kAuto || isa == NBitsIsa::kAvx512) && nbits_isa_available(NBitsIsa::kAvx512))
+    return *nbits_kernels_avx512();
   if (isa != NBitsIsa::kNeon && nbits_isa_available(NBitsIsa::kAvx2)) return *nbits_kernels_avx2();
   if (isa != NBitsIsa::kAvx2 && nbits_isa_available(NBitsIsa::kNeon)) return *nbits_kernels_neon();
   return nbits_kernels_generic();
@@ -184,8 +186,19 @@ const NBitsKernels& nbits_kernels_generic() {
 bool nbits_isa_available(NBitsIsa isa) {
   // NEON is baseline on aarch64: compiled in means available.
   if (isa == NBitsIsa::kNeon) return nbits_kernels_neon() != nullptr;
+  if (isa == NBitsIsa::kAvx512) return nbits_kernels_avx512() != nullptr && cpu_has_avx2() && isa_available(Isa::kAvx512);
   if (isa != NBitsIsa::kAvx2) return true;
   return nbits_kernels_avx2() != nullptr && cpu_has_avx2();
+}
+
+NBitsIsa nbits_isa_for(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar: return NBitsIsa::kGeneric;
+    case Isa::kAvx2: return NBitsIsa::kAvx2;
+    case Isa::kAvx512: return NBitsIsa::kAvx512;
+    case Isa::kNeon: return NBitsIsa::kNeon;
+  }
+  return NBitsIsa::kAuto;
 }
 
 NBitsLayout nbits_layout(const NBitsShape& shape, bool has_zp) {
@@ -406,8 +419,7 @@ class MatMulNBitsKernel final : public OpKernel {
     if (q8_) {
       matmul_nbits_q8_run(q8_layout_, packed, af, m, bias, yf, ws + p.run, pool, isa_);
     } else {
-      matmul_nbits_run(layout_, packed, af, m, bias, yf, ws + p.run, pool,
-                       isa_ == Isa::kScalar ? NBitsIsa::kGeneric : NBitsIsa::kAuto);
+      matmul_nbits_run(layout_, packed, af, m, bias, yf, ws + p.run, pool, nbits_isa_for(isa_));
     }
     if (half) {
       Float16* y16 = out.data<Float16>();

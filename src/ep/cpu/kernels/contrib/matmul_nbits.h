@@ -11,6 +11,7 @@
 
 #include "core/dtype.h"
 #include "core/thread_pool.h"
+#include "ep/cpu/isa/cpu_isa.h"
 
 namespace onnxllm {
 
@@ -84,10 +85,12 @@ float nbits_source_zero_point(const NBitsShape& s, const NBitsSource& src, int64
 void pack_nbits(const NBitsLayout& layout, const NBitsSource& src, uint8_t* dst, int64_t tile_begin,
                 int64_t tile_end) noexcept;
 
-enum class NBitsIsa { kAuto, kGeneric, kAvx2, kNeon };
+enum class NBitsIsa { kAuto, kGeneric, kAvx2, kAvx512, kNeon };
 
 // True when `isa` can run here (kAuto and kGeneric always can).
 bool nbits_isa_available(NBitsIsa isa);
+// The kernels for a session's instruction set (kScalar: the generic ones).
+NBitsIsa nbits_isa_for(Isa isa);
 
 // Scratch bytes matmul_nbits_run needs for m rows on `threads` threads.
 size_t matmul_nbits_workspace(const NBitsLayout& layout, int64_t m, int threads);

@@ -24,6 +24,9 @@ struct NBitsKernels {
 const NBitsKernels& nbits_kernels_generic();
 // nullptr when the AVX2 kernels were not compiled in (non-x86 builds).
 const NBitsKernels* nbits_kernels_avx2();
+// The AVX-512 GEMV (the AVX2 kernel's bits, two columns per register; M > 1 is AVX2's); nullptr
+// on non-x86 builds.
+const NBitsKernels* nbits_kernels_avx512();
 // nullptr when the NEON kernels were not compiled in (non-aarch64 builds).
 const NBitsKernels* nbits_kernels_neon();
 

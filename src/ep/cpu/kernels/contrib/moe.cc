@@ -120,8 +120,7 @@ struct PackedExperts {
   // out[m, rows] = a[m, cols] * W_e^T.
   void run(int64_t e, const float* a, int64_t m, float* out, void* workspace, ThreadPool& pool, Isa isa) const {
     if (nbits) {
-      matmul_nbits_run(layout, expert(e), a, m, nullptr, out, workspace, pool,
-                       isa == Isa::kScalar ? NBitsIsa::kGeneric : NBitsIsa::kAuto);
+      matmul_nbits_run(layout, expert(e), a, m, nullptr, out, workspace, pool, nbits_isa_for(isa));
       return;
     }
     SgemmArgs g;
