@@ -44,10 +44,12 @@ inline __m512 load_scales(const NBitsQ8Layout& l, const uint8_t* p) {
                        : _mm512_loadu_ps(p);
 }
 
-template <int kRows, bool kHasZp>
+// kBlock: the block size when known at compile time (32, genai's and our builder's default),
+// so the block's 4 steps unroll into one straight run of VPDPBUSDs (M = 8: x1.02-1.06 G/s).
+template <int kRows, bool kHasZp, int kBlock = 0>
 void tile_rows(const NBitsQ8Layout& l, const uint8_t* tile, const QuantizedA& a, int64_t r0, const float* bias,
                float* y, int64_t n0, bool prefetch) {
-  const int64_t bs = l.shape.block_size, n_total = l.shape.n;
+  const int64_t bs = kBlock ? kBlock : l.shape.block_size, n_total = l.shape.n;
   const __m512i nibble = _mm512_set1_epi8(0x0F);
   __m512 acc[kRows];
 #pragma GCC unroll 8
@@ -88,6 +90,7 @@ void tile_rows(const NBitsQ8Layout& l, const uint8_t* tile, const QuantizedA& a,
     } else {
       // The row group's bytes for 8 k-values are one 64-byte line (QuantizedA::groups).
       const int8_t* ag = a.groups + r0 * l.k_padded + blk * bs * kGroup;
+#pragma GCC unroll 4
       for (int64_t c = 0; c < bs; c += 8, d += 4 * kCols, ag += 8 * kGroup) {
         const __m512i v = _mm512_loadu_si512(d);
         const __m512i lo = _mm512_and_si512(v, nibble);
@@ -134,6 +137,8 @@ void kernel_impl(const NBitsQ8Layout& l, const uint8_t* packed, const QuantizedA
     const int64_t n0 = t * kCols;
     // Only the first row group of a tile prefetches: the others find the tile in cache.
     int64_t r = 0;
+    if (l.shape.block_size == 32)
+      for (; r + kGroup <= m; r += kGroup) tile_rows<kGroup, kHasZp, 32>(l, tile, a, r, bias, y, n0, r == 0);
     for (; r + kGroup <= m; r += kGroup) tile_rows<kGroup, kHasZp>(l, tile, a, r, bias, y, n0, r == 0);
     switch (m - r) {
       case 7: tile_rows<7, kHasZp>(l, tile, a, r, bias, y, n0, r == 0); break;
