@@ -607,6 +607,8 @@ HfConfig parse_hf_config(const json& config, const json& generation, const std::
 
   c.initializer_range = f.positive_or("initializer_range", 0.02);
   c.quantization = parse_quantization_config(f.has("quantization_config") ? f.at("quantization_config") : json(), source);
+  ONNXLLM_CHECK(!c.quantization.mxfp4_experts || c.stacked_experts, kUnsupported, source,
+                ": quantization_config.quant_method 'mxfp4' is read only for gpt-oss's experts, not for ", c.architecture);
 
   c.bos_token_id = f.integer_or("bos_token_id", 1, 0, kMaxVocab);
   c.eos_token_id = token_ids(f, "eos_token_id");

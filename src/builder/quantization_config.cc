@@ -55,13 +55,17 @@ QuantizationConfig parse_quantization_config(const json &q, const std::string &s
                 json_excerpt(q));
   const std::string method = lower(string_field(q, "quant_method", "", source));
   ONNXLLM_CHECK(!method.empty(), kInvalidModel, source, ": quantization_config has no 'quant_method'");
+  if (method == "mxfp4") {
+    c.mxfp4_experts = true;
+    return c;
+  }
   if (method == "gptq")
     c.method = QuantMethod::kGptq;
   else if (method == "awq")
     c.method = QuantMethod::kAwq;
   else
     throw_error(ErrorCode::kUnsupported, source, ": quantization_config.quant_method '", method,
-                "' is not supported (pre-quantized checkpoints: gptq, awq)");
+                "' is not supported (pre-quantized checkpoints: gptq, awq; mxfp4 for gpt-oss)");
 
   const int64_t bits = int_field(q, "bits", source);
   const bool bits_ok = c.method == QuantMethod::kGptq ? bits == 4 || bits == 8 : bits == 4;

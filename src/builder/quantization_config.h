@@ -22,6 +22,10 @@ struct QuantizationConfig {
   bool zeros_minus_one = false;  // GPTQ checkpoint_format "gptq" (v1) stores
                                  // each zero point minus 1
   std::vector<std::string> modules_to_not_convert;
+  // quant_method "mxfp4" (OpenAI's gpt-oss checkpoints): the experts are stored as MXFP4 blocks,
+  // which the weight source dequantizes (WeightSource::read_mxfp4_rows); nothing else is
+  // pre-quantized, so `method` stays kNone.
+  bool mxfp4_experts = false;
 
   bool enabled() const { return method != QuantMethod::kNone; }
   const char *method_name() const;  // "gptq", "awq" ("none")
@@ -30,8 +34,8 @@ struct QuantizationConfig {
 // Parses `quantization_config` (null or absent: kNone). `source` names the file
 // in messages. Throws kUnsupported naming the field and value for methods,
 // bits, formats or versions that are not read (supported: gptq 4/8-bit, formats
-// gptq and gptq_v2; awq 4-bit, version gemm), and kInvalidModel for malformed
-// values.
+// gptq and gptq_v2; awq 4-bit, version gemm; mxfp4, gpt-oss's experts), and
+// kInvalidModel for malformed values.
 QuantizationConfig parse_quantization_config(const nlohmann::json &quantization, const std::string &source);
 
 }  // namespace onnxllm

@@ -218,8 +218,12 @@ def family(request, tmp_path_factory):
     config = {k: v for k, v in config.items() if v is not None}
     tensors = gptoss_tensors(config, seed=len(request.param))
     stored = tensors
-    if request.param == "mxfp4":
+    if request.param == "mxfp4":  # as OpenAI's config.json says it
         stored, tensors = mxfp4_checkpoint(tensors)
+        config = dict(config, quantization_config={
+            "quant_method": "mxfp4",
+            "modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens",
+                                       "lm_head"]})
     hf = tmp_path_factory.mktemp(request.param) / "hf"
     write_mixed_checkpoint(hf, config, stored)
     return request.param, config, tensors, hf
@@ -282,3 +286,12 @@ def test_bad_checkpoints_name_the_tensor(tmp_path, change, message):
         config["swiglu_limit"] = -1.0
     write_mixed_checkpoint(tmp_path / "hf", config, stored)
     assert message in build_error(tmp_path / "hf", tmp_path / "out")
+
+
+def test_mxfp4_quantization_config_is_gpt_oss_only(tmp_path):
+    config = base_config("LlamaForCausalLM", "llama", hidden_size=64, intermediate_size=96,
+                         quantization_config={"quant_method": "mxfp4"})
+    (tmp_path / "hf").mkdir()
+    (tmp_path / "hf" / "config.json").write_text(json.dumps(config))
+    assert ("quantization_config.quant_method 'mxfp4' is read only for gpt-oss's experts, not for LlamaForCausalLM"
+            in build_error(tmp_path / "hf", tmp_path / "out"))

@@ -294,7 +294,7 @@ def qc(**changes):
 BAD = {
     "bits3": (qc(bits=3), None, "quantization_config.bits 3 is not supported for gptq (4 or 8)"),
     "method": (qc(quant_method="bitsandbytes"), None,
-               "quantization_config.quant_method 'bitsandbytes' is not supported (pre-quantized checkpoints: gptq, awq)"),
+               "quantization_config.quant_method 'bitsandbytes' is not supported (pre-quantized checkpoints: gptq, awq; mxfp4 for gpt-oss)"),
     "format": (qc(checkpoint_format="marlin"), None, "quantization_config.checkpoint_format 'marlin' is not supported"),
     "awq_bits8": (qc(quant_method="awq", bits=8), None, "quantization_config.bits 8 is not supported for awq (4)"),
     "awq_gemv": (qc(quant_method="awq", version="gemv"), None, "quantization_config.version 'gemv' is not supported"),
