@@ -186,9 +186,7 @@ class MoEKernel final : public OpKernel {
     ONNXLLM_CHECK(k_ <= experts, kInvalidArgument, "k (", k_, ") exceeds num_experts (", experts, ")");
     const Shapes s = shapes(ctx, hidden, experts);
     ctx.set_output(0, x.dtype(), x.shape());
-    if (packed_) {
-      ONNXLLM_CHECK(experts_[0].rows == (fused_ ? 2 * s.inter : s.inter) && experts_[1].rows == hidden, kInvalidArgument,
-                    "the packed expert weights do not fit the input");
+    if (packed_) {  // the packed inputs are the ones shapes() checked
       ctx.request_workspace(grouped_plan(tokens, hidden, s.inter, experts, ctx.num_threads()).total);
     } else {
       ctx.request_workspace(workspace_floats(tokens, hidden, s.inter, experts) * sizeof(float));
@@ -199,7 +197,6 @@ class MoEKernel final : public OpKernel {
     if (packed_) return compute_grouped(ctx);
     const TensorView& x = ctx.input(0);
     const int64_t hidden = x.dim(-1), tokens = num_rows(x.shape());
-    const int64_t experts = ctx.input(1).dim(1);
     const ExpertMatrix fc1 = matrix(ctx, 0), fc2 = matrix(ctx, 1), fc3 = matrix(ctx, 2);
     const int64_t inter = fc2.cols;
     const int64_t pairs = tokens * k_;
@@ -212,13 +209,7 @@ class MoEKernel final : public OpKernel {
     float* y = act + pairs * inter;
     float* scratch = y + pairs * hidden;  // experts floats per token
 
-    for (int64_t i = 0; i < tokens * hidden; ++i) xf[i] = load(x.raw(), x.dtype(), i);
-    const TensorView& router = ctx.input(1);
-    ctx.pool().parallel_for(tokens, std::max<int64_t>(1, 4096 / std::max<int64_t>(experts, 1)),
-                            [&](int64_t t0, int64_t t1) {
-                              for (int64_t t = t0; t < t1; ++t)
-                                route(router, t, experts, scratch + t * experts, route_w + t * k_, route_e + t * k_);
-                            });
+    read_and_route(ctx, xf, scratch, route_w, route_e);
 
     // fc1 (and fc3), then the activation: one item per (token, chosen expert, intermediate row).
     ctx.pool().parallel_for(pairs * inter, std::max<int64_t>(1, 8192 / std::max<int64_t>(hidden, 1)),
@@ -464,12 +455,7 @@ class MoEKernel final : public OpKernel {
     auto* order = reinterpret_cast<int64_t*>(ws + plan.order);     // position -> pair
     auto* offsets = reinterpret_cast<int64_t*>(ws + plan.offsets);  // expert -> first position
 
-    for (int64_t i = 0; i < tokens * hidden; ++i) xf[i] = load(x.raw(), x.dtype(), i);
-    const TensorView& router = ctx.input(1);
-    pool.parallel_for(tokens, std::max<int64_t>(1, 4096 / std::max<int64_t>(experts, 1)), [&](int64_t t0, int64_t t1) {
-      for (int64_t t = t0; t < t1; ++t)
-        route(router, t, experts, scratch + t * experts, route_w + t * k_, route_e + t * k_);
-    });
+    read_and_route(ctx, xf, scratch, route_w, route_e);
     // Counting sort of the pairs with a nonzero weight by expert (in pair order within an expert).
     std::fill(offsets, offsets + experts + 1, 0);
     for (int64_t p = 0; p < pairs; ++p)
@@ -538,6 +524,20 @@ class MoEKernel final : public OpKernel {
                                   if (out.dtype() == DType::kFloat16) out.data<Float16>()[t * hidden + h] = Float16(sum);
                                   else out.data<float>()[t * hidden + h] = sum;
                                 }
+                            });
+  }
+
+  // Both paths' start: the input as float32 into xf, and every token's k routing weights and expert
+  // ids (`logits`: tokens x experts floats of scratch).
+  void read_and_route(const ComputeContext& ctx, float* xf, float* logits, float* route_w, float* route_e) const noexcept {
+    const TensorView& x = ctx.input(0);
+    const TensorView& router = ctx.input(1);
+    const int64_t tokens = num_rows(x.shape()), experts = router.dim(1);
+    for (int64_t i = 0; i < x.numel(); ++i) xf[i] = load(x.raw(), x.dtype(), i);
+    ctx.pool().parallel_for(tokens, std::max<int64_t>(1, 4096 / std::max<int64_t>(experts, 1)),
+                            [&](int64_t t0, int64_t t1) {
+                              for (int64_t t = t0; t < t1; ++t)
+                                route(router, t, experts, logits + t * experts, route_w + t * k_, route_e + t * k_);
                             });
   }
 
