@@ -436,6 +436,15 @@ def f32_tensors(g, rng):
     return add, normal, hf
 
 
+def stacked_experts(g, hf, w, gname, hname, drop_last=False):
+    """w [experts, rows, cols] as one F32 GGUF tensor and one HF tensor per expert (hname's {} is its
+    index); with drop_last the file holds one expert fewer than the HF side asks for."""
+    stored = w[:-1] if drop_last else w
+    g.tensor(gname, [w.shape[2], w.shape[1], len(stored)], GGML_F32, stored.astype("<f4").tobytes())
+    for e in range(len(w)):
+        hf[hname.format(e)] = w[e]
+
+
 def begin_file(arch, c, seed, **gguf_args):
     """arch_gguf(arch, c, **gguf_args) with the F32 adder of f32_tensors and the token embedding written."""
     g = arch_gguf(arch, c, **gguf_args)
@@ -494,12 +503,9 @@ def test_qwen_moe_gguf_matches_the_hf_build_and_llamacpp(arch, tmp_path):
     g = arch_gguf(arch, c, extra)
     add, normal, hf = f32_tensors(g, np.random.default_rng(11))
 
-    def stacked(gname, hname, rows, cols):  # one [experts, rows, cols] tensor, one HF tensor per expert
-        w = normal(e_n, rows, cols, std=0.3)
-        stored = w[:-1] if short and "gate_exps" in gname else w
-        g.tensor(gname, [cols, rows, len(stored)], GGML_F32, stored.astype("<f4").tobytes())
-        for e in range(e_n):
-            hf[hname.format(e)] = w[e]
+    def stacked(gname, hname, rows, cols):
+        stacked_experts(g, hf, normal(e_n, rows, cols, std=0.3), gname, hname,
+                        drop_last=short and "gate_exps" in gname)
 
     add("token_embd.weight", "model.embed_tokens.weight", normal(v, d, std=0.5))
     for i in range(c["num_hidden_layers"]):
@@ -554,11 +560,8 @@ def test_mixtral_gguf_matches_the_hf_build_and_llamacpp(tmp_path):
     g = arch_gguf("llama", c, [("expert_count", U32, e_n), ("expert_used_count", U32, k)])
     add, normal, hf = f32_tensors(g, np.random.default_rng(29))
 
-    def stacked(gname, hname, rows, cols):  # one [experts, rows, cols] tensor, one HF tensor per expert
-        w = normal(e_n, rows, cols, std=0.3)
-        g.tensor(gname, [cols, rows, e_n], GGML_F32, w.astype("<f4").tobytes())
-        for e in range(e_n):
-            hf[hname.format(e)] = w[e]
+    def stacked(gname, hname, rows, cols):
+        stacked_experts(g, hf, normal(e_n, rows, cols, std=0.3), gname, hname)
 
     add("token_embd.weight", "model.embed_tokens.weight", normal(v, d, std=0.5))
     for i in range(c["num_hidden_layers"]):
