@@ -267,9 +267,11 @@ class Builder {
   }
 
   // Checks a source tensor once and counts its parameters.
-  void use(const Rows& part) {
+  // `mxfp4`: the tensor is stored as MXFP4 blocks (`shape` the dequantized one).
+  void use(const Rows& part, bool mxfp4 = false) {
     if (part.tensor.empty() || !used_.insert(part.tensor).second) return;
-    source_.check(part.tensor, part.shape, config_fields(part.fields));
+    if (mxfp4) source_.check_mxfp4(part.tensor, part.shape, config_fields(part.fields));
+    else source_.check(part.tensor, part.shape, config_fields(part.fields));
     parameters_ += part.shape.numel();
   }
 
@@ -898,10 +900,7 @@ class Builder {
     ThreadPool* pool = &pool_;
     if (source_.has_mxfp4(tensor)) {
       const Shape shape{e_n, rows, cols};
-      if (used_.insert(tensor).second) {
-        source_.check_mxfp4(tensor, shape, config_fields(fields));
-        parameters_ += shape.numel();
-      }
+      use(all_rows(tensor, shape, fields), true);
       return [=](int64_t e) {
         Tensor w(DType::kFloat32, Shape{rows, cols});
         src->read_mxfp4_rows(tensor, shape, e, e + 1, w.data<float>(), *pool);
