@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <map>
+#include <mutex>
 #include <string_view>
 
 #include "core/error.h"
@@ -116,6 +119,33 @@ IoInfo io_info(const Value& v) {
 
 }  // namespace
 
+// Sessions run from several threads, so steps add their times under a lock (only when profiling).
+struct Session::Profile {
+  struct Op {
+    int64_t calls = 0;
+    double seconds = 0;
+  };
+  std::mutex mutex;
+  std::map<std::string, Op> ops;
+
+  void add(const Node& node, double seconds) {
+    std::lock_guard lock(mutex);
+    Op& op = ops[node.domain.empty() || node.domain == "ai.onnx" ? node.op_type : node.domain + "." + node.op_type];
+    ++op.calls;
+    op.seconds += seconds;
+  }
+  ~Profile() {
+    double total = 0;
+    for (const auto& [name, op] : ops) total += op.seconds;
+    std::vector<std::pair<std::string, Op>> sorted(ops.begin(), ops.end());
+    std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+    std::fprintf(stderr, "onnxllm profile: compute() wall time by op, %.1f ms in all\n", total * 1e3);
+    for (const auto& [name, op] : sorted)
+      std::fprintf(stderr, "  %-40s %8lld calls %10.2f ms %5.1f%%\n", name.c_str(), static_cast<long long>(op.calls),
+                   op.seconds * 1e3, total > 0 ? 100 * op.seconds / total : 0.);
+  }
+};
+
 std::shared_ptr<Session> Session::load(const std::filesystem::path& model_path, const SessionOptions& options) {
   return std::make_shared<Session>(load_onnx_model(model_path), options);
 }
@@ -127,6 +157,8 @@ Session::Session(std::shared_ptr<Graph> graph, const SessionOptions& options)
       reuse_inference_(options.reuse_inference),
       verify_reuse_(options.verify_reuse) {
   if (const char* verify = std::getenv("ONNXLLM_VERIFY_REUSE")) verify_reuse_ = verify_reuse_ || std::string_view(verify) == "1";
+  if (const char* profile = std::getenv("ONNXLLM_PROFILE"); profile && std::string_view(profile) == "1")
+    profile_ = std::make_unique<Profile>();
   for (const auto& ep : options.providers) {
     ONNXLLM_CHECK(ep != nullptr, kInvalidArgument, "SessionOptions::providers holds a null provider");
     providers_.push_back(ep);
@@ -618,7 +650,9 @@ void Session::execute(const Plan& plan, ExecutionFrame& frame, std::span<const T
       Allocator* device = step.device_allocator;  // nullptr: the arena
       void* workspace = nullptr;
       if (workspace_bytes) workspace = device ? device->allocate(workspace_bytes) : memory.allocate(workspace_bytes);
+      const auto start = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
       step.kernel->compute(ComputeContext(inputs, outputs, workspace, workspace_bytes, pool_.get(), frame.paged_kv));
+      if (profile_) profile_->add(node, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       if (workspace) device ? device->free(workspace) : memory.free(workspace);
       for (size_t i = 0; i < n_out; ++i) {
         if (step.outputs[i] >= 0 || level.step_outputs[i].empty()) continue;

@@ -97,6 +97,9 @@ class Session {
   // (the parent level's values); outputs of the root plan go to `binding`.
   void execute(const Plan& plan, ExecutionFrame& frame, std::span<const TensorView> outer, IoBinding* binding) const;
 
+  // Wall time per op type of compute() (ONNXLLM_PROFILE=1), printed to stderr when the session ends.
+  struct Profile;
+
   std::shared_ptr<Graph> graph_;
   std::shared_ptr<ThreadPool> pool_;
   std::vector<std::shared_ptr<ExecutionProvider>> providers_;  // the CPU last
@@ -106,6 +109,7 @@ class Session {
   size_t memory_limit_bytes_ = 0;
   bool reuse_inference_ = true;
   bool verify_reuse_ = false;
+  std::unique_ptr<Profile> profile_;  // null unless ONNXLLM_PROFILE=1
 };
 
 }  // namespace onnxllm

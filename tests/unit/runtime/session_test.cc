@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "core/error.h"
 #include "runtime/io_binding.h"
 #include "tests/util/graph_builder.h"
@@ -37,6 +39,29 @@ TEST(Session, RunsAndReturnsOutputs) {
   EXPECT_EQ(out[0].data<float>()[5], 16.f);
   EXPECT_EQ(out[1].shape().to_string(), "[2,3]");
   EXPECT_EQ(out[1].data<float>()[4], 25.f);
+}
+
+// ONNXLLM_PROFILE=1: the session prints each op type's compute() calls when it ends.
+TEST(Session, ProfilePrintsCallsPerOpType) {
+  ::setenv("ONNXLLM_PROFILE", "1", 1);
+  testing::internal::CaptureStderr();
+  {
+    Session session(small_graph(), SessionOptions{2, true, nullptr});
+    ::unsetenv("ONNXLLM_PROFILE");
+    Tensor x = Tensor::from<float>(Shape{2, 3}, std::vector<float>{1, 2, 3, 4, 5, 6});
+    for (int i = 0; i < 3; ++i) session.run({{"x", x}});
+  }
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("onnxllm profile:"), std::string::npos) << err;
+  for (const char* op : {"Add", "Reshape", "Mul"}) {
+    const size_t at = err.find(std::string("  ") + op + " ");
+    ASSERT_NE(at, std::string::npos) << op << " missing from:\n" << err;
+    EXPECT_NE(err.substr(at, err.find('\n', at) - at).find(" 3 calls"), std::string::npos) << err;
+  }
+  // Without the variable nothing is printed.
+  testing::internal::CaptureStderr();
+  { Session(small_graph(), SessionOptions{2, true, nullptr}).run({{"x", Tensor::from<float>(Shape{2, 1}, std::vector<float>{1, 2})}}); }
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
 }
 
 TEST(Session, BindingReusesOutputMemoryAcrossRuns) {

@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 
 #include "core/error.h"
+#include "ep/cpu/isa/cpu_isa.h"
 #include "runtime/session.h"
 #include "tests/unit/kernels/quant/quant_test_util.h"
 #include "tests/util/test_util.h"
@@ -204,6 +206,50 @@ TEST(ContribSkipLayerNorm, MatchesReference) {
       }
     }
   }
+}
+
+// The row loops are compiled per instruction set (eight double lanes, no reassociation): every
+// ISA gives the scalar copy's bits for every output, over rows whose width is not a multiple of
+// the lanes, with bias, beta and a broadcast skip, in float and float16.
+TEST(ContribSkipLayerNorm, EveryIsaGivesTheScalarBits) {
+  int compared = 0;
+  uint32_t seed = 300;
+  for (bool simplified : {false, true})
+    for (DType dt : {DType::kFloat32, DType::kFloat16}) {
+      const int64_t rows = 9, d = 901;
+      auto g = test::new_graph();
+      add_input(*g, "x", dt, {rows, d});
+      add_input(*g, "skip", dt, {d});
+      add_constant(*g, "gamma", test::float_tensor(dt, Shape{d}, test::uniform(d, 0.5f, 1.5f, seed++)));
+      add_constant(*g, "beta", test::float_tensor(dt, Shape{d}, test::uniform(d, -0.5f, 0.5f, seed++)));
+      add_constant(*g, "bias", test::float_tensor(dt, Shape{d}, test::uniform(d, -0.5f, 0.5f, seed++)));
+      std::vector<std::string> ins = {"x", "skip", "gamma"};
+      if (!simplified) ins.push_back("beta");
+      ins.push_back("bias");
+      Node& node = g->add_node(simplified ? "SkipSimplifiedLayerNormalization" : "SkipLayerNormalization",
+                               "com.microsoft", ins, {"y", "mean", "inv", "sum"}, "norm");
+      node.attributes = {test::float_attr("epsilon", 1e-6f)};
+      for (const char* o : {"y", "mean", "inv", "sum"}) add_output(*g, o);
+      const Tensor x = test::float_tensor(dt, Shape{rows, d}, test::gaussian(rows * d, 3.f, seed++));
+      const Tensor skip = test::float_tensor(dt, Shape{d}, test::gaussian(d, 1.f, seed++));
+      auto run_isa = [&](Isa isa) {
+        SessionOptions options{2, true, nullptr};
+        options.isa = isa;
+        return Session(g, options).run({{"x", x.view()}, {"skip", skip.view()}});
+      };
+      const auto want = run_isa(Isa::kScalar);
+      for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+        if (!isa_available(isa)) continue;
+        const auto got = run_isa(isa);
+        for (size_t i = 0; i < want.size(); ++i) {
+          ASSERT_EQ(got[i].bytes(), want[i].bytes());
+          EXPECT_EQ(0, std::memcmp(got[i].view().raw(), want[i].view().raw(), want[i].bytes()))
+              << "output " << i << " with " << isa_name(isa) << (simplified ? " (simplified, " : " (") << dtype_name(dt) << ")";
+        }
+        ++compared;
+      }
+    }
+  if (compared == 0) GTEST_SKIP() << "only the scalar ISA here";
 }
 
 // ORT's SkipSimplifiedLayerNormBatch1 vector (ops.md §5.2), outputs given to 4 decimals.

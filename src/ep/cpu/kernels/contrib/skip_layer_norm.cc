@@ -1,16 +1,106 @@
 // SkipLayerNormalization and SkipSimplifiedLayerNormalization (com.microsoft), ops.md §2.4:
 //   s = input + skip (+ bias);  output = norm(s) * gamma (+ beta);  input_skip_bias_sum = s.
 // Statistics are computed in double from the float sum (one row is at most a few thousand values,
-// so this costs little and keeps fp16 models and large activations accurate).
+// so this costs little and keeps fp16 models and large activations accurate), in eight lanes so
+// that the loops vectorize without reassociating: every ISA's copy gives the same bits.
 // Inputs: SkipLN (input, skip, gamma, beta?, bias?); SkipSimplifiedLN (input, skip, gamma, bias?).
 // Outputs: output, mean?, inv_std_var? (float32, input shape with last dim 1), input_skip_bias_sum?.
 #include <cmath>
 
+#include "ep/cpu/cpu_provider.h"
+#include "ep/cpu/isa/cpu_isa.h"
 #include "ep/cpu/kernels/kernel_utils.h"
 #include "ep/kernel_registry.h"
 
 namespace onnxllm {
 namespace {
+
+// One call's tensors (null when absent) and sizes.
+template <typename T>
+struct SkipNormArgs {
+  const T *in, *skip, *gamma, *beta, *bias;
+  T *out, *sum_out;
+  float *mean_out, *inv_out;
+  int64_t hidden, skip_size;
+  double eps;
+};
+
+constexpr int kLanes = 8;
+
+// Rows [r0, r1); `s` is one row of float scratch.
+template <bool kSimplified, typename T>
+[[gnu::always_inline]] inline void skip_norm_rows_body(const SkipNormArgs<T>& a, int64_t r0, int64_t r1, float* s) {
+  const int64_t n = a.hidden, tail = n / kLanes * kLanes;
+  for (int64_t r = r0; r < r1; ++r) {
+    const T* xr = a.in + r * n;
+    const T* sk = a.skip + (r * n) % a.skip_size;  // skip repeats when broadcast
+    double lanes[kLanes] = {};
+    for (int64_t i = 0; i < n; ++i) {
+      float v = static_cast<float>(xr[i]) + static_cast<float>(sk[i]);
+      if (a.bias) v += static_cast<float>(a.bias[i]);
+      s[i] = v;
+    }
+    for (int64_t i = 0; i < tail; i += kLanes)
+      for (int l = 0; l < kLanes; ++l) lanes[l] += s[i + l];
+    double sum = 0;
+    for (int64_t i = tail; i < n; ++i) sum += s[i];
+    for (int l = 0; l < kLanes; ++l) sum += lanes[l];
+    if (a.sum_out) {
+      T* so = a.sum_out + r * n;
+      for (int64_t i = 0; i < n; ++i) so[i] = T(s[i]);
+    }
+    const double mean = sum / n;
+    const double center = kSimplified ? 0.0 : mean;
+    for (int l = 0; l < kLanes; ++l) lanes[l] = 0;
+    for (int64_t i = 0; i < tail; i += kLanes)
+      for (int l = 0; l < kLanes; ++l) {
+        const double c = s[i + l] - center;
+        lanes[l] += c * c;
+      }
+    double sq = 0;
+    for (int64_t i = tail; i < n; ++i) {
+      const double c = s[i] - center;
+      sq += c * c;
+    }
+    for (int l = 0; l < kLanes; ++l) sq += lanes[l];
+    const double inv = 1.0 / std::sqrt(sq / n + a.eps);
+    const float fcenter = static_cast<float>(center), finv = static_cast<float>(inv);
+    T* o = a.out + r * n;
+    for (int64_t i = 0; i < n; ++i) {
+      float v = (s[i] - fcenter) * finv * static_cast<float>(a.gamma[i]);
+      if (a.beta) v += static_cast<float>(a.beta[i]);
+      o[i] = T(v);
+    }
+    if (a.mean_out) a.mean_out[r] = static_cast<float>(mean);
+    if (a.inv_out) a.inv_out[r] = finv;
+  }
+}
+
+template <bool kSimplified, typename T>
+void skip_norm_rows_scalar(const SkipNormArgs<T>& a, int64_t r0, int64_t r1, float* s) {
+  skip_norm_rows_body<kSimplified>(a, r0, r1, s);
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+template <bool kSimplified, typename T>
+ONNXLLM_TARGET_AVX2 void skip_norm_rows_avx2(const SkipNormArgs<T>& a, int64_t r0, int64_t r1, float* s) {
+  skip_norm_rows_body<kSimplified>(a, r0, r1, s);
+}
+
+template <bool kSimplified, typename T>
+ONNXLLM_TARGET_AVX512 void skip_norm_rows_avx512(const SkipNormArgs<T>& a, int64_t r0, int64_t r1, float* s) {
+  skip_norm_rows_body<kSimplified>(a, r0, r1, s);
+}
+#endif
+
+template <bool kSimplified, typename T>
+void skip_norm_rows([[maybe_unused]] Isa isa, const SkipNormArgs<T>& a, int64_t r0, int64_t r1, float* s) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (isa == Isa::kAvx512) return skip_norm_rows_avx512<kSimplified>(a, r0, r1, s);
+  if (isa == Isa::kAvx2) return skip_norm_rows_avx2<kSimplified>(a, r0, r1, s);
+#endif
+  skip_norm_rows_scalar<kSimplified>(a, r0, r1, s);
+}
 
 template <bool kSimplified>
 class SkipNormKernel final : public OpKernel {
@@ -18,7 +108,8 @@ class SkipNormKernel final : public OpKernel {
   static constexpr int kBeta = kSimplified ? -1 : 3;
   static constexpr int kBias = kSimplified ? 3 : 4;
 
-  explicit SkipNormKernel(const KernelInfo& info) : epsilon_(info.node().attr_float("epsilon", 1e-12f)) {
+  explicit SkipNormKernel(const KernelInfo& info)
+      : isa_(cpu_isa(info)), epsilon_(info.node().attr_float("epsilon", 1e-12f)) {
     ONNXLLM_CHECK(epsilon_ >= 0, kInvalidModel, "epsilon must be >= 0, got ", epsilon_);
   }
 
@@ -56,52 +147,23 @@ class SkipNormKernel final : public OpKernel {
     const TensorView& x = ctx.input(0);
     const int64_t hidden = x.dim(-1);
     if (hidden == 0 || x.numel() == 0) return;
+    SkipNormArgs<T> a;
+    a.in = x.data<T>();
+    a.skip = ctx.input(1).data<T>();
+    a.gamma = ctx.input(2).data<T>();
+    a.beta = kBeta >= 0 && ctx.has_input(kBeta) ? ctx.input(kBeta).data<T>() : nullptr;
+    a.bias = ctx.has_input(kBias) ? ctx.input(kBias).data<T>() : nullptr;
+    a.out = ctx.output(0).data<T>();
+    a.sum_out = ctx.has_output(3) ? ctx.output(3).data<T>() : nullptr;
+    a.mean_out = ctx.has_output(1) ? ctx.output(1).data<float>() : nullptr;
+    a.inv_out = ctx.has_output(2) ? ctx.output(2).data<float>() : nullptr;
+    a.hidden = hidden;
+    a.skip_size = ctx.input(1).numel();
+    a.eps = epsilon_;
     const int64_t rows = x.numel() / hidden;
-    const int64_t skip_size = ctx.input(1).numel();
-    const T* in = x.data<T>();
-    const T* skip = ctx.input(1).data<T>();
-    const T* gamma = ctx.input(2).data<T>();
-    const T* beta = kBeta >= 0 && ctx.has_input(kBeta) ? ctx.input(kBeta).data<T>() : nullptr;
-    const T* bias = ctx.has_input(kBias) ? ctx.input(kBias).data<T>() : nullptr;
-    T* out = ctx.output(0).data<T>();
-    float* mean_out = ctx.has_output(1) ? ctx.output(1).data<float>() : nullptr;
-    float* inv_out = ctx.has_output(2) ? ctx.output(2).data<float>() : nullptr;
-    T* sum_out = ctx.has_output(3) ? ctx.output(3).data<T>() : nullptr;
-    const double eps = epsilon_;
     ctx.pool().run([&](int t, int nt) {
       float* s = static_cast<float*>(ctx.workspace()) + static_cast<size_t>(t) * hidden;
-      for (int64_t r = rows * t / nt; r < rows * (t + 1) / nt; ++r) {
-        const T* xr = in + r * hidden;
-        const T* sk = skip + (r * hidden) % skip_size;  // skip repeats when broadcast
-        double sum = 0;
-        for (int64_t i = 0; i < hidden; ++i) {
-          float v = static_cast<float>(xr[i]) + static_cast<float>(sk[i]);
-          if (bias) v += static_cast<float>(bias[i]);
-          s[i] = v;
-          sum += v;
-        }
-        if (sum_out) {
-          T* so = sum_out + r * hidden;
-          for (int64_t i = 0; i < hidden; ++i) so[i] = T(s[i]);
-        }
-        const double mean = sum / hidden;
-        const double center = kSimplified ? 0.0 : mean;
-        double sq = 0;
-        for (int64_t i = 0; i < hidden; ++i) {
-          const double c = s[i] - center;
-          sq += c * c;
-        }
-        const double inv = 1.0 / std::sqrt(sq / hidden + eps);
-        const float fcenter = static_cast<float>(center), finv = static_cast<float>(inv);
-        T* o = out + r * hidden;
-        for (int64_t i = 0; i < hidden; ++i) {
-          float v = (s[i] - fcenter) * finv * static_cast<float>(gamma[i]);
-          if (beta) v += static_cast<float>(beta[i]);
-          o[i] = T(v);
-        }
-        if (mean_out) mean_out[r] = static_cast<float>(mean);
-        if (inv_out) inv_out[r] = finv;
-      }
+      skip_norm_rows<kSimplified>(isa_, a, rows * t / nt, rows * (t + 1) / nt, s);
     });
   }
 
@@ -123,6 +185,7 @@ class SkipNormKernel final : public OpKernel {
                   v.shape().to_string());
   }
 
+  Isa isa_;
   float epsilon_;
 };
 
