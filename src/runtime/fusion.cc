@@ -37,9 +37,12 @@ std::optional<SiblingKey> sibling_key(const Graph& g, const Node& node) {
     return std::nullopt;
   if (node.attr_int("bits", 4) != 4 || node.attr_int("accuracy_level", 0) != 4 || node.attr_int("weight_prepacked", 0))
     return std::nullopt;
+  // A is float32 when declared so or, as graphs rarely declare activations, when the scales are:
+  // MatMulNBits takes A and scales in one type (T1).
   const int64_t n = node.attr_int("N", 0);
-  if (n <= 0 || n % 16 != 0 || g.values[node.inputs[0]].dtype != DType::kFloat32) return std::nullopt;
   const DType scales = g.values[node.inputs[2]].initializer->view.dtype();
+  const DType a = g.values[node.inputs[0]].dtype;
+  if (n <= 0 || n % 16 != 0 || (a == DType::kUndefined ? scales : a) != DType::kFloat32) return std::nullopt;
   return SiblingKey{node.inputs[0], node.attr_int("K", 0), node.attr_int("block_size", 0), static_cast<int>(scales)};
 }
 

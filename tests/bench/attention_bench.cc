@@ -16,7 +16,8 @@ namespace onnxllm {
 namespace {
 
 // Args: keys, threads (each thread attends its own KV head, as a batch-1 decode step does), KV
-// heads cycled (48 stream from memory; 2 stay in L3, at 512 keys in L2: the kernel's compute alone).
+// heads cycled (48 stream from memory; 2 stay in L3, at 512 keys in L2: the kernel's compute alone;
+// 160 keys is a batched decode step's typical context, 960 heads of it stream from memory).
 void BM_AttendDecode(benchmark::State& state) {
   const int64_t keys = state.range(0), head = 64, group = 7, heads = state.range(2);
   const int threads = static_cast<int>(state.range(1));
@@ -70,6 +71,8 @@ BENCHMARK(BM_AttendDecode)
     ->Args({2048, 2, 48})
     ->Args({2048, 1, 2})
     ->Args({512, 1, 2})
+    ->Args({160, 1, 2})
+    ->Args({160, 2, 960})
     ->UseRealTime();
 
 // Prompt attention of one KV head's group (7 query heads, head 64) over a causal prompt of `keys`

@@ -72,6 +72,39 @@ TEST(MatMulNBitsFusion, SiblingsGiveTheUnfusedBits) {
   }
 }
 
+// Exported graphs rarely declare their activations' dtypes: siblings reading a computed A (here
+// A + A, dtype undeclared) still fuse when their scales are float32 (MatMulNBits takes A and
+// scales in one type), and stay unfused with float16 scales, whose A is float16.
+TEST(MatMulNBitsFusion, SiblingsOfAnUndeclaredActivationFuse) {
+  const int64_t k = 64;
+  for (bool half : {false, true}) {
+    auto g = test::new_graph();
+    test::add_input(*g, "A", half ? DType::kFloat16 : DType::kFloat32, {-1, k});
+    g->add_node("Add", "", {"A", "A"}, {"A2"}, "double");
+    for (int i = 0; i < 2; ++i) {
+      const QuantWeight w = test::random_weight(k, 32, 4, 32, false, 10 + i);
+      const std::string s = std::to_string(i);
+      test::add_constant(*g, "B" + s, Tensor::from<uint8_t>(Shape{w.n, w.blocks(), w.blob()}, w.b));
+      std::vector<float> scales = w.scales;
+      test::add_constant(*g, "S" + s, test::float_tensor(half ? DType::kFloat16 : DType::kFloat32, Shape{w.n, w.blocks()}, scales));
+      Node& node = g->add_node("MatMulNBits", "com.microsoft", {"A2", "B" + s, "S" + s}, {"Y" + s}, "mm" + s);
+      node.attributes = {test::int_attr("K", k), test::int_attr("N", w.n), test::int_attr("bits", 4),
+                         test::int_attr("block_size", 32), test::int_attr("accuracy_level", 4)};
+      test::add_output(*g, "Y" + s);
+    }
+    ASSERT_EQ(g->values[g->nodes[1].inputs[0]].dtype, DType::kUndefined);
+    SessionOptions on{2, true, nullptr}, off{2, true, nullptr};
+    off.fusions = false;
+    Session fused(g, on), plain(g, off);
+    EXPECT_EQ(steps(fused), half ? 3 : 2) << (half ? "float16" : "float32");
+    const Tensor a = test::float_tensor(half ? DType::kFloat16 : DType::kFloat32, Shape{3, k}, test::gaussian(3 * k, 1.f, 7));
+    const auto y1 = fused.run({{"A", a}});
+    const auto y0 = plain.run({{"A", a}});
+    for (size_t i = 0; i < 2; ++i)
+      ASSERT_EQ(0, std::memcmp(y1[i].view().raw(), y0[i].view().raw(), y0[i].bytes())) << "output " << i;
+  }
+}
+
 // The fused op can also come from a file: a malformed node is a clear error at session creation.
 TEST(MatMulNBitsFusion, AMalformedSiblingsNodeIsAClearError) {
   const QuantWeight w = test::random_weight(64, 32, 4, 32, false, 9);
