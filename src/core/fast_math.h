@@ -70,6 +70,10 @@ inline float fast_sigmoid(float x) {
   return select(negative, e * r, r);
 }
 
+// QuickGelu: x * sigmoid(alpha x) (SiLU at alpha 1). One definition for the op and the fused
+// gate of MatMulNBitsSiblings, so both give the same bits.
+inline float quick_gelu(float x, float alpha) { return x * fast_sigmoid(alpha * x); }
+
 // Rational approximation (as in Eigen's generic_fast_tanh_float) on [-7.9, 7.9], where float
 // tanh reaches +-1; tiny inputs return x.
 inline float fast_tanh(float x) {

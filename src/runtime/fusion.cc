@@ -691,6 +691,46 @@ int eliminate_identities(Graph& g) {
   return n;
 }
 
+// MatMulNBitsSiblings of two members of one N whose outputs feed only QuickGelu(gate) * up (a
+// gated MLP: SiLU is QuickGelu at alpha 1 after fuse_activations) -> one gated siblings node
+// (gate first) writing the Mul's output.
+int fuse_gated_siblings(Graph& g) {
+  std::map<int, std::vector<Node>> out;
+  auto only_consumer = [&](int v) -> const Node* {
+    const Value& val = g.values[v];
+    if (val.is_graph_output || val.consumers.size() != 1) return nullptr;
+    return &g.nodes[val.consumers[0]];
+  };
+  for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) {
+    const Node& s = g.nodes[i];
+    if (s.domain != "com.onnxllm" || s.op_type != "MatMulNBitsSiblings" || s.num_outputs() != 2 || s.find_attr("gate_alpha"))
+      continue;
+    const std::vector<int64_t> ns = s.attr_ints("Ns");
+    if (ns.size() != 2 || ns[0] != ns[1] || !s.has_output(0) || !s.has_output(1)) continue;
+    for (int gate = 0; gate < 2; ++gate) {
+      const int gv = s.outputs[gate], uv = s.outputs[1 - gate];
+      const Node* act = only_consumer(gv);
+      if (!act || act->domain != "com.microsoft" || act->op_type != "QuickGelu" || !act->has_output(0)) continue;
+      const Node* mul = only_consumer(act->outputs[0]);
+      if (!mul || !mul->domain.empty() || mul->op_type != "Mul" || mul->num_inputs() != 2 || !mul->has_output(0) ||
+          only_consumer(uv) != mul)
+        continue;
+      const int other = mul->inputs[0] == act->outputs[0] ? mul->inputs[1] : mul->inputs[0];
+      if (other != uv) continue;
+      Node fused = s;
+      fused.name = s.name + "/gated";
+      fused.inputs = {s.inputs[0], s.inputs[1 + 2 * gate], s.inputs[2 + 2 * gate], s.inputs[3 - 2 * gate],
+                      s.inputs[4 - 2 * gate]};
+      fused.outputs = {mul->outputs[0]};
+      fused.attributes.push_back(float_attribute("gate_alpha", act->attr_float("alpha", 1.702f)));
+      // At the Mul's place: A is ready there, and the dead siblings and QuickGelu go.
+      out[g.values[mul->outputs[0]].producer] = {std::move(fused)};
+      break;
+    }
+  }
+  return apply(g, out);
+}
+
 int run_fusions(Graph& g) {
   int n = eliminate_identities(g);
   n += fuse_matmul_nbits_siblings(g);
@@ -699,6 +739,7 @@ int run_fusions(Graph& g) {
   n += fuse_rms_norm(g);
   n += fuse_skip_norm(g);
   n += fuse_activations(g);
+  n += fuse_gated_siblings(g);  // after QuickGelu exists
   n += fuse_rotary(g);
   n += fuse_attention(g);
   n += fuse_matmul_siblings(g);  // last: the patterns above look for MatMul nodes

@@ -1,6 +1,6 @@
 // Graph fusions run at session creation (after constant folding). Each rewrites a pattern into a
 // node (or a few) computing what the nodes it replaces computed; SessionOptions::fusions = false
-// (or ONNXLLM_FUSIONS=0) turns them off. The MatMulNBits siblings give the same bits; the fusions
+// (or ONNXLLM_FUSIONS=0) turns them off. The MatMulNBits siblings (gated or not) give the same bits; the fusions
 // of exported PyTorch patterns (normalizations, activations, attention) run their float operations
 // in another order, so their results agree within rounding (tests compare fused and unfused runs).
 #pragma once
@@ -15,6 +15,12 @@ namespace onnxllm {
 // several. Members need constant 4-bit weights without zero points, g_idx or bias, N a multiple
 // of 16 and float32 A. Returns the number of nodes replaced.
 int fuse_matmul_nbits_siblings(Graph& g);
+
+// Two MatMulNBitsSiblings members of one N read only by Mul(QuickGelu(gate), up) (the gated MLP
+// of Llama-family models; SiLU is QuickGelu at alpha 1 once fuse_activations ran) become one
+// siblings node with attribute gate_alpha writing the Mul's output: the products are combined in
+// the kernel's scratch instead of passing through memory and two more nodes. The same bits.
+int fuse_gated_siblings(Graph& g);
 
 // MatMul nodes reading the same float32 A with constant 2-D float32 weights of the same K (an
 // exported model's q, k and v projections; gate and up) become com.onnxllm.MatMulSiblings, up to

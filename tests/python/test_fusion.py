@@ -1,9 +1,10 @@
 """Graph fusions on genai-layout models (runtime/fusion.cc), fused against unfused.
 
-A builder int4 model's MLP is Mul(gate, Sigmoid(gate)) * up with gate from a MatMulNBits: the
+A builder int4 model's MLP is Mul(gate, Sigmoid(gate)) * up with gate and up from MatMulNBits: the
 SiLU becomes QuickGelu in every layer, however deep (the float32 check walks back through the
-contrib ops and remembers what it found), and the logits are bit for bit those of the unfused
-graph (the fused op computes the same float operations).
+contrib ops and remembers what it found), the gate and up projections one siblings node, and that
+node takes the QuickGelu and the Mul into its epilogue (gated siblings). The logits are bit for bit
+those of the unfused graph (the fused ops compute the same float operations).
 """
 
 import json
@@ -59,11 +60,14 @@ def op_counts(folder, fusions):
     return counts
 
 
-def test_silu_of_every_layer_becomes_quick_gelu(int4_model):
+def test_gated_mlp_of_every_layer_becomes_one_siblings_node(int4_model):
     fused, unfused = op_counts(int4_model, True), op_counts(int4_model, False)
-    assert unfused.get("Sigmoid") == LAYERS and "com.microsoft.QuickGelu" not in unfused, unfused
-    assert fused.get("com.microsoft.QuickGelu") == LAYERS and "Sigmoid" not in fused, fused
-    assert fused.get("Mul", 0) == unfused["Mul"] - LAYERS
+    assert unfused.get("Sigmoid") == LAYERS and "com.onnxllm.MatMulNBitsSiblings" not in unfused, unfused
+    # SiLU's Mul and the gate's Mul go into the gated siblings node with the QuickGelu they became.
+    assert fused.get("com.onnxllm.MatMulNBitsSiblings") == LAYERS, fused
+    assert "Sigmoid" not in fused and "com.microsoft.QuickGelu" not in fused, fused
+    assert fused.get("Mul", 0) == unfused["Mul"] - 2 * LAYERS
+    assert fused["com.microsoft.MatMulNBits"] == unfused["com.microsoft.MatMulNBits"] - 2 * LAYERS
 
 
 def test_fused_logits_equal_unfused(int4_model, tmp_path):

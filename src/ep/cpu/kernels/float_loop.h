@@ -1,7 +1,7 @@
-// y[i] = op(x[i]) over float32 values, once per instruction set: target attributes around one
-// always-inline body (as attend_block), so each copy vectorizes for its ISA with the same
-// operations and bits. For element-wise ops whose float math (core/fast_math.h) is written to
-// vectorize: the unary ops, QuickGelu.
+// y[i] = op(x[i]) (or op(x[i], z[i]) over rows) over float32 values, once per instruction set: target
+// attributes around one always-inline body (as attend_block), so each copy vectorizes for its ISA
+// with the same operations and bits. For element-wise ops whose float math (core/fast_math.h) is
+// written to vectorize: the unary ops, QuickGelu, the gate of MatMulNBitsSiblings.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +39,45 @@ void float_loop([[maybe_unused]] Isa isa, const float* x, float* y, int64_t n, c
   if (isa == Isa::kAvx2) return float_loop_avx2(x, y, n, op);
 #endif
   float_loop_scalar(x, y, n, op);
+}
+
+// y[r * y_stride + i] = op(x[r * x_stride + i], z[r * x_stride + i]) for rows x cols: float_loop
+// with two inputs and rows.
+template <typename Op>
+[[gnu::always_inline]] inline void float_rows2_body(const float* x, const float* z, int64_t x_stride, int64_t rows,
+                                                    int64_t cols, float* y, int64_t y_stride, const Op& op) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < cols; ++i) y[r * y_stride + i] = op(x[r * x_stride + i], z[r * x_stride + i]);
+}
+
+template <typename Op>
+void float_rows2_scalar(const float* x, const float* z, int64_t x_stride, int64_t rows, int64_t cols, float* y,
+                        int64_t y_stride, const Op& op) {
+  float_rows2_body(x, z, x_stride, rows, cols, y, y_stride, op);
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+template <typename Op>
+ONNXLLM_TARGET_AVX2 void float_rows2_avx2(const float* x, const float* z, int64_t x_stride, int64_t rows, int64_t cols, float* y,
+                                          int64_t y_stride, const Op& op) {
+  float_rows2_body(x, z, x_stride, rows, cols, y, y_stride, op);
+}
+
+template <typename Op>
+ONNXLLM_TARGET_AVX512 void float_rows2_avx512(const float* x, const float* z, int64_t x_stride, int64_t rows, int64_t cols, float* y,
+                                              int64_t y_stride, const Op& op) {
+  float_rows2_body(x, z, x_stride, rows, cols, y, y_stride, op);
+}
+#endif
+
+template <typename Op>
+void float_rows2([[maybe_unused]] Isa isa, const float* x, const float* z, int64_t x_stride, int64_t rows,
+                 int64_t cols, float* y, int64_t y_stride, const Op& op) {
+#if defined(__x86_64__) || defined(__i386__)
+  if (isa == Isa::kAvx512) return float_rows2_avx512(x, z, x_stride, rows, cols, y, y_stride, op);
+  if (isa == Isa::kAvx2) return float_rows2_avx2(x, z, x_stride, rows, cols, y, y_stride, op);
+#endif
+  float_rows2_scalar(x, z, x_stride, rows, cols, y, y_stride, op);
 }
 
 }  // namespace onnxllm

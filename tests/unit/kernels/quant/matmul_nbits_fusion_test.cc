@@ -3,6 +3,7 @@
 // multiple of 16) stay as they are.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "runtime/session.h"
@@ -105,6 +106,64 @@ TEST(MatMulNBitsFusion, SiblingsOfAnUndeclaredActivationFuse) {
   }
 }
 
+// Mul(QuickGelu(gate), up) of two siblings (a gated MLP) runs inside the siblings node: the
+// unfused bits for every row count (runs of 8 tiles per kernel call up to 64 rows, fewer above, one
+// from 257), either
+// Mul operand order, alpha 1 and 1.702, and every ISA; a gate read elsewhere too stays unfused.
+std::shared_ptr<Graph> gated_graph(int64_t k, int64_t n, float alpha, bool up_first, bool gate_is_output) {
+  auto g = test::new_graph();
+  test::add_input(*g, "A", DType::kFloat32, {-1, k});
+  for (int i = 0; i < 2; ++i) {
+    const QuantWeight w = test::random_weight(k, n, 4, 32, false, 20 + i);
+    const std::string s = std::to_string(i);
+    test::add_constant(*g, "B" + s, Tensor::from<uint8_t>(Shape{w.n, w.blocks(), w.blob()}, w.b));
+    test::add_constant(*g, "S" + s, Tensor::from<float>(Shape{w.n, w.blocks()}, w.scales));
+    Node& node = g->add_node("MatMulNBits", "com.microsoft", {"A", "B" + s, "S" + s}, {i == 0 ? "G" : "U"}, "mm" + s);
+    node.attributes = {test::int_attr("K", k), test::int_attr("N", n), test::int_attr("bits", 4),
+                       test::int_attr("block_size", 32), test::int_attr("accuracy_level", 4)};
+  }
+  g->add_node("QuickGelu", "com.microsoft", {"G"}, {"GS"}, "act").attributes = {test::float_attr("alpha", alpha)};
+  g->add_node("Mul", "", up_first ? std::vector<std::string>{"U", "GS"} : std::vector<std::string>{"GS", "U"}, {"H"}, "mul");
+  test::add_output(*g, "H");
+  if (gate_is_output) test::add_output(*g, "G");
+  return g;
+}
+
+TEST(MatMulNBitsFusion, GatedSiblingsGiveTheUnfusedBits) {
+  const int64_t k = 96, n = 144;  // 9 tiles: a last run shorter than the others
+  int cases = 0;
+  for (float alpha : {1.0f, 1.702f})
+    for (bool up_first : {false, true})
+      for (bool gate_is_output : {false, true}) {
+        const auto graph = gated_graph(k, n, alpha, up_first, gate_is_output);
+        SessionOptions on{2, true, nullptr}, off{2, true, nullptr};
+        off.fusions = false;
+        Session fused(graph, on), plain(graph, off);
+        EXPECT_EQ(steps(plain), 4);
+        // One gated node; with the gate also an output, the siblings and both ops stay.
+        EXPECT_EQ(steps(fused), gate_is_output ? 3 : 1) << alpha << " " << up_first;
+        for (int64_t rows : {1, 2, 7, 33, 70, 300}) {
+          const Tensor a = Tensor::from<float>(Shape{rows, k}, test::gaussian(static_cast<size_t>(rows * k), 2.f, 40 + rows));
+          const auto y0 = plain.run({{"A", a}});
+          for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+            if (!isa_available(isa)) continue;
+            SessionOptions o{2, true, nullptr};
+            o.isa = isa;
+            const auto y1 = Session(graph, o).run({{"A", a}});
+            ASSERT_EQ(y1[0].shape(), (Shape{rows, n}));
+            ASSERT_EQ(0, std::memcmp(y1[0].data<float>(), y0[0].data<float>(), y0[0].bytes()))
+                << isa_name(isa) << ", " << rows << " rows, alpha " << alpha << (up_first ? ", up first" : "");
+            ++cases;
+          }
+          // The products are not all zero: the gate's sign matters.
+          const float* h = y0[0].data<float>();
+          EXPECT_GT(*std::max_element(h, h + rows * n), 0.f);
+          EXPECT_LT(*std::min_element(h, h + rows * n), 0.f);
+        }
+      }
+  EXPECT_GT(cases, 0);
+}
+
 // The fused op can also come from a file: a malformed node is a clear error at session creation.
 TEST(MatMulNBitsFusion, AMalformedSiblingsNodeIsAClearError) {
   const QuantWeight w = test::random_weight(64, 32, 4, 32, false, 9);
@@ -126,11 +185,39 @@ TEST(MatMulNBitsFusion, AMalformedSiblingsNodeIsAClearError) {
     }
   };
   EXPECT_EQ(make({32}, 64, 32), "");  // well formed
-  EXPECT_NE(make({32, 32}, 64, 32).find("needs A, then B and scales for each of its 2 outputs"), std::string::npos);
+  EXPECT_NE(make({32, 32}, 64, 32).find("needs A, then B and scales for each of its 2 members"), std::string::npos);
   EXPECT_NE(make({20}, 64, 20).find("N=20 is not a multiple of 16"), std::string::npos);
   EXPECT_NE(make({int64_t{1} << 40}, 64, 32).find("in [16, 2^31]"), std::string::npos);
   EXPECT_NE(make({32}, 64, 16).find("B 0 has 512 bytes, expected 1024"), std::string::npos);
   EXPECT_NE(make({32}, 0, 32).find("K must be in [1, 2^31]"), std::string::npos);
+  // gate_alpha needs two members of one N and a single output.
+  auto gated = [&](std::vector<int64_t> ns, int outputs) {
+    auto g = test::new_graph();
+    test::add_input(*g, "A", DType::kFloat32, {1, 64});
+    std::vector<std::string> ins = {"A"}, outs;
+    for (size_t i = 0; i < ns.size(); ++i) {
+      const std::string s = std::to_string(i);
+      test::add_constant(*g, "B" + s, Tensor::from<uint8_t>(Shape{ns[i], 2, 16}, std::vector<uint8_t>(ns[i] * 32, 0x88)));
+      test::add_constant(*g, "S" + s, Tensor::from<float>(Shape{ns[i], 2}, std::vector<float>(ns[i] * 2, 0.1f)));
+      ins.push_back("B" + s);
+      ins.push_back("S" + s);
+    }
+    for (int i = 0; i < outputs; ++i) outs.push_back("Y" + std::to_string(i));
+    Node& node = g->add_node("MatMulNBitsSiblings", "com.onnxllm", ins, outs, "fused");
+    node.opset = 1;
+    node.attributes = {test::ints_attr("Ns", ns), test::int_attr("K", 64), test::int_attr("block_size", 32),
+                       test::int_attr("bits", 4), test::int_attr("accuracy_level", 4), test::float_attr("gate_alpha", 1.f)};
+    for (const auto& o : outs) test::add_output(*g, o);
+    try {
+      Session s(g, SessionOptions{1, true, nullptr});
+      return std::string();
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+  };
+  EXPECT_EQ(gated({32, 32}, 1), "");
+  for (const auto& bad : {gated({32, 32}, 2), gated({32, 16}, 1), gated({32, 32, 32}, 1), gated({32}, 1)})
+    EXPECT_NE(bad.find("gate_alpha needs two members of one N and one output"), std::string::npos) << bad;
 }
 
 }  // namespace

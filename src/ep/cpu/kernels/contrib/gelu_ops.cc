@@ -77,7 +77,7 @@ class GeluKernel final : public OpKernel {
 
   static float apply(float v, float alpha) {
     if constexpr (kKind == GeluKind::kQuick) {
-      return v * fast_sigmoid(alpha * v);
+      return quick_gelu(v, alpha);
     } else if constexpr (kKind == GeluKind::kFast) {
       return 0.5f * v * (1.0f + fast_tanh(0.7978845608028654f * (v + 0.044715f * v * v * v)));
     } else {

@@ -125,6 +125,13 @@ void tile_rows(const NBitsQ8Layout& l, const uint8_t* tile, const QuantizedA& a,
   const int64_t cols = n_total - n0 < kCols ? n_total - n0 : kCols;
   const __mmask16 mask = static_cast<__mmask16>((1u << cols) - 1);
   const __m512 b = bias ? _mm512_maskz_loadu_ps(mask, bias + n0) : _mm512_setzero_ps();
+  // Whole tiles with plain stores: a masked store does not forward to a later load (the gated
+  // siblings read a tile back at once), so it stalls that load until the store retires.
+  if (cols == kCols) {
+#pragma GCC unroll 8
+    for (int r = 0; r < kRows; ++r) _mm512_storeu_ps(y + (r0 + r) * n_total + n0, _mm512_add_ps(acc[r], b));
+    return;
+  }
 #pragma GCC unroll 8
   for (int r = 0; r < kRows; ++r) _mm512_mask_storeu_ps(y + (r0 + r) * n_total + n0, mask, _mm512_add_ps(acc[r], b));
 }

@@ -2,11 +2,17 @@
 // or bias) that read the same A, fused by runtime/fusion.h. A is quantized once and one parallel
 // region covers every member's tiles; each member's columns are computed exactly as its own
 // MatMulNBits would compute them, straight into its output.
+// With attribute gate_alpha (two members of one N, one output): the gated MLP's
+// QuickGelu(member 0, alpha) * member 1 (SwiGLU at alpha 1), each pair of tiles computed into
+// scratch and combined there, so the two products never reach memory; the bits of
+// MatMulNBits x 2, QuickGelu and Mul.
 #include <algorithm>
 
+#include "core/fast_math.h"
 #include "core/mapped_file.h"
 #include "ep/cpu/cpu_provider.h"
 #include "ep/cpu/kernels/contrib/matmul_nbits_q8.h"
+#include "ep/cpu/kernels/float_loop.h"
 #include "ep/cpu/kernels/kernel_utils.h"
 #include "ep/kernel_registry.h"
 
@@ -19,9 +25,15 @@ class MatMulNBitsSiblingsKernel final : public OpKernel {
     const Node& node = info.node();
     const std::vector<int64_t> ns = node.attr_ints("Ns");
     const int64_t k = node.required_int("K"), bs = node.required_int("block_size");
-    ONNXLLM_CHECK(!ns.empty() && node.num_inputs() == 1 + 2 * static_cast<int>(ns.size()) &&
-                      node.num_outputs() == static_cast<int>(ns.size()),
-                  kInvalidModel, node.label(), ": needs A, then B and scales for each of its ", ns.size(), " outputs");
+    gated_ = node.find_attr("gate_alpha") != nullptr;
+    alpha_ = node.attr_float("gate_alpha", 1.0f);
+    ONNXLLM_CHECK(!ns.empty() && node.num_inputs() == 1 + 2 * static_cast<int>(ns.size()), kInvalidModel, node.label(),
+                  ": needs A, then B and scales for each of its ", ns.size(), " members");
+    ONNXLLM_CHECK(gated_ ? ns.size() == 2 && ns[0] == ns[1] && node.num_outputs() == 1
+                         : node.num_outputs() == static_cast<int>(ns.size()),
+                  kInvalidModel, node.label(),
+                  gated_ ? ": gate_alpha needs two members of one N and one output"
+                         : ": needs one output per member");
     constexpr int64_t kMaxDim = int64_t{1} << 31;  // keeps every size product far from overflow
     ONNXLLM_CHECK(k > 0 && k <= kMaxDim && bs >= 16 && bs <= 4096 && (bs & (bs - 1)) == 0 &&
                       node.attr_int("bits", 4) == 4,
@@ -78,12 +90,16 @@ class MatMulNBitsSiblingsKernel final : public OpKernel {
     check_dtype(a, DType::kFloat32, "A");
     ONNXLLM_CHECK(a.rank() >= 1 && a.dim(-1) == k_, kInvalidArgument, "A must have last dimension K=", k_, ", got shape ",
                   a.shape().to_string());
-    for (size_t i = 0; i < members_.size(); ++i) {
+    for (size_t i = 0; i < (gated_ ? 1 : members_.size()); ++i) {
       Shape out = a.shape();
       out[out.rank() - 1] = members_[i].layout.shape.n;
       ctx.set_output(static_cast<int>(i), DType::kFloat32, out);
     }
-    ctx.request_workspace(matmul_nbits_q8_workspace(all_, a.numel() / k_));
+    const int64_t m = a.numel() / k_;
+    size_t bytes = matmul_nbits_q8_workspace(all_, m);
+    // Gated: per thread, a pair of tiles' products for every row.
+    if (gated_) bytes = nbits_align64(bytes) + static_cast<size_t>(ctx.num_threads()) * gate_scratch_bytes(m);
+    ctx.request_workspace(bytes);
   }
   InferDeps infer_deps() const override { return InferDeps::shapes(); }
 
@@ -100,6 +116,10 @@ class MatMulNBitsSiblingsKernel final : public OpKernel {
     const QuantizedA q = matmul_nbits_q8_quantize(all_, ctx.input(0).data<float>(), m, ctx.workspace(), pool, isa_);
     const NBitsQ8Kernel kernel = nbits_q8_kernel(isa_);
     const auto* packed = static_cast<const uint8_t*>(packed_.data());
+    if (gated_) {
+      compute_gated(ctx, q, kernel, m);
+      return;
+    }
     pool.parallel_for(all_.tiles, 1, [&](int64_t t0, int64_t t1) {
       for (size_t i = 0; i < members_.size(); ++i) {
         const Member& mb = members_[i];
@@ -111,12 +131,53 @@ class MatMulNBitsSiblingsKernel final : public OpKernel {
   }
 
  private:
+  static constexpr int64_t kCols = NBitsQ8Layout::kCols;
+
+  // Gated: tiles per kernel call, so that a thread's scratch (m rows of that many tiles, twice)
+  // stays within 64 KiB while a decode step's calls cover 8 tiles each.
+  static int64_t gate_tiles(int64_t m) { return std::clamp<int64_t>(512 / m, 1, 8); }
+  static size_t gate_scratch_bytes(int64_t m) {
+    return nbits_align64(static_cast<size_t>(m * 2 * gate_tiles(m) * kCols) * 4);
+  }
+
+  struct GateOp {
+    float alpha;
+    float operator()(float gate, float up) const { return quick_gelu(gate, alpha) * up; }
+  };
+
+  // Runs of the gate's tiles and the same tiles of the up member into scratch, then their
+  // combination into the output. The scratch's layouts are gate_tiles(m) tiles wide: the kernels'
+  // output row stride is the layout's N.
+  void compute_gated(const ComputeContext& ctx, const QuantizedA& q, NBitsQ8Kernel kernel, int64_t m) const {
+    const Member &gate = members_[0], &up = members_[1];
+    const int64_t group = gate_tiles(m), width = group * kCols;
+    NBitsQ8Layout gate_run = gate.layout, up_run = up.layout;
+    gate_run.shape.n = up_run.shape.n = width;
+    const auto* packed = static_cast<const uint8_t*>(packed_.data());
+    auto* scratch = static_cast<uint8_t*>(ctx.workspace()) + nbits_align64(matmul_nbits_q8_workspace(all_, m));
+    float* y = ctx.output(0).data<float>();
+    const int64_t n = gate.layout.shape.n;
+    ThreadPool& pool = ctx.pool();
+    pool.parallel_parts(gate.layout.tiles, 1, pool.num_threads(), [&](int part, int64_t t0, int64_t t1) {
+      auto* g = reinterpret_cast<float*>(scratch + static_cast<size_t>(part) * gate_scratch_bytes(m));
+      float* u = g + m * width;
+      for (int64_t t = t0; t < t1; t += group) {
+        const int64_t tiles = std::min(group, t1 - t);
+        kernel(gate_run, packed + gate.offset + t * gate.layout.tile_bytes, q, m, nullptr, g, 0, tiles);
+        kernel(up_run, packed + up.offset + t * up.layout.tile_bytes, q, m, nullptr, u, 0, tiles);
+        float_rows2(isa_, g, u, width, m, tiles * kCols, y + t * kCols, n, GateOp{alpha_});
+      }
+    });
+  }
+
   struct Member {
     NBitsQ8Layout layout;
     int64_t tile0 = 0;  // first tile in all_'s count
     size_t offset = 0;  // first byte in packed_
   };
   Isa isa_;
+  bool gated_ = false;
+  float alpha_ = 1.0f;
   int64_t k_ = 0;
   NBitsQ8Layout all_;  // the members' tiles one after another
   std::vector<Member> members_;
