@@ -65,7 +65,8 @@ pip-test: configure
 
 # Benchmarks (google-benchmark), not part of `make test`.
 bench: configure oracle
-	ninja -C $(BUILD) bench_matmul_nbits bench_attention bench_moe tokenizer_bench
+	ninja -C $(BUILD) bench_matmul_nbits bench_attention bench_moe bench_thread_pool tokenizer_bench
+	$(BUILD)/bin/bench_thread_pool
 	$(BUILD)/bin/bench_matmul_nbits
 	$(BUILD)/bin/bench_attention
 	$(BUILD)/bin/bench_moe

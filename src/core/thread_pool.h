@@ -81,15 +81,20 @@ class ThreadPool {
   void run_parts();  // takes parts of the current region until none is left
   void stop_workers();
 
+  // Fields in cache lines by who writes them: the caller's own (busy_), the region's (read by
+  // spinning workers: written once per region), the counters every thread writes, and the sleep
+  // machinery. Sharing one line, each of the caller's writes took the line from a spinning worker
+  // (an empty region cost 350 ns with a mutex for busy_ on the workers' line).
   int num_threads_;
   std::vector<std::thread> workers_;
-  std::mutex run_mutex_;                    // one parallel region at a time
-  std::atomic<uint64_t> generation_{0};     // bumped for each region
-  std::atomic<int> next_part_{0};           // next part of the current region to take
-  std::atomic<int> pending_{0};             // parts of the current region not finished yet
+  alignas(64) std::atomic<bool> busy_{false};  // one parallel region at a time
+  alignas(64) std::atomic<uint64_t> generation_{0};  // bumped for each region
+  FunctionRef<void(int, int)>* task_ = nullptr;
   std::atomic<int> spin_scopes_{0};
   std::atomic<bool> stop_{false};
-  FunctionRef<void(int, int)>* task_ = nullptr;
+  alignas(64) std::atomic<int> next_part_{0};  // next part of the current region to take
+  std::atomic<int> pending_{0};                // parts of the current region not finished yet
+  alignas(64) std::atomic<int> sleepers_{0};   // workers waiting on wake_ (or about to)
   std::mutex sleep_mutex_;
   std::condition_variable wake_;
 };

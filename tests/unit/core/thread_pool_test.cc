@@ -92,6 +92,34 @@ TEST(ThreadPool, ParallelPartsMovesWorkFromAStalledPart) {
   for (auto& h : hits) EXPECT_EQ(h.load(), 1);
 }
 
+// A region after the workers went to sleep (outside a SpinScope, after their spin) wakes them:
+// part 0 waits for part 1 to start, which only a woken worker can do. Pauses around the spin
+// limit race a worker going to sleep against the next region (a lost wake-up fails, not hangs).
+TEST(ThreadPool, RegionsWakeSleepingWorkers) {
+  if (ThreadPool::available_cores() < 2) GTEST_SKIP() << "needs two cores";
+  ThreadPool pool(2);
+  for (int i = 0; i < 40; ++i) {
+    std::this_thread::sleep_for(std::chrono::microseconds(i % 4 == 0 ? 20000 : 20 * i));
+    std::atomic<bool> second{false}, timed_out{false};
+    std::atomic<int> parts{0};
+    pool.run([&](int t, int) {
+      ++parts;
+      if (t == 1) second = true;
+      if (t != 0) return;
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      while (!second.load()) {
+        if (std::chrono::steady_clock::now() > deadline) {
+          timed_out = true;
+          return;
+        }
+        std::this_thread::yield();
+      }
+    });
+    ASSERT_FALSE(timed_out.load()) << "region " << i << ": the sleeping worker never woke";
+    ASSERT_EQ(parts.load(), 2);
+  }
+}
+
 TEST(ThreadPool, NestedCallsRunInline) {
   ThreadPool pool(2);
   std::atomic<int> inner{0};
