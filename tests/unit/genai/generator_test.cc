@@ -378,7 +378,9 @@ TEST(GenaiGenerator, HalfKvCacheKeepsTheTokens) {
     g.append_tokens(prompt);
     while (!g.is_done()) g.generate_next_token();
     results.push_back(to_vector(g.get_sequence(0)));
-    if (model == h) EXPECT_EQ(g.get_output("present.0.key").dtype(), DType::kFloat16);
+    if (model == h) {
+      EXPECT_EQ(g.get_output("present.0.key").dtype(), DType::kFloat16);
+    }
   }
   EXPECT_EQ(results[0], results[1]);
   KvModel kv;
