@@ -127,6 +127,13 @@ struct Session::Profile {
   };
   std::mutex mutex;
   std::map<std::string, Op> ops;
+  Op runs;  // Session::run(IoBinding&) calls and their wall time, kernels included
+
+  void add_run(double seconds) {
+    std::lock_guard lock(mutex);
+    ++runs.calls;
+    runs.seconds += seconds;
+  }
 
   void add(const Node& node, double seconds) {
     std::lock_guard lock(mutex);
@@ -140,6 +147,9 @@ struct Session::Profile {
     std::vector<std::pair<std::string, Op>> sorted(ops.begin(), ops.end());
     std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
     std::fprintf(stderr, "onnxllm profile: compute() wall time by op, %.1f ms in all\n", total * 1e3);
+    if (runs.calls)
+      std::fprintf(stderr, "  %lld runs, %.1f ms from run() to its return: %.1f ms outside compute()\n",
+                   static_cast<long long>(runs.calls), runs.seconds * 1e3, (runs.seconds - total) * 1e3);
     for (const auto& [name, op] : sorted)
       std::fprintf(stderr, "  %-40s %8lld calls %10.2f ms %5.1f%%\n", name.c_str(), static_cast<long long>(op.calls),
                    op.seconds * 1e3, total > 0 ? 100 * op.seconds / total : 0.);
@@ -455,6 +465,7 @@ void Session::run(IoBinding& binding) const {
                       "' dimension ", d, " must be ", info.dims[d], " but is ", t.shape()[d]);
     }
   }
+  const auto start = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   ExecutionFrame& frame = *binding.frame_;
   if (frame.paged_kv) frame.paged_kv->check();
   frame.memory.begin_run();
@@ -485,6 +496,7 @@ void Session::run(IoBinding& binding) const {
       slot.view = slot.owned.view();
     }
   }
+  if (profile_) profile_->add_run(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 void Session::execute(const Plan& plan, ExecutionFrame& frame, std::span<const TensorView> outer,

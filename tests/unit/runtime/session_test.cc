@@ -53,6 +53,7 @@ TEST(Session, ProfilePrintsCallsPerOpType) {
   }
   const std::string err = testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("onnxllm profile:"), std::string::npos) << err;
+  EXPECT_NE(err.find("  3 runs, "), std::string::npos) << err;
   for (const char* op : {"Add", "Reshape", "Mul"}) {
     const size_t at = err.find(std::string("  ") + op + " ");
     ASSERT_NE(at, std::string::npos) << op << " missing from:\n" << err;
