@@ -117,6 +117,12 @@ class GroupQueryAttentionKernel final : public OpKernel {
     }
     const TensorView& present_k = ctx.output(1);
     const TensorView& present_v = ctx.output(2);
+    if (decode_in_place(ctx, d, present_k, present_v)) {
+      // Each attention task writes its own KV head's new rows first: one parallel region
+      // instead of three (a batch-1 decode step's writes were two regions of one row per thread).
+      attend(ctx, d, present_k.raw(), present_v.raw(), nullptr, &present_k, &present_v);
+      return;
+    }
     if (d.cache == DType::kFloat16) {
       write_cache<Float16>(ctx, d, ctx.input(kPastKey), present_k, /*is_key=*/true);
       write_cache<Float16>(ctx, d, ctx.input(kPastValue), present_v, /*is_key=*/false);
@@ -311,6 +317,33 @@ class GroupQueryAttentionKernel final : public OpKernel {
     return ctx.input(part == 1 ? kKey : kValue).data<float>() + ((b * d.seq + s) * d.kv_heads + kh) * d.head_size;
   }
 
+  // A decode step (one token) into caches shared with the past, with a task per (row, KV head):
+  // then attend() writes each head's rows in the task that reads them.
+  bool decode_in_place(const ComputeContext& ctx, const GqaDims& d, const TensorView& present_k,
+                       const TensorView& present_v) const {
+    const TensorView& past_k = ctx.input(kPastKey);
+    const TensorView& past_v = ctx.input(kPastValue);
+    const bool in_place = !past_k.empty() && past_k.raw() == present_k.raw() && !past_v.empty() &&
+                          past_v.raw() == present_v.raw() && d.past_len == d.present_len;
+    const int64_t rows = d.batch * d.kv_heads;
+    return in_place && d.seq == 1 && ctx.pool().num_threads() <= rows;
+  }
+
+  // Batch row b's new key (rotated) and value rows of KV head kh into in-place caches, as T.
+  template <typename T>
+  void write_new_rows(const ComputeContext& ctx, const GqaDims& d, void* present_k, void* present_v, int64_t b,
+                      int64_t kh) const {
+    const int32_t* seqlens = ctx.input(kSeqlensK).data<int32_t>();
+    const int64_t h = d.head_size, t = b * d.kv_heads + kh, p0 = past_rows(d, seqlens, b);
+    T* k = static_cast<T*>(present_k) + t * d.present_len * h;
+    T* v = static_cast<T*>(present_v) + t * d.present_len * h;
+    for (int64_t s = 0; s < d.seq; ++s) {
+      const int64_t p = do_rotary_ ? position(d, ctx.input(kPositionIds), seqlens, b, s) : 0;
+      store_row(ctx, d, new_row(ctx, d, 1, b, s, kh), k + (p0 + s) * h, do_rotary_, p);
+      store_row(ctx, d, new_row(ctx, d, 2, b, s, kh), v + (p0 + s) * h, false, 0);
+    }
+  }
+
   // Writes the present cache of keys (rotated) or values, as T (float, or Float16 rounded to
   // nearest even). With a shared buffer (present is the past memory, same layout) only the new rows
   // [P_b, P_b + S) are written; otherwise present = past rows [0, P_b), the new rows, then zeros.
@@ -388,8 +421,9 @@ class GroupQueryAttentionKernel final : public OpKernel {
   // dynamically, since causal rows differ in length.
   // With `paged`, cache_k / cache_v are the layer's pools and token i is the paged batch's token i;
   // a tile then splits where the sequence changes.
+  // With present_k / present_v (decode_in_place), each task first writes its KV head's new rows.
   void attend(const ComputeContext& ctx, const GqaDims& d, const void* cache_k, const void* cache_v,
-              const PagedKv* paged) const {
+              const PagedKv* paged, const TensorView* present_k = nullptr, const TensorView* present_v = nullptr) const {
     const int32_t* seqlens = ctx.input(kSeqlensK).data<int32_t>();
     const TensorView& pos_ids = ctx.input(kPositionIds);
     const TensorView& bias = ctx.input(kAttentionBias);
@@ -435,6 +469,12 @@ class GroupQueryAttentionKernel final : public OpKernel {
         const int64_t b = task / slices / d.kv_heads / tiles, ti = tiles - 1 - task / slices / d.kv_heads % tiles;
         const int64_t head0 = kvh * group + slice * group / slices, heads = kvh * group + (slice + 1) * group / slices - head0;
         const int64_t tile_end = std::min(d.seq, (ti + 1) * tile);
+        if (present_k) {  // one token, one slice: this task alone reads (b, kvh)'s rows
+          if (d.cache == DType::kFloat16)
+            write_new_rows<Float16>(ctx, d, present_k->raw(), present_v->raw(), b, kvh);
+          else
+            write_new_rows<float>(ctx, d, present_k->raw(), present_v->raw(), b, kvh);
+        }
         for (int64_t i0 = ti * tile, i1; i0 < tile_end; i0 = i1) {
           // A run [i0, i1) of one sequence's tokens, or one padding token.
           const Token first = token(b, i0);
