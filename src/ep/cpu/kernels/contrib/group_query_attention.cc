@@ -329,19 +329,26 @@ class GroupQueryAttentionKernel final : public OpKernel {
     return in_place && d.seq == 1 && ctx.pool().num_threads() <= rows;
   }
 
-  // Batch row b's new key (rotated) and value rows of KV head kh into in-place caches, as T.
+  // Batch row b's new key (rotated) or value rows of KV head kh, as T, into rows [P_b, P_b + S)
+  // of the head's block `block` of the present cache.
   template <typename T>
-  void write_new_rows(const ComputeContext& ctx, const GqaDims& d, void* present_k, void* present_v, int64_t b,
-                      int64_t kh) const {
+  void write_new_rows(const ComputeContext& ctx, const GqaDims& d, T* block, int64_t b, int64_t kh, bool is_key) const {
     const int32_t* seqlens = ctx.input(kSeqlensK).data<int32_t>();
-    const int64_t h = d.head_size, t = b * d.kv_heads + kh, p0 = past_rows(d, seqlens, b);
-    T* k = static_cast<T*>(present_k) + t * d.present_len * h;
-    T* v = static_cast<T*>(present_v) + t * d.present_len * h;
+    const bool rotate = is_key && do_rotary_;
+    const int64_t h = d.head_size, p0 = past_rows(d, seqlens, b);
     for (int64_t s = 0; s < d.seq; ++s) {
-      const int64_t p = do_rotary_ ? position(d, ctx.input(kPositionIds), seqlens, b, s) : 0;
-      store_row(ctx, d, new_row(ctx, d, 1, b, s, kh), k + (p0 + s) * h, do_rotary_, p);
-      store_row(ctx, d, new_row(ctx, d, 2, b, s, kh), v + (p0 + s) * h, false, 0);
+      const int64_t p = rotate ? position(d, ctx.input(kPositionIds), seqlens, b, s) : 0;
+      store_row(ctx, d, new_row(ctx, d, is_key ? 1 : 2, b, s, kh), block + (p0 + s) * h, rotate, p);
     }
+  }
+
+  // Both caches' new rows of (b, kh), into caches shared with the past (decode_in_place).
+  template <typename T>
+  void write_new_kv_rows(const ComputeContext& ctx, const GqaDims& d, void* present_k, void* present_v, int64_t b,
+                         int64_t kh) const {
+    const int64_t offset = (b * d.kv_heads + kh) * d.present_len * d.head_size;
+    write_new_rows(ctx, d, static_cast<T*>(present_k) + offset, b, kh, /*is_key=*/true);
+    write_new_rows(ctx, d, static_cast<T*>(present_v) + offset, b, kh, /*is_key=*/false);
   }
 
   // Writes the present cache of keys (rotated) or values, as T (float, or Float16 rounded to
@@ -353,8 +360,6 @@ class GroupQueryAttentionKernel final : public OpKernel {
     const bool aliased = !past.empty() && past.raw() == present.raw();
     const bool in_place = aliased && d.past_len == d.present_len;
     const int32_t* seqlens = ctx.input(kSeqlensK).data<int32_t>();
-    const TensorView& pos_ids = ctx.input(kPositionIds);
-    const bool rotate = is_key && do_rotary_;
     const int64_t h = d.head_size;
     T* dst_all = static_cast<T*>(present.raw());
     auto write_block = [&](int64_t t) {
@@ -366,10 +371,7 @@ class GroupQueryAttentionKernel final : public OpKernel {
           std::memmove(dst, static_cast<const T*>(past.raw()) + t * d.past_len * h, static_cast<size_t>(p0 * h) * sizeof(T));
         std::fill(dst + (p0 + d.seq) * h, dst + d.present_len * h, T{});
       }
-      for (int64_t s = 0; s < d.seq; ++s) {
-        const int64_t p = rotate ? position(d, pos_ids, seqlens, b, s) : 0;
-        store_row(ctx, d, new_row(ctx, d, is_key ? 1 : 2, b, s, kh), dst + (p0 + s) * h, rotate, p);
-      }
+      write_new_rows(ctx, d, dst, b, kh, is_key);
     };
     const int64_t blocks = d.batch * d.kv_heads;
     if (aliased && !in_place) {
@@ -471,9 +473,9 @@ class GroupQueryAttentionKernel final : public OpKernel {
         const int64_t tile_end = std::min(d.seq, (ti + 1) * tile);
         if (present_k) {  // one token, one slice: this task alone reads (b, kvh)'s rows
           if (d.cache == DType::kFloat16)
-            write_new_rows<Float16>(ctx, d, present_k->raw(), present_v->raw(), b, kvh);
+            write_new_kv_rows<Float16>(ctx, d, present_k->raw(), present_v->raw(), b, kvh);
           else
-            write_new_rows<float>(ctx, d, present_k->raw(), present_v->raw(), b, kvh);
+            write_new_kv_rows<float>(ctx, d, present_k->raw(), present_v->raw(), b, kvh);
         }
         for (int64_t i0 = ti * tile, i1; i0 < tile_end; i0 = i1) {
           // A run [i0, i1) of one sequence's tokens, or one padding token.
