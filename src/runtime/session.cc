@@ -137,7 +137,7 @@ struct Session::Profile {
 
   void add(const Node& node, double seconds) {
     std::lock_guard lock(mutex);
-    Op& op = ops[node.domain.empty() || node.domain == "ai.onnx" ? node.op_type : node.domain + "." + node.op_type];
+    Op& op = ops[op_name(node)];
     ++op.calls;
     op.seconds += seconds;
   }
