@@ -1,5 +1,5 @@
 // Helpers shared by CPU kernels: reading small integer inputs (shapes, axes) without heap
-// allocation, broadcasting iteration, and dtype checks with clear messages.
+// allocation, broadcasting iteration, dtype checks with clear messages, and lane sums.
 #pragma once
 
 #include <algorithm>
@@ -12,6 +12,22 @@
 #include "ep/op_kernel.h"
 
 namespace onnxllm {
+
+// The sum of f(x[i]) (as S) in eight independent lanes, then the leftovers, then the lanes in
+// order: the loop vectorizes without reassociating, so every instruction set gives the same bits
+// (always inline: a per-ISA caller's copy takes its target).
+template <typename S, typename T, typename F>
+[[gnu::always_inline]] inline S lane_sum(const T* x, int64_t n, F&& f) {
+  constexpr int kLanes = 8;
+  S lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int l = 0; l < kLanes; ++l) lanes[l] += f(static_cast<S>(x[i + l]));
+  S sum = 0;
+  for (; i < n; ++i) sum += f(static_cast<S>(x[i]));
+  for (int l = 0; l < kLanes; ++l) sum += lanes[l];
+  return sum;
+}
 
 // Reads element i of an int32 or int64 tensor.
 inline int64_t int_at(const TensorView& t, int64_t i) {

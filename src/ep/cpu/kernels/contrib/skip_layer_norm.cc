@@ -25,44 +25,26 @@ struct SkipNormArgs {
   double eps;
 };
 
-constexpr int kLanes = 8;
-
 // Rows [r0, r1); `s` is one row of float scratch.
 template <bool kSimplified, typename T>
 [[gnu::always_inline]] inline void skip_norm_rows_body(const SkipNormArgs<T>& a, int64_t r0, int64_t r1, float* s) {
-  const int64_t n = a.hidden, tail = n / kLanes * kLanes;
+  const int64_t n = a.hidden;
   for (int64_t r = r0; r < r1; ++r) {
     const T* xr = a.in + r * n;
     const T* sk = a.skip + (r * n) % a.skip_size;  // skip repeats when broadcast
-    double lanes[kLanes] = {};
     for (int64_t i = 0; i < n; ++i) {
       float v = static_cast<float>(xr[i]) + static_cast<float>(sk[i]);
       if (a.bias) v += static_cast<float>(a.bias[i]);
       s[i] = v;
     }
-    for (int64_t i = 0; i < tail; i += kLanes)
-      for (int l = 0; l < kLanes; ++l) lanes[l] += s[i + l];
-    double sum = 0;
-    for (int64_t i = tail; i < n; ++i) sum += s[i];
-    for (int l = 0; l < kLanes; ++l) sum += lanes[l];
+    const double sum = lane_sum<double>(s, n, [](double v) { return v; });
     if (a.sum_out) {
       T* so = a.sum_out + r * n;
       for (int64_t i = 0; i < n; ++i) so[i] = T(s[i]);
     }
     const double mean = sum / n;
     const double center = kSimplified ? 0.0 : mean;
-    for (int l = 0; l < kLanes; ++l) lanes[l] = 0;
-    for (int64_t i = 0; i < tail; i += kLanes)
-      for (int l = 0; l < kLanes; ++l) {
-        const double c = s[i + l] - center;
-        lanes[l] += c * c;
-      }
-    double sq = 0;
-    for (int64_t i = tail; i < n; ++i) {
-      const double c = s[i] - center;
-      sq += c * c;
-    }
-    for (int l = 0; l < kLanes; ++l) sq += lanes[l];
+    const double sq = lane_sum<double>(s, n, [center](double v) { return (v - center) * (v - center); });
     const double inv = 1.0 / std::sqrt(sq / n + a.eps);
     const float fcenter = static_cast<float>(center), finv = static_cast<float>(inv);
     T* o = a.out + r * n;

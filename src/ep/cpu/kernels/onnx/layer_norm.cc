@@ -16,20 +16,6 @@ namespace {
 template <typename T>
 using StatType = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
-// sum of f(x[i]) in eight independent lanes, so the loop vectorizes without reassociating.
-template <typename S, typename T, typename F>
-S lane_sum(const T* x, int64_t n, F&& f) {
-  constexpr int kLanes = 8;
-  S lanes[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int l = 0; l < kLanes; ++l) lanes[l] += f(static_cast<S>(x[i + l]));
-  S sum = 0;
-  for (; i < n; ++i) sum += f(static_cast<S>(x[i]));
-  for (int l = 0; l < kLanes; ++l) sum += lanes[l];
-  return sum;
-}
-
 template <bool kSimplified>
 class LayerNormKernel final : public OpKernel {
  public:
