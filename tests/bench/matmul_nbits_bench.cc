@@ -128,6 +128,40 @@ BENCHMARK(BM_MatMulNBitsQ8)
     ->Args({8, 896, 151936, 2})
     ->Args({16, 896, 151936, 2});
 
+// A's quantization for the int8 kernels (with the AVX-512 kernel's row groups when M > 1): M rows
+// of K, the K of a Qwen2.5-0.5B projection (896) and of its down projection (4864).
+void BM_QuantizeA(benchmark::State& state) {
+  const int64_t m = state.range(0), k = state.range(1);
+  const int threads = static_cast<int>(state.range(2));
+  NBitsShape shape;
+  shape.k = k;
+  shape.n = 16;
+  shape.bits = 4;
+  shape.block_size = 32;
+  const NBitsQ8Layout l = nbits_q8_layout(shape, false, true);
+  std::mt19937 rng(2);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<float> a(static_cast<size_t>(m * k));
+  for (auto& x : a) x = normal(rng);
+  AlignedBuffer ws(matmul_nbits_q8_workspace(l, m));
+  ThreadPool pool(threads);
+  ThreadPool::SpinScope spin(&pool);
+  const Isa isa = best_isa();
+  for (auto _ : state) {
+    const QuantizedA q = matmul_nbits_q8_quantize(l, a.data(), m, ws.data(), pool, isa);
+    benchmark::DoNotOptimize(q.values);
+  }
+  state.counters["values/s"] = benchmark::Counter(static_cast<double>(m * k), benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_QuantizeA)
+    ->ArgNames({"M", "K", "threads"})
+    ->Args({1, 896, 1})
+    ->Args({1, 4864, 1})
+    ->Args({8, 896, 1})
+    ->Args({8, 4864, 1})
+    ->Args({64, 896, 1})
+    ->Args({64, 896, 2});
+
 }  // namespace
 }  // namespace onnxllm
 

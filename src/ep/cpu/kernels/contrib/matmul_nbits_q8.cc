@@ -32,25 +32,6 @@ WorkspaceParts workspace_parts(const NBitsQ8Layout& l, int64_t m) {
   return w;
 }
 
-// Row groups [g0, g1) of q.values into q.groups, and their group_terms (the last group's rows
-// past m are left unset in groups, zero in group_terms).
-void interleave_groups(const NBitsQ8Layout& l, const QuantizedA& q, int64_t m, int64_t g0, int64_t g1) noexcept {
-  for (int64_t g = g0; g < g1; ++g) {
-    int8_t* dst = q.groups + g * kGroupRows * l.k_padded;
-    uint8_t* terms = q.group_terms + g * l.blocks * 64;
-    std::memset(terms, 0, static_cast<size_t>(l.blocks) * 64);
-    for (int64_t row = g * kGroupRows; row < std::min(m, (g + 1) * kGroupRows); ++row) {
-      const int8_t* src = q.values + row * l.k_padded;
-      for (int64_t c = 0; c < l.k_padded; c += 4) std::memcpy(dst + c * kGroupRows + (row % kGroupRows) * 4, src + c, 4);
-      for (int64_t blk = 0; blk < l.blocks; ++blk) {
-        const int32_t corr = -kDefaultZp * q.sums[row * l.blocks + blk];
-        std::memcpy(terms + blk * 64 + (row % kGroupRows) * 4, q.scales + row * l.blocks + blk, 4);
-        std::memcpy(terms + blk * 64 + 32 + (row % kGroupRows) * 4, &corr, 4);
-      }
-    }
-  }
-}
-
 // Integer dot products of block blk of a tile with one quantized row block, then the float step
 // all kernels share: acc[j] = fma(float(isum[j] - zp[j] * asum), scale[j] * a_scale, acc[j]).
 void block_scalar(const NBitsQ8Layout& l, const uint8_t* tile, int64_t blk, const int8_t* a, float a_scale,
@@ -225,6 +206,21 @@ void quantize_a_q8(const NBitsQ8Layout& l, const float* a, int64_t r0, int64_t r
   }
 }
 
+void interleave_q8_group(const NBitsQ8Layout& l, const QuantizedA& q, int64_t m, int64_t g, int64_t from) noexcept {
+  int8_t* dst = q.groups + g * kGroupRows * l.k_padded;
+  uint8_t* terms = q.group_terms + g * l.blocks * 64;
+  std::memset(terms, 0, static_cast<size_t>(l.blocks) * 64);
+  for (int64_t row = g * kGroupRows; row < std::min(m, (g + 1) * kGroupRows); ++row) {
+    const int8_t* src = q.values + row * l.k_padded;
+    for (int64_t c = from; c < l.k_padded; c += 4) std::memcpy(dst + c * kGroupRows + (row % kGroupRows) * 4, src + c, 4);
+    for (int64_t blk = 0; blk < l.blocks; ++blk) {
+      const int32_t corr = -kDefaultZp * q.sums[row * l.blocks + blk];
+      std::memcpy(terms + blk * 64 + (row % kGroupRows) * 4, q.scales + row * l.blocks + blk, 4);
+      std::memcpy(terms + blk * 64 + 32 + (row % kGroupRows) * 4, &corr, 4);
+    }
+  }
+}
+
 size_t matmul_nbits_q8_workspace(const NBitsQ8Layout& l, int64_t m) { return workspace_parts(l, m).total; }
 
 NBitsQ8Kernel nbits_q8_kernel(Isa isa) {
@@ -249,15 +245,19 @@ QuantizedA matmul_nbits_q8_quantize(const NBitsQ8Layout& l, const float* a, int6
     quantize = nbits_q8_quantizer_avx512();
   if (isa == Isa::kNeon && cpu_features().neon_dotprod && nbits_q8_quantizer_neon())
     quantize = nbits_q8_quantizer_neon();
-  if (m == 1) {
-    quantize(l, a, 0, 1, q);
-  } else if (isa == Isa::kAvx512 && nbits_q8_kernel_avx512()) {
+  // One item per row, or per row group with the AVX-512 kernel. Not split further: on a VM whose
+  // two vCPUs sit far apart a pool region costs 0.4-2.5 us, and splitting a batch-8 row group's
+  // blocks over two threads made its quantization slower (bench_matmul_nbits BM_QuantizeA).
+  if (m > 1 && isa == Isa::kAvx512 && nbits_q8_kernel_avx512()) {
     q.groups = reinterpret_cast<int8_t*>(ws + parts.groups);
     q.group_terms = ws + parts.terms;
+    const NBitsQ8Interleaver interleave = nbits_q8_interleaver_avx512();  // in the kernel's translation unit
     pool.parallel_for((m + kGroupRows - 1) / kGroupRows, 1, [&](int64_t g0, int64_t g1) {
       quantize(l, a, g0 * kGroupRows, std::min(m, g1 * kGroupRows), q);
-      interleave_groups(l, q, m, g0, g1);
+      for (int64_t g = g0; g < g1; ++g) interleave(l, q, m, g);
     });
+  } else if (m == 1) {
+    quantize(l, a, 0, 1, q);
   } else {
     pool.parallel_for(m, 1, [&](int64_t r0, int64_t r1) { quantize(l, a, r0, r1, q); });
   }

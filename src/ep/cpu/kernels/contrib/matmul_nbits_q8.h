@@ -125,6 +125,14 @@ using NBitsQ8Quantizer = void (*)(const NBitsQ8Layout& l, const float* a, int64_
 NBitsQ8Quantizer nbits_q8_quantizer_avx512();
 NBitsQ8Quantizer nbits_q8_quantizer_neon();  // compiled with SDOT allowed: same check as the kernel
 
+// Row group g of q.values into q.groups, and its q.group_terms (the last group's rows past m are
+// left unset in groups, zero in group_terms); the values only from byte `from` of the rows on (a
+// vector version's tail).
+void interleave_q8_group(const NBitsQ8Layout& l, const QuantizedA& q, int64_t m, int64_t g, int64_t from) noexcept;
+// The same for all values, vectorized (the same bytes).
+using NBitsQ8Interleaver = void (*)(const NBitsQ8Layout& l, const QuantizedA& q, int64_t m, int64_t g) noexcept;
+NBitsQ8Interleaver nbits_q8_interleaver_avx512();
+
 // The nibbles of one block of one column of W (block_size / 2 bytes from `q`) into a tile: chunk c
 // at d + c * 4 * kCols, 4 bytes each (see the layout above).
 using NBitsQ8ColumnPacker = void (*)(const uint8_t* q, int64_t block_size, uint8_t* d) noexcept;

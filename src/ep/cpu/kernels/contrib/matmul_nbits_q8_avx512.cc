@@ -11,11 +11,13 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 
 // GCC 12 warns about the undefined vector that some AVX-512 intrinsics start from (a false positive).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace onnxllm {
 namespace {
@@ -165,20 +167,92 @@ void kernel(const NBitsQ8Layout& l, const uint8_t* packed, const QuantizedA& a, 
   (l.has_zp ? kernel_impl<true> : kernel_impl<false>)(l, packed, a, m, bias, y, t0, t1);
 }
 
+// Lane i: the maximum (kMax) or the integer sum of v[i]'s 16 lanes. A transposing tree: each
+// step halves the lanes per register with one operation on two registers' shuffled halves, 15
+// operations in all instead of 15 per register (a per-block reduction's long dependency chain
+// bounded the quantizer). Exact in any order: the maxima see no NaN, the sums are integers.
+template <bool kMax>
+inline __m512 combine(__m512 x, __m512 y) {
+  return kMax ? _mm512_max_ps(x, y) : _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(x), _mm512_castps_si512(y)));
+}
+template <bool kMax>
+inline __m512 reduce_16(const __m512 (&v)[16]) {
+  __m512 f[8], g[4];
+  for (int p = 0; p < 8; ++p)  // chunks 0-1: v[2p]'s lanes l and l + 8; chunks 2-3: v[2p + 1]'s
+    f[p] = combine<kMax>(_mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], 0x44), _mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], 0xEE));
+  for (int p = 0; p < 4; ++p)  // chunk c: v[4p + c]'s four partials
+    g[p] = combine<kMax>(_mm512_shuffle_f32x4(f[2 * p], f[2 * p + 1], 0x88), _mm512_shuffle_f32x4(f[2 * p], f[2 * p + 1], 0xDD));
+  // Chunk c: lanes 0-1 v[c]'s (h0) or v[8 + c]'s (h1) two partials, lanes 2-3 v[4 + c]'s or v[12 + c]'s.
+  const __m512 h0 = combine<kMax>(_mm512_shuffle_ps(g[0], g[1], 0x88), _mm512_shuffle_ps(g[0], g[1], 0xDD));
+  const __m512 h1 = combine<kMax>(_mm512_shuffle_ps(g[2], g[3], 0x88), _mm512_shuffle_ps(g[2], g[3], 0xDD));
+  // Chunk c: v[c], v[4 + c], v[8 + c], v[12 + c]; lane i takes v[i]'s from lane 4 (i % 4) + i / 4.
+  const __m512 r = combine<kMax>(_mm512_shuffle_ps(h0, h1, 0x88), _mm512_shuffle_ps(h0, h1, 0xDD));
+  return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), r);
+}
+
+// quantize_a_q8's conversion of 16 values: multiply, clamp (NaN and values below -127 become
+// -127, values above 127 become 127, in the scalar order) and round half to even.
+inline __m512i quantize_16(__m512 x, __m512 inv) {
+  x = _mm512_mul_ps(x, inv);
+  x = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(-127.f), _CMP_GE_OQ), _mm512_set1_ps(-127.f), x);
+  return _mm512_cvtps_epi32(_mm512_min_ps(x, _mm512_set1_ps(127.f)));
+}
+
+// `count` (at most 16) whole blocks of a row from block blk: their maxima, scales and sums 16 at
+// a time.
+void quantize_blocks(const NBitsQ8Layout& l, const float* ar, int8_t* qr, int64_t row_block, int64_t blk, int count,
+                     const QuantizedA& q) {
+  const int64_t bs = l.shape.block_size;
+  const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
+  const __mmask16 lanes = static_cast<__mmask16>((1u << count) - 1);
+  __m512 v[16];
+  for (int b = 0; b < 16; ++b) {
+    // max_ps(|x|, m) keeps m where x is NaN, as std::max(amax, |x|) does.
+    __m512 m = _mm512_setzero_ps();
+    if (b < count)
+      for (int64_t i = 0; i < bs; i += kCols)
+        m = _mm512_max_ps(_mm512_and_ps(_mm512_loadu_ps(ar + (blk + b) * bs + i), abs_mask), m);
+    v[b] = m;
+  }
+  const __m512 amax = reduce_16<true>(v);
+  const __m512 inv = _mm512_maskz_div_ps(_mm512_cmp_ps_mask(amax, _mm512_setzero_ps(), _CMP_GT_OQ), _mm512_set1_ps(127.f), amax);
+  _mm512_mask_storeu_ps(q.scales + row_block + blk, lanes, _mm512_div_ps(amax, _mm512_set1_ps(127.f)));
+  alignas(64) float invs[16];
+  _mm512_store_ps(invs, inv);
+  for (int b = 0; b < 16; ++b) {
+    __m512i sum = _mm512_setzero_si512();
+    if (b < count) {
+      const float* x = ar + (blk + b) * bs;
+      int8_t* out = qr + (blk + b) * bs;
+      const __m512 s = _mm512_set1_ps(invs[b]);
+      for (int64_t i = 0; i < bs; i += kCols) {
+        const __m512i w = quantize_16(_mm512_loadu_ps(x + i), s);
+        sum = _mm512_add_epi32(sum, w);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm512_cvtepi32_epi8(w));
+      }
+    }
+    v[b] = _mm512_castsi512_ps(sum);
+  }
+  _mm512_mask_storeu_epi32(q.sums + row_block + blk, lanes, _mm512_castps_si512(reduce_16<false>(v)));
+}
+
 // quantize_a_q8 with 16 lanes: the same max, multiply, clamp and round-half-to-even conversion,
-// so the values are the scalar quantizer's exactly.
+// so the values are the scalar quantizer's exactly. Whole blocks go 16 at a time through
+// quantize_blocks; a partial last block alone.
 void quantize(const NBitsQ8Layout& l, const float* a, int64_t r0, int64_t r1, const QuantizedA& q) noexcept {
   const int64_t k = l.shape.k, bs = l.shape.block_size;
+  const int64_t whole = k / bs;  // blocks before this one hold bs values of A
   const __m512 abs_mask = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
   for (int64_t r = r0; r < r1; ++r) {
     const float* ar = a + r * k;
     int8_t* qr = q.values + r * l.k_padded;
-    for (int64_t blk = 0; blk < l.blocks; ++blk) {
+    for (int64_t blk = 0; blk < whole; blk += 16)
+      quantize_blocks(l, ar, qr, r * l.blocks, blk, static_cast<int>(std::min<int64_t>(16, whole - blk)), q);
+    for (int64_t blk = whole; blk < l.blocks; ++blk) {
       const int64_t k0 = blk * bs, len = bs < k - k0 ? bs : k - k0;
       __m512 vmax = _mm512_setzero_ps();
       for (int64_t i = 0; i < len; i += kCols) {
         const __mmask16 m = len - i >= kCols ? 0xFFFF : static_cast<__mmask16>((1u << (len - i)) - 1);
-        // max_ps(x, vmax) keeps vmax when x is NaN, as std::max(amax, x) does in the scalar loop.
         vmax = _mm512_max_ps(_mm512_and_ps(_mm512_maskz_loadu_ps(m, ar + k0 + i), abs_mask), vmax);
       }
       const float amax = _mm512_reduce_max_ps(vmax);
@@ -187,11 +261,7 @@ void quantize(const NBitsQ8Layout& l, const float* a, int64_t r0, int64_t r1, co
       for (int64_t i = 0; i < bs; i += kCols) {
         const int64_t left = len - i;
         const __mmask16 m = left >= kCols ? 0xFFFF : left <= 0 ? 0 : static_cast<__mmask16>((1u << left) - 1);
-        __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, ar + k0 + i), _mm512_set1_ps(inv));
-        // NaN and values below -127 become -127, values above 127 become 127 (scalar order).
-        x = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_set1_ps(-127.f), _CMP_GE_OQ), _mm512_set1_ps(-127.f), x);
-        x = _mm512_min_ps(x, _mm512_set1_ps(127.f));
-        const __m512i v = _mm512_maskz_mov_epi32(m, _mm512_cvtps_epi32(x));
+        const __m512i v = _mm512_maskz_mov_epi32(m, quantize_16(_mm512_maskz_loadu_ps(m, ar + k0 + i), _mm512_set1_ps(inv)));
         vsum = _mm512_add_epi32(vsum, v);
         _mm_storeu_si128(reinterpret_cast<__m128i*>(qr + k0 + i), _mm512_cvtepi32_epi8(v));
       }
@@ -201,10 +271,58 @@ void quantize(const NBitsQ8Layout& l, const float* a, int64_t r0, int64_t r1, co
   }
 }
 
+// interleave_q8_group for a whole group of 8 rows: each 64 bytes of K (16 four-byte chunks) of
+// the 8 rows, transposed in registers into 512 bytes of [chunk][row] (scalar 4-byte copies were
+// as slow as the quantization itself). Partial groups and tails go to the scalar one.
+void interleave(const NBitsQ8Layout& l, const QuantizedA& q, int64_t m, int64_t g) noexcept {
+  const int64_t row0 = g * kGroup;
+  int64_t c = 0;
+  if (row0 + kGroup <= m) {
+    const int8_t* src = q.values + row0 * l.k_padded;
+    int8_t* dst = q.groups + row0 * l.k_padded;
+    for (; c + 64 <= l.k_padded; c += 64) {
+      __m512i r[8];
+      for (int i = 0; i < 8; ++i) r[i] = _mm512_loadu_si512(src + i * l.k_padded + c);
+      // Per 128-bit chunk k: a[p] = rows 2p, 2p + 1 of chunks 4k, 4k + 1; b[p] of 4k + 2, 4k + 3.
+      __m512i a[4], b[4];
+      for (int p = 0; p < 4; ++p) {
+        a[p] = _mm512_unpacklo_epi32(r[2 * p], r[2 * p + 1]);
+        b[p] = _mm512_unpackhi_epi32(r[2 * p], r[2 * p + 1]);
+      }
+      // x[j] (rows 0-3) and y[j] (rows 4-7), chunk k: the four rows' chunk 4k + j.
+      const __m512i x[4] = {_mm512_unpacklo_epi64(a[0], a[1]), _mm512_unpackhi_epi64(a[0], a[1]),
+                            _mm512_unpacklo_epi64(b[0], b[1]), _mm512_unpackhi_epi64(b[0], b[1])};
+      const __m512i y[4] = {_mm512_unpacklo_epi64(a[2], a[3]), _mm512_unpackhi_epi64(a[2], a[3]),
+                            _mm512_unpacklo_epi64(b[2], b[3]), _mm512_unpackhi_epi64(b[2], b[3])};
+      // z[j] = [x[j].0, y[j].0, x[j].1, y[j].1], w[j] the same of chunks 2 and 3: chunk 4k + j of
+      // all 8 rows is 32 contiguous bytes.
+      const __m512i lo = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11), hi = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+      __m512i z[4], w[4];
+      for (int j = 0; j < 4; ++j) {
+        z[j] = _mm512_permutex2var_epi64(x[j], lo, y[j]);
+        w[j] = _mm512_permutex2var_epi64(x[j], hi, y[j]);
+      }
+      // Output line 2k + h holds chunks 4k + 2h and 4k + 2h + 1 (h = 0, 1).
+      int8_t* out = dst + c * kGroup;
+      const __m512i* zw[2] = {z, w};
+      for (int k = 0; k < 4; ++k) {
+        const __m512i* s = zw[k / 2];
+        const int sel = k % 2;  // 128-bit pair 0-1 or 2-3 of each
+        const __m512i c0 = sel ? _mm512_shuffle_i64x2(s[0], s[1], 0xEE) : _mm512_shuffle_i64x2(s[0], s[1], 0x44);
+        const __m512i c1 = sel ? _mm512_shuffle_i64x2(s[2], s[3], 0xEE) : _mm512_shuffle_i64x2(s[2], s[3], 0x44);
+        _mm512_storeu_si512(out + (2 * k) * 64, c0);
+        _mm512_storeu_si512(out + (2 * k + 1) * 64, c1);
+      }
+    }
+  }
+  interleave_q8_group(l, q, m, g, c);
+}
+
 }  // namespace
 
 NBitsQ8Kernel nbits_q8_kernel_avx512() { return kernel; }
 NBitsQ8Quantizer nbits_q8_quantizer_avx512() { return quantize; }
+NBitsQ8Interleaver nbits_q8_interleaver_avx512() { return interleave; }
 
 }  // namespace onnxllm
 
@@ -213,6 +331,7 @@ NBitsQ8Quantizer nbits_q8_quantizer_avx512() { return quantize; }
 namespace onnxllm {
 NBitsQ8Kernel nbits_q8_kernel_avx512() { return nullptr; }
 NBitsQ8Quantizer nbits_q8_quantizer_avx512() { return nullptr; }
+NBitsQ8Interleaver nbits_q8_interleaver_avx512() { return nullptr; }
 }  // namespace onnxllm
 
 #endif
