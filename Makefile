@@ -65,11 +65,12 @@ pip-test: configure
 
 # Benchmarks (google-benchmark), not part of `make test`.
 bench: configure oracle
-	ninja -C $(BUILD) bench_matmul_nbits bench_attention bench_moe bench_thread_pool tokenizer_bench
+	ninja -C $(BUILD) bench_matmul_nbits bench_attention bench_moe bench_thread_pool bench_sampler tokenizer_bench
 	$(BUILD)/bin/bench_thread_pool
 	$(BUILD)/bin/bench_matmul_nbits
 	$(BUILD)/bin/bench_attention
 	$(BUILD)/bin/bench_moe
+	$(BUILD)/bin/bench_sampler
 	tests/tokenizers/bench_encode.sh $(BUILD)
 
 # libFuzzer targets (clang, ASan+UBSan) in build-fuzz; each runs FUZZ_SECONDS, starting from its

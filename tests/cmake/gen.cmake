@@ -19,3 +19,4 @@ add_test(NAME plan_step.verify_reuse.genai_conformance COMMAND genai_conformance
 add_test(NAME plan_step.verify_reuse.builder_families COMMAND builder_tests --gtest_filter=Families/*:Builds/*)
 set_tests_properties(plan_step.verify_reuse.genai_conformance plan_step.verify_reuse.builder_families
   PROPERTIES ENVIRONMENT ONNXLLM_VERIFY_REUSE=1)
+onnxllm_benchmark(bench_sampler ${CMAKE_CURRENT_SOURCE_DIR}/bench/sampler_bench.cc DEPS onnxllm_genai)

@@ -28,6 +28,14 @@ class Sampler {
   // The first index of the largest value.
   static int32_t argmax(std::span<const float> logits);
 
+  // The top-p nucleus of `weights` (unnormalised, in [0, 1], the largest 1): the fewest largest
+  // weights whose share of their total reaches top_p (ties: lower ids first), as ids in
+  // order[0, keep): those above the last weight's bucket in id order, then the rest largest first.
+  // Returns keep. `order` holds weights.size() ids (its tail is scratch); mass1 and mass2 are
+  // scratch, allocated on first use.
+  static size_t nucleus(std::span<const float> weights, float top_p, std::span<int32_t> order, std::vector<double>& mass1,
+                        std::vector<double>& mass2);
+
  private:
   int32_t top_k(std::span<const float> logits, int k, float top_p);
   int32_t top_p(std::span<const float> logits);
@@ -39,6 +47,7 @@ class Sampler {
   std::mt19937 rng_;
   std::vector<int32_t> order_;  // token ids, partially sorted
   std::vector<float> weights_;  // unnormalised probabilities (by rank for top-k, by token for top-p)
+  std::vector<double> mass1_, mass2_;  // top-p: the weights' total per bucket (nucleus())
 };
 
 }  // namespace onnxllm::genai

@@ -119,6 +119,84 @@ TEST(GenaiSampler, TopPDistribution) { check_distribution(21, 0, 0.95f, 1.0f); }
 TEST(GenaiSampler, FullSoftmaxWhenTopPIsOutsideTheOpenInterval) { check_distribution(9, 0, 1.0f, 1.5f); }
 TEST(GenaiSampler, TopPOverALargeVocabulary) { check_distribution(300, 0, 0.5f, 0.3f); }
 
+// Sampler::nucleus against sorting: the same set of ids, over distributions whose nucleus ends
+// inside one bucket, spans most of the vocabulary, or ends inside a run of equal weights.
+TEST(GenaiSampler, NucleusIsTheSortedPrefix) {
+  int cases = 0;
+  for (int vocab : {1, 2, 7, 300, 40000})
+    for (int shape = 0; shape < 4; ++shape)
+      for (float top_p : {0.01f, 0.3f, 0.5f, 0.9f, 0.999f}) {
+        std::vector<float> w(static_cast<size_t>(vocab));
+        for (int i = 0; i < vocab; ++i) {
+          const float x = shape == 0   ? std::sin(1.7f * i) * 8.0f
+                          : shape == 1 ? std::sin(0.37f * i) * 0.5f
+                          : shape == 2 ? std::floor(std::sin(1.3f * i) * 3.0f)
+                                       : (i % 5 == 0 ? 0.0f : -200.0f);  // exp underflows to 0 for most
+          w[static_cast<size_t>(i)] = std::exp(x);
+        }
+        const float top = *std::max_element(w.begin(), w.end());
+        for (float& x : w) x /= top;
+        // Reference: sort by weight (ties by id), the shortest prefix whose share reaches top_p.
+        std::vector<int32_t> sorted(static_cast<size_t>(vocab));
+        std::iota(sorted.begin(), sorted.end(), 0);
+        std::stable_sort(sorted.begin(), sorted.end(), [&](int32_t a, int32_t b) { return w[a] > w[b]; });
+        const double total = std::accumulate(w.begin(), w.end(), 0.0);
+        size_t keep = 0;
+        for (double cumulative = 0.0; keep < sorted.size() && (keep == 0 || cumulative < top_p * total); ++keep)
+          cumulative += w[static_cast<size_t>(sorted[keep])];
+        std::vector<int32_t> order(static_cast<size_t>(vocab));
+        std::vector<double> mass1, mass2;
+        const size_t got = Sampler::nucleus(w, top_p, order, mass1, mass2);
+        std::vector<int32_t> want(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(keep));
+        std::vector<int32_t> have(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(got));
+        std::sort(want.begin(), want.end());
+        std::sort(have.begin(), have.end());
+        EXPECT_EQ(have, want) << "vocab " << vocab << " shape " << shape << " top_p " << top_p;
+        ++cases;
+      }
+  EXPECT_EQ(cases, 100);
+}
+
+// top-p over a large vocabulary, where the sampler finds the nucleus by buckets of weights:
+// every drawn token is in the reference nucleus (sorted by logit, ties by id), and the nucleus'
+// most likely tokens come up as often as they should.
+void check_large_nucleus(const std::vector<float>& logits, float top_p, float temperature) {
+  const int vocab = static_cast<int>(logits.size());
+  const auto expected = expected_distribution(logits, 0, top_p, temperature);
+  std::vector<int> order(vocab);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return expected[a] > expected[b]; });
+  Sampler sampler(sampling(0, top_p, temperature, 99), vocab);
+  const int draws = 1500;
+  std::vector<int> counts(vocab, 0);
+  int outside = 0;
+  for (int i = 0; i < draws; ++i) {
+    const int32_t t = sampler.choose(logits);
+    ASSERT_GE(t, 0);
+    ASSERT_LT(t, vocab);
+    ++counts[t];
+    outside += expected[t] == 0.0;
+  }
+  EXPECT_EQ(outside, 0) << "tokens drawn from outside the top-p nucleus";
+  double expected_top = 0.0;
+  int counted_top = 0;
+  for (int i = 0; i < 20; ++i) expected_top += expected[order[i]], counted_top += counts[order[i]];
+  EXPECT_NEAR(static_cast<double>(counted_top) / draws, expected_top, 0.04);
+}
+
+TEST(GenaiSampler, TopPNucleusOverALargeVocabulary) {
+  constexpr int kVocab = 40000;
+  std::vector<float> peaked(kVocab), flat(kVocab), steps(kVocab);
+  for (int i = 0; i < kVocab; ++i) {
+    peaked[i] = std::sin(1.7f * i) * 8.0f;
+    flat[i] = std::sin(0.37f * i) * 0.5f;
+    steps[i] = std::floor(std::sin(1.3f * i) * 3.0f);  // few values: the nucleus ends inside a tie
+  }
+  check_large_nucleus(peaked, 0.9f, 1.0f);
+  check_large_nucleus(flat, 0.9f, 0.7f);
+  check_large_nucleus(steps, 0.5f, 1.0f);
+}
+
 TEST(GenaiSampler, MethodSelection) {
   EXPECT_EQ(Sampler(SearchConfig{}, 10).method(), Sampler::Method::kGreedy);
   EXPECT_EQ(Sampler(sampling(1, 0.5f, 1.0f, 0), 10).method(), Sampler::Method::kGreedy);
