@@ -21,6 +21,9 @@ namespace {
 void BM_AttendDecode(benchmark::State& state) {
   const int64_t keys = state.range(0), head = 64, group = 7, heads = state.range(2);
   const int threads = static_cast<int>(state.range(1));
+  const int64_t block_rows = state.range(3);
+  std::vector<int32_t> block_table(static_cast<size_t>(block_rows > 0 ? (keys + block_rows - 1) / block_rows : 0));
+  for (size_t i = 0; i < block_table.size(); ++i) block_table[i] = static_cast<int32_t>(i);
   const size_t per_head = static_cast<size_t>(keys * head);
   std::vector<AlignedBuffer> k, v;
   std::mt19937 rng(1);
@@ -55,6 +58,11 @@ void BM_AttendDecode(benchmark::State& state) {
         qb.out_stride = head;
         qb.rows = group;
         KvRows kv{k[static_cast<size_t>(h)].data(), v[static_cast<size_t>(h)].data(), head, head, DType::kFloat32};
+        if (block_rows > 0) {  // the same rows as blocks of a paged cache, in order
+          kv.blocks = block_table.data();
+          kv.block_rows = block_rows;
+          kv.block_stride = block_rows * head;
+        }
         attend_block(qb, head, kv, head, 0, keys, params, scores[static_cast<size_t>(t)].data());
       });
       next += threads;
@@ -65,14 +73,16 @@ void BM_AttendDecode(benchmark::State& state) {
                                                     benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_AttendDecode)
-    ->ArgNames({"keys", "threads", "heads"})
-    ->Args({128, 2, 48})
-    ->Args({2048, 1, 48})
-    ->Args({2048, 2, 48})
-    ->Args({2048, 1, 2})
-    ->Args({512, 1, 2})
-    ->Args({160, 1, 2})
-    ->Args({160, 2, 960})
+    ->ArgNames({"keys", "threads", "heads", "paged"})
+    ->Args({128, 2, 48, 0})
+    ->Args({2048, 1, 48, 0})
+    ->Args({2048, 2, 48, 0})
+    ->Args({2048, 1, 2, 0})
+    ->Args({512, 1, 2, 0})
+    ->Args({160, 1, 2, 0})
+    ->Args({160, 1, 2, 32})
+    ->Args({160, 2, 960, 0})
+    ->Args({160, 2, 960, 32})
     ->UseRealTime();
 
 // Prompt attention of one KV head's group (7 query heads, head 64) over a causal prompt of `keys`

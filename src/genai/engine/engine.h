@@ -90,6 +90,14 @@ class Engine {
   void fail(Request& r, const std::string& why);
   void run_batch();
   void commit();
+  // A request's next token from its row `at` of the step's logits, on a pool thread: errors go to
+  // `error` (commit fails the request), nothing throws.
+  struct Choice {
+    std::shared_ptr<Request> request;
+    int64_t at = 0;
+    std::string error;
+  };
+  static void choose(Choice& c, const TensorView& out, int64_t vocab) noexcept;
   void publish_full_blocks(Request& r);
 
   std::shared_ptr<const Model> model_;
@@ -113,6 +121,7 @@ class Engine {
 
   // Step buffers, reused.
   std::vector<Scheduled> batch_;
+  std::vector<Choice> choices_;
   std::vector<int32_t> token_seq_, token_pos_, tables_;
   AlignedBuffer input_ids_, mask_, positions_, logits_positions_;
   size_t capacity_tokens_ = 0;
