@@ -69,7 +69,8 @@ SearchParams checked_search_params(const GeneratorParams& params) {
 }
 
 Generator::Generator(const GeneratorParams& params) : model_(params.model()) {
-  const SearchParams p = checked_search_params(params);
+  SearchParams p = checked_search_params(params);
+  p.pool = &model_->session().pool();
   const SearchConfig& s = p.search;
   const DecoderIo& io = model_->io();
   batch_size_ = s.batch_size;

@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "genai/config/config.h"
 #include "genai/search/sequences.h"
 
@@ -18,6 +19,8 @@ struct SearchParams {
   int vocab_size = 0;
   int pad_token_id = 0;
   std::vector<int> eos_token_ids;
+  // Greedy rows of a batch take their argmax on it in parallel (null: one after another).
+  ThreadPool* pool = nullptr;
 };
 
 class Search {
