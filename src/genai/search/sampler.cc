@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <numeric>
 
 #include "core/error.h"
@@ -47,6 +48,9 @@ inline uint32_t weight_bits(float w) {
   std::memcpy(&b, &w, 4);
   return b;
 }
+// NaN as -inf, for sorts: they need a strict weak order even when hostile logits hold NaNs,
+// which compare false with everything.
+inline float ordered(float x) { return x == x ? x : -std::numeric_limits<float>::infinity(); }
 inline int level1(uint32_t bits) { return bits <= 0x3F800000u ? static_cast<int>(bits >> 19) : 0; }  // NaN: lowest
 inline int level2(uint32_t bits) { return static_cast<int>((bits >> 7) & (kLevel2Buckets - 1)); }
 
@@ -118,9 +122,33 @@ int32_t Sampler::choose(std::span<const float> logits) {
 }
 
 int32_t Sampler::top_k(std::span<const float> logits, int k, float p) {
-  std::iota(order_.begin(), order_.end(), 0);
-  const auto by_logit = [&](int32_t a, int32_t b) { return logits[a] > logits[b]; };
-  std::partial_sort(order_.begin(), order_.begin() + k, order_.end(), by_logit);
+  // The k largest logits (NaN as -inf; ties: lower id first), best first: one pass against the
+  // worst of a k-heap, which few words beat (partial_sort of all ids moved them through its heap).
+  const auto better = [&](int32_t a, int32_t b) {
+    const float x = ordered(logits[a]), y = ordered(logits[b]);
+    return x > y || (x == y && a < b);
+  };
+  const auto heap_begin = order_.begin(), heap_end = order_.begin() + k;
+  std::iota(heap_begin, heap_end, 0);
+  std::make_heap(heap_begin, heap_end, better);  // front: the worst of the k
+  float worst = ordered(logits[order_[0]]);
+  const int32_t n = static_cast<int32_t>(logits.size());
+  for (int32_t i0 = k; i0 < n; i0 += 64) {
+    const int32_t i1 = std::min(n, i0 + 64);
+    // Runs of 64 that cannot beat the worst are skipped after one vectorized test (a NaN
+    // compares false, as its -inf would).
+    int beats = 0;
+    for (int32_t i = i0; i < i1; ++i) beats |= logits[i] > worst;
+    if (!beats) continue;
+    for (int32_t i = i0; i < i1; ++i) {
+      if (!(ordered(logits[i]) > worst)) continue;  // a tie has a higher id: not better
+      std::pop_heap(heap_begin, heap_end, better);
+      order_[k - 1] = i;
+      std::push_heap(heap_begin, heap_end, better);
+      worst = ordered(logits[order_[0]]);
+    }
+  }
+  std::sort_heap(heap_begin, heap_end, better);
   const float max = logits[order_[0]];
   float sum = 0.0f;
   for (int i = 0; i < k; ++i) sum += weights_[i] = std::exp((logits[order_[i]] - max) / temperature_);
@@ -194,7 +222,8 @@ size_t Sampler::nucleus(std::span<const float> weights, float top_p, std::span<i
   }
   // The crossing sub-bucket, largest first (ties: lower id first), until `need` is covered.
   std::sort(order.begin() + static_cast<std::ptrdiff_t>(tail), order.end(), [&](int32_t a, int32_t b) {
-    return w[a] > w[b] || (w[a] == w[b] && a < b);
+    const float x = ordered(w[a]), y = ordered(w[b]);
+    return x > y || (x == y && a < b);
   });
   double taken = 0.0;
   for (size_t i = tail; i < vocab && (taken < need || i == tail); ++i) {

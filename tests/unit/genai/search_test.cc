@@ -197,6 +197,51 @@ TEST(GenaiSampler, TopPNucleusOverALargeVocabulary) {
   check_large_nucleus(steps, 0.5f, 1.0f);
 }
 
+// Hostile logits (NaN, infinities, all equal, all -inf) never crash a sampler or leave the
+// vocabulary: the sorts inside top-k and top-p need a strict order even then.
+TEST(GenaiSampler, NonFiniteLogitsStayInTheVocabulary) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  constexpr int kVocab = 3000;
+  std::mt19937 rng(4);
+  int draws = 0;
+  for (int pattern = 0; pattern < 6; ++pattern) {
+    std::vector<float> logits(kVocab);
+    for (int i = 0; i < kVocab; ++i) {
+      const float specials[] = {nan, inf, -inf, -nan, 1.0f};
+      logits[static_cast<size_t>(i)] = pattern == 0   ? specials[rng() % 5]
+                                       : pattern == 1 ? (i % 3 ? nan : 1.0f)
+                                       : pattern == 2 ? -inf
+                                       : pattern == 3 ? 2.0f
+                                       : pattern == 4 ? (i % 2 ? inf : -inf)
+                                                      : std::sin(0.1f * i) + (i % 97 == 0 ? nan : 0.0f);
+    }
+    for (const auto& [k, p] : {std::pair{0, 0.9f}, std::pair{50, 1.0f}, std::pair{50, 0.5f}, std::pair{0, 1.0f}}) {
+      Sampler sampler(sampling(k, p, 0.8f, 7), kVocab);
+      for (int d = 0; d < 20; ++d, ++draws) {
+        const int32_t t = sampler.choose(logits);
+        ASSERT_GE(t, 0) << "pattern " << pattern << " top_k " << k << " top_p " << p;
+        ASSERT_LT(t, kVocab) << "pattern " << pattern << " top_k " << k << " top_p " << p;
+      }
+    }
+  }
+  EXPECT_EQ(draws, 480);
+}
+
+// Top-k's set: the k largest logits, ties to the lower ids, a NaN below everything.
+TEST(GenaiSampler, TopKTiesGoToLowerIds) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> flat(1000, 1.0f);
+  std::vector<float> with_nan = flat;
+  with_nan[0] = nan;
+  with_nan[700] = 3.0f;  // the best, found late in the scan
+  for (int seed = 0; seed < 200; ++seed) {
+    Sampler a(sampling(5, 1.0f, 1.0f, seed), 1000), b(sampling(5, 1.0f, 1.0f, seed), 1000);
+    const int32_t x = a.choose(flat), y = b.choose(with_nan);
+    EXPECT_TRUE(x >= 0 && x < 5) << x;
+    EXPECT_TRUE(y == 700 || (y >= 1 && y < 5)) << y;
+  }
+}
+
 TEST(GenaiSampler, MethodSelection) {
   EXPECT_EQ(Sampler(SearchConfig{}, 10).method(), Sampler::Method::kGreedy);
   EXPECT_EQ(Sampler(sampling(1, 0.5f, 1.0f, 0), 10).method(), Sampler::Method::kGreedy);
