@@ -5,6 +5,7 @@
 // that the loops vectorize without reassociating: every ISA's copy gives the same bits.
 // Inputs: SkipLN (input, skip, gamma, beta?, bias?); SkipSimplifiedLN (input, skip, gamma, bias?).
 // Outputs: output, mean?, inv_std_var? (float32, input shape with last dim 1), input_skip_bias_sum?.
+#include <algorithm>
 #include <cmath>
 
 #include "ep/cpu/cpu_provider.h"
@@ -143,9 +144,13 @@ class SkipNormKernel final : public OpKernel {
     a.skip_size = ctx.input(1).numel();
     a.eps = epsilon_;
     const int64_t rows = x.numel() / hidden;
-    ctx.pool().run([&](int t, int nt) {
-      float* s = static_cast<float*>(ctx.workspace()) + static_cast<size_t>(t) * hidden;
-      skip_norm_rows<kSimplified>(isa_, a, rows * t / nt, rows * (t + 1) / nt, s);
+    // Parts of at least kMinPartValues values: a decode step's single row went to a pool region
+    // (the worker took the row while the caller waited), 2 us a call where the row takes 0.3.
+    constexpr int64_t kMinPartValues = 4096;
+    const int64_t grain = std::max<int64_t>(1, kMinPartValues / hidden);
+    ctx.pool().parallel_parts(rows, grain, ctx.pool().num_threads(), [&](int part, int64_t r0, int64_t r1) {
+      float* s = static_cast<float*>(ctx.workspace()) + static_cast<size_t>(part) * hidden;
+      skip_norm_rows<kSimplified>(isa_, a, r0, r1, s);
     });
   }
 
