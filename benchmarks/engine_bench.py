@@ -5,6 +5,7 @@ against the same prompt uncached. Interleaved rounds, medians.
 
   PYTHONPATH=build/python benchmarks/engine_bench.py -m MODEL [--clients 16] [--prompt-len 128]
       [--gen-len 64] [--prefix-len 1000] [--rounds 3]   (threads: the model's intra_op_num_threads)
+      [--sample [--top-p P] [--top-k K] [--temperature T]]   (greedy without --sample)
 """
 
 import argparse
@@ -16,9 +17,12 @@ import time
 import onnxllm as og
 
 
+SEARCH = {"do_sample": False}  # main() adds the sampling options
+
+
 def params(model, max_length):
     p = og.GeneratorParams(model)
-    p.set_search_options(do_sample=False, max_length=max_length)
+    p.set_search_options(max_length=max_length, **SEARCH)
     return p
 
 
@@ -81,7 +85,13 @@ def main():
     ap.add_argument("--prefix-len", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--sample", action="store_true", help="sample (seeded per request) instead of greedy search")
+    ap.add_argument("--top-p", type=float, default=1.0)
+    ap.add_argument("--top-k", type=int, default=0)
+    ap.add_argument("--temperature", type=float, default=1.0)
     args = ap.parse_args()
+    if args.sample:
+        SEARCH.update(do_sample=True, top_p=args.top_p, top_k=args.top_k, temperature=args.temperature, random_seed=1)
 
     config = og.Config(args.model)
     model = og.Model(config)
@@ -112,6 +122,8 @@ def main():
     if args.json:
         print(json.dumps(out))
         return
+    if args.sample:
+        print(f"sampling: top_p {args.top_p}, top_k {args.top_k}, temperature {args.temperature}")
     print(f"1 client: {out['one_client_decode_tok_s']:.1f} tok/s; {args.clients} clients: "
           f"{out['many_clients_decode_tok_s']:.1f} tok/s aggregate ({out['scaling']:.2f}x)")
     print(f"time to first token, {args.prefix_len}-token prefix: uncached {out['ttft_uncached_ms']:.0f} ms, "
