@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <random>
 #include <thread>
@@ -74,6 +75,59 @@ void drain(Engine& engine, std::map<Request*, std::vector<int32_t>>* seen = null
     }
   }
   EXPECT_FALSE(engine.has_pending_requests());
+}
+
+// A request's logprobs against log_softmax of the Generator's logits in double: the chosen
+// token's within 1e-5, the top 3 the three largest (ties to lower ids) with theirs.
+TEST(Engine, LogprobsAreTheGeneratorsLogSoftmax) {
+  const auto model = load(build("logprobs", "fp32"));
+  std::mt19937 rng(21);
+  const auto prompt = random_prompt(rng, 9);
+  const int max_length = 9 + 6;
+  struct Expected {
+    int32_t token;
+    double logprob;
+    std::vector<std::pair<int32_t, double>> top;
+  };
+  std::vector<Expected> expected;
+  Generator g(greedy(model, max_length));
+  g.append_tokens(prompt);
+  while (!g.is_done()) {
+    const TensorView logits = g.get_logits();
+    const float* x = logits.data<float>();
+    const int64_t vocab = logits.numel();
+    const double max = *std::max_element(x, x + vocab);
+    double sum = 0.0;
+    for (int64_t i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(x[i]) - max);
+    std::vector<std::pair<int32_t, double>> all;
+    for (int64_t i = 0; i < vocab; ++i) all.emplace_back(static_cast<int32_t>(i), x[i] - max - std::log(sum));
+    std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    g.generate_next_token();
+    const int32_t token = g.get_sequence(0).back();
+    expected.push_back({token, x[token] - max - std::log(sum), {all.begin(), all.begin() + 3}});
+  }
+  Engine engine(model);
+  auto r = std::make_shared<Request>(greedy(model, max_length));
+  r->set_logprobs(3);
+  r->add_tokens(prompt);
+  engine.add_request(r);
+  size_t step = 0;
+  while (auto ready = engine.step()) {
+    while (ready->has_unseen_tokens()) {
+      TokenLogprobs lp;
+      const int32_t t = ready->get_unseen_token(&lp);
+      ASSERT_LT(step, expected.size());
+      const Expected& e = expected[step++];
+      EXPECT_EQ(t, e.token) << "step " << step;
+      EXPECT_NEAR(lp.logprob, e.logprob, 1e-5) << "step " << step;
+      ASSERT_EQ(lp.top.size(), 3u);
+      for (size_t k = 0; k < 3; ++k) {
+        EXPECT_EQ(lp.top[k].first, e.top[k].first) << "step " << step << " rank " << k;
+        EXPECT_NEAR(lp.top[k].second, e.top[k].second, 1e-5) << "step " << step << " rank " << k;
+      }
+    }
+  }
+  EXPECT_EQ(step, expected.size());
 }
 
 TEST(Engine, AloneMatchesTheGenerator) {
