@@ -51,6 +51,11 @@ inline uint32_t weight_bits(float w) {
 // NaN as -inf, for sorts: they need a strict weak order even when hostile logits hold NaNs,
 // which compare false with everything.
 inline float ordered(float x) { return x == x ? x : -std::numeric_limits<float>::infinity(); }
+// Whether id a ranks before id b by their values v[a], v[b]: larger first, ties to the lower id.
+inline bool ranks_before(const float* v, int32_t a, int32_t b) {
+  const float x = ordered(v[a]), y = ordered(v[b]);
+  return x > y || (x == y && a < b);
+}
 inline int level1(uint32_t bits) { return bits <= 0x3F800000u ? static_cast<int>(bits >> 19) : 0; }  // NaN: lowest
 inline int level2(uint32_t bits) { return static_cast<int>((bits >> 7) & (kLevel2Buckets - 1)); }
 
@@ -134,10 +139,7 @@ int32_t Sampler::choose(std::span<const float> logits) {
 int32_t Sampler::top_k(std::span<const float> logits, int k, float p) {
   // The k largest logits (NaN as -inf; ties: lower id first), best first: one pass against the
   // worst of a k-heap, which few words beat (partial_sort of all ids moved them through its heap).
-  const auto better = [&](int32_t a, int32_t b) {
-    const float x = ordered(logits[a]), y = ordered(logits[b]);
-    return x > y || (x == y && a < b);
-  };
+  const auto better = [&](int32_t a, int32_t b) { return ranks_before(logits.data(), a, b); };
   const auto heap_begin = order_.begin(), heap_end = order_.begin() + k;
   std::iota(heap_begin, heap_end, 0);
   std::make_heap(heap_begin, heap_end, better);  // front: the worst of the k
@@ -228,10 +230,8 @@ size_t Sampler::nucleus(std::span<const float> weights, float top_p, std::span<i
     else if (k2 == b2) order[--tail] = static_cast<int32_t>(i);
   }
   // The crossing sub-bucket, largest first (ties: lower id first), until `need` is covered.
-  std::sort(order.begin() + static_cast<std::ptrdiff_t>(tail), order.end(), [&](int32_t a, int32_t b) {
-    const float x = ordered(w[a]), y = ordered(w[b]);
-    return x > y || (x == y && a < b);
-  });
+  std::sort(order.begin() + static_cast<std::ptrdiff_t>(tail), order.end(),
+            [&](int32_t a, int32_t b) { return ranks_before(w, a, b); });
   double taken = 0.0;
   for (size_t i = tail; i < vocab && (taken < need || i == tail); ++i) {
     taken += w[order[i]];
