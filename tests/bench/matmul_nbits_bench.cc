@@ -77,18 +77,25 @@ void decode_args(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_MatMulNBits)->Apply(decode_args);
 
+// The int8 path's layout of K x N 4-bit weights in blocks of 32 with float16 scales, as real
+// weights get.
+NBitsQ8Layout q8_layout(int64_t k, int64_t n) {
+  NBitsShape shape;
+  shape.k = k;
+  shape.n = n;
+  shape.bits = 4;
+  shape.block_size = 32;
+  return nbits_q8_layout(shape, false, true);
+}
+
 // accuracy_level 4 (int8 activations, VNNI): M rows of a Qwen2.5-0.5B MLP projection, the shape of
 // a decode step with M requests, and the LM head. "VNNI/s" counts 64-MAC instructions' worth of work (M*K*N/64).
 // Args: M, K, N, threads.
 void BM_MatMulNBitsQ8(benchmark::State& state) {
   const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
   const int threads = static_cast<int>(state.range(3));
-  NBitsShape shape;
-  shape.k = k;
-  shape.n = n;
-  shape.bits = 4;
-  shape.block_size = 32;
-  const NBitsQ8Layout l = nbits_q8_layout(shape, false, true);  // float16 scales, as real weights get
+  const NBitsQ8Layout l = q8_layout(k, n);
+  const NBitsShape& shape = l.shape;
   std::mt19937 rng(1);
   std::vector<uint8_t> b(static_cast<size_t>(n * shape.blocks() * shape.blob_bytes()));
   for (auto& x : b) x = static_cast<uint8_t>(rng());
@@ -133,12 +140,7 @@ BENCHMARK(BM_MatMulNBitsQ8)
 void BM_QuantizeA(benchmark::State& state) {
   const int64_t m = state.range(0), k = state.range(1);
   const int threads = static_cast<int>(state.range(2));
-  NBitsShape shape;
-  shape.k = k;
-  shape.n = 16;
-  shape.bits = 4;
-  shape.block_size = 32;
-  const NBitsQ8Layout l = nbits_q8_layout(shape, false, true);
+  const NBitsQ8Layout l = q8_layout(k, 16);
   std::mt19937 rng(2);
   std::normal_distribution<float> normal(0.f, 1.f);
   std::vector<float> a(static_cast<size_t>(m * k));
