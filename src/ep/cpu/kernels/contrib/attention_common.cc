@@ -544,6 +544,17 @@ template <typename T, Dot8Fn<T> Dot8, Dot8x2Fn<T> Dot8x2>
       scores[m * stride + j] = params.scale * dot(qb.q + m * qb.q_stride, key_row<T>(kv, j), head_size);
 }
 
+// Prefetches the key (kKeys) or value rows [begin, begin + kPrefetchKeys) of `size` elements.
+template <typename T, bool kKeys>
+[[gnu::always_inline]] inline void prefetch_first_rows(const KvRows& kv, int64_t begin, int64_t end, int64_t size) noexcept {
+  KvRuns<T> r(kv, begin, end);
+  if (!r.next()) return;
+  const int64_t row_bytes = size * static_cast<int64_t>(sizeof(T));
+  for (int64_t j = begin; j < std::min(end, begin + kPrefetchKeys); ++j)
+    if (const T* row = kKeys ? key_row_ahead<T>(r.run, j, r.e) : value_row_ahead<T>(r.run, j, r.e))
+      for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(reinterpret_cast<const char*>(row) + b);
+}
+
 // The register type's operations for values_simd.
 template <typename V>
 struct VecOps;
@@ -654,7 +665,11 @@ template <typename T, typename V, Dot8Fn<T> Dot8, Dot8x2Fn<T> Dot8x2 = dot_8_key
                                                      const SoftmaxParams& params, float* scores,
                                                      float* row_max) noexcept {
   if (!clear_outputs(qb, v_size, begin, end, row_max)) return;
+  // The loops prefetch kPrefetchKeys ahead of the key they compute; the first keys and values are
+  // asked for here, so a short range (a batched decode step's) does not wait on each of them.
+  prefetch_first_rows<T, true>(kv, begin, end, head_size);
   for (KvRuns<T> r(kv, begin, end); r.next();) scores_8_keys<T, Dot8, Dot8x2>(qb, head_size, r.run, r.b, r.e, end, params, scores);
+  prefetch_first_rows<T, false>(kv, begin, end, v_size);
   finish_scores(qb, begin, end, params, scores);
   softmax_rows<Row>(qb, begin, end, params, scores, row_max);
   for (KvRuns<T> r(kv, begin, end); r.next();) values_simd<V, T>(qb, r.run, v_size, r.b, r.e, end, scores);
