@@ -42,7 +42,7 @@ HostAllocator& host_allocator() {
   return allocator;
 }
 
-void* WeightAllocator::allocate(size_t bytes, size_t alignment) {
+void* HugePageAllocator::allocate(size_t bytes, size_t alignment) {
   if (bytes < kHugePage) return host_allocator().allocate(bytes, alignment);
   check_alignment(alignment);
   void* p = nullptr;
@@ -54,10 +54,10 @@ void* WeightAllocator::allocate(size_t bytes, size_t alignment) {
   return p;
 }
 
-void WeightAllocator::free(void* p) noexcept { std::free(p); }
+void HugePageAllocator::free(void* p) noexcept { std::free(p); }
 
-WeightAllocator& weight_allocator() {
-  static WeightAllocator allocator;
+HugePageAllocator& huge_page_allocator() {
+  static HugePageAllocator allocator;
   return allocator;
 }
 

@@ -32,12 +32,13 @@ class HostAllocator final : public Allocator {
 // The process's host allocator.
 HostAllocator& host_allocator();
 
-// Host memory for weights that kernels pack at load. Buffers of 2 MiB or more start on a 2 MiB
-// boundary and are advised MADV_HUGEPAGE (transparent huge pages in "madvise" mode, Debian's
-// default): packing writes every byte at once, and on the development VM the 4 KiB first-touch
-// faults (about 70,000 for a 0.5B int4 model) were most of load time. Smaller buffers are plain
-// aligned heap memory. Only advice: without huge pages the memory is just 4 KiB pages.
-class WeightAllocator final : public Allocator {
+// Host memory for weights that kernels pack at load and for KV caches. Buffers of 2 MiB or more
+// start on a 2 MiB boundary and are advised MADV_HUGEPAGE (transparent huge pages in "madvise"
+// mode, Debian's default). A 4 KiB first-touch fault costs about 10 us on the development VM:
+// packing's (about 70,000 for a 0.5B int4 model) were most of load time, and a KV cache's, one
+// per 16 new positions of each head, most of a decode step's cache writes. Smaller buffers are
+// plain aligned heap memory. Only advice: without huge pages the memory is just 4 KiB pages.
+class HugePageAllocator final : public Allocator {
  public:
   static constexpr size_t kHugePage = size_t{2} << 20;
   Device device() const override { return kHostDevice; }
@@ -45,6 +46,6 @@ class WeightAllocator final : public Allocator {
   void free(void* p) noexcept override;
 };
 
-WeightAllocator& weight_allocator();
+HugePageAllocator& huge_page_allocator();
 
 }  // namespace onnxllm

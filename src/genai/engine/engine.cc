@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/allocator.h"
 #include "core/error.h"
 #include "core/fast_math.h"
 #include "core/float16.h"
@@ -139,8 +140,9 @@ Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& options)
   const size_t pool_bytes = block_bytes / 2 / layers_ * num_blocks;
   pools_.reserve(2 * io.layers.size());
   for (const auto& layer : io.layers) {
-    pools_.emplace_back(pool_bytes);
-    pools_.emplace_back(pool_bytes);
+    // Huge pages: a 4 KiB page's first-touch fault per 16 new positions of a head (KvCache's note).
+    pools_.emplace_back(pool_bytes, &huge_page_allocator());
+    pools_.emplace_back(pool_bytes, &huge_page_allocator());
     paged_.layers[inputs[layer.past_key].name] = PagedKvLayer{pools_[pools_.size() - 2].data(), pools_.back().data()};
   }
   binding_.set_paged_kv(&paged_);

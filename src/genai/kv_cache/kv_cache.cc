@@ -9,6 +9,7 @@
 #include <limits>
 #include <string>
 
+#include "core/allocator.h"
 #include "core/error.h"
 
 namespace onnxllm::genai {
@@ -43,14 +44,21 @@ KvCache::KvCache(const DecoderIo& io, int rows, int capacity, bool share_buffer)
       capacity_(capacity),
       share_buffer_(share_buffer) {
   const size_t bytes = shape(capacity).checked_bytes(dtype_size(dtype_));
-  entries_.reserve(io.layers.size() * tensors_per_layer(io));
+  buffer_bytes_ = (bytes + AlignedBuffer::kAlignment - 1) / AlignedBuffer::kAlignment * AlignedBuffer::kAlignment;
+  const size_t tensors = io.layers.size() * tensors_per_layer(io), per_tensor = share_buffer_ ? 1 : 2;
+  size_t total = 0;
+  ONNXLLM_CHECK(!__builtin_mul_overflow(buffer_bytes_, tensors * per_tensor, &total), kOutOfMemory,
+                "a KV cache of ", tensors * per_tensor, " buffers of ", bytes, " bytes does not fit in memory");
+  // Left uninitialised: only written positions are ever read, and untouched pages stay uncommitted
+  // (2 MiB at a time).
+  memory_ = AlignedBuffer(total, &huge_page_allocator());
+  auto* next = static_cast<uint8_t*>(memory_.data());
+  entries_.reserve(tensors);
   auto add = [&](int past, int present) {
     Entry& e = entries_.emplace_back();
     e.past = past;
     e.present = present;
-    // Left uninitialised: only written positions are ever read, and untouched pages stay uncommitted.
-    e.buffers[0] = AlignedBuffer(bytes);
-    if (!share_buffer_) e.buffers[1] = AlignedBuffer(bytes);
+    for (size_t i = 0; i < per_tensor; ++i, next += buffer_bytes_) e.buffers[i] = next;
   };
   for (const auto& layer : io.layers) {
     add(layer.past_key, layer.present_key);
@@ -66,14 +74,11 @@ Shape KvCache::shape(int positions) const {
 void KvCache::bind(IoBinding& binding) const {
   for (const Entry& e : entries_) {
     if (share_buffer_) {
-      const AlignedBuffer& b = e.buffers[0];
-      binding.bind_input(e.past, TensorView(b.data(), dtype_, shape(capacity_)));
-      binding.bind_output(e.present, b.data(), b.bytes());
+      binding.bind_input(e.past, TensorView(e.buffers[0], dtype_, shape(capacity_)));
+      binding.bind_output(e.present, e.buffers[0], buffer_bytes_);
     } else {
-      const AlignedBuffer& past = e.buffers[current_];
-      const AlignedBuffer& present = e.buffers[current_ ^ 1];
-      binding.bind_input(e.past, TensorView(past.data(), dtype_, shape(length_)));
-      binding.bind_output(e.present, present.data(), present.bytes());
+      binding.bind_input(e.past, TensorView(e.buffers[current_], dtype_, shape(length_)));
+      binding.bind_output(e.present, e.buffers[current_ ^ 1], buffer_bytes_);
     }
   }
 }
@@ -101,8 +106,8 @@ void KvCache::reorder(std::span<const int32_t> source_rows) {
     ONNXLLM_CHECK(from >= 0 && from < rows_, kInvalidArgument, "reorder row ", from, " out of range [0, ", rows_, ")");
   const size_t row_bytes = static_cast<size_t>(kv_heads_) * row_elements(length_) * dtype_size(dtype_);
   for (Entry& e : entries_) {
-    const auto* src = static_cast<const uint8_t*>(e.buffers[current_].data());
-    auto* dst = static_cast<uint8_t*>(e.buffers[current_ ^ 1].data());
+    const uint8_t* src = e.buffers[current_];
+    uint8_t* dst = e.buffers[current_ ^ 1];
     for (int p = 0; p < planes_; ++p) {
       for (int r = 0; r < rows_; ++r) {
         const int from = source_rows[r];
@@ -123,7 +128,7 @@ void KvCache::rewind(int length) {
     const size_t to = row_elements(length) * dtype_size(dtype_);
     const size_t runs = static_cast<size_t>(planes_) * rows_ * kv_heads_;
     for (Entry& e : entries_) {
-      auto* base = static_cast<uint8_t*>(e.buffers[current_].data());
+      uint8_t* base = e.buffers[current_];
       for (size_t i = 1; i < runs; ++i) std::memmove(base + i * to, base + i * from, to);
     }
   }

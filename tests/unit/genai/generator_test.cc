@@ -5,8 +5,10 @@
 
 #include <algorithm>
 
+#include "core/allocator.h"
 #include "core/error.h"
 #include "genai/generator/generator.h"
+#include "genai/kv_cache/kv_cache.h"
 #include "genai/model/half_kv_cache.h"
 #include "genai/model/lm_head.h"
 #include "tests/unit/genai/test_models.h"
@@ -445,6 +447,24 @@ TEST(GenaiGenerator, SharedBufferNeedsAGraphThatWritesInPlace) {
   const std::vector<int32_t> prompt = {1, 2};
   EXPECT_NE(error_of([&] { g.append_tokens(prompt); }).find("bound buffer holds"), std::string::npos);
   EXPECT_NE(error_of([&] { g.generate_next_token(); }).find("the generator failed earlier"), std::string::npos);
+}
+
+TEST(GenaiKvCache, BuffersAreSlicesOfOneHugePageAllocation) {
+  DecoderIo io;
+  io.kv_heads = 2;
+  io.head_size = 64;
+  io.layers = {{0, 1, 0, 1}, {2, 3, 2, 3}};
+  for (const bool share : {true, false}) {
+    // 4 tensors of 1 row x 2 heads x 4096 positions x 64 floats: 2 MiB each.
+    const KvCache big(io, 1, 4096, share);
+    EXPECT_EQ(big.memory().size(), KvCache::required_bytes(io, 1, 4096, share));
+    EXPECT_EQ(big.memory().size(), (share ? 8u : 16u) << 20);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(big.memory().data()) % HugePageAllocator::kHugePage, 0u);
+    // 16 positions: 64 KiB in all, plain heap memory.
+    const KvCache small(io, 1, 16, share);
+    EXPECT_EQ(small.memory().size(), KvCache::required_bytes(io, 1, 16, share));
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(small.memory().data()) % AlignedBuffer::kAlignment, 0u);
+  }
 }
 
 TEST(GenaiGenerator, KvCacheTooLargeIsAClearErrorBeforeAllocating) {
