@@ -14,6 +14,9 @@ Arena::Arena(size_t reserve_bytes) {
   for (;;) {
     void* p = ::mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p != MAP_FAILED) {
+#ifdef MADV_HUGEPAGE
+      ::madvise(p, want, MADV_HUGEPAGE);
+#endif
       base_ = static_cast<uint8_t*>(p);
       reserved_ = want;
       break;
