@@ -2,7 +2,11 @@
 
 #include <sys/mman.h>
 
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <string>
 
 #include "core/error.h"
 
@@ -59,6 +63,21 @@ void HugePageAllocator::free(void* p) noexcept { std::free(p); }
 HugePageAllocator& huge_page_allocator() {
   static HugePageAllocator allocator;
   return allocator;
+}
+
+bool huge_page_advised(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2) {  // a mapping's first line
+      inside = at >= lo && at < hi;
+    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
+      return (line + " ").find(" hg ") != std::string::npos;
+    }
+  }
+  return false;
 }
 
 }  // namespace onnxllm

@@ -48,4 +48,8 @@ class HugePageAllocator final : public Allocator {
 
 HugePageAllocator& huge_page_allocator();
 
+// Whether the mapping holding p is advised MADV_HUGEPAGE ("hg" in its /proc/self/smaps VmFlags);
+// false when that file cannot be read (not Linux).
+bool huge_page_advised(const void* p);
+
 }  // namespace onnxllm

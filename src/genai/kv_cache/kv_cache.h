@@ -2,8 +2,8 @@
 // allocate nothing:
 // - growing (default): two buffers per KV tensor, each with room for max_length positions. A run
 //   reads the past from one (a contiguous [.., length, head_size] prefix view) and writes the
-//   present into the other; then they swap. Pages (2 MiB) are committed only as positions are
-//   written.
+//   present into the other; then they swap. Pages are committed only as positions are written
+//   (huge pages when a head's run fits in one: see memory_).
 // - shared (search.past_present_share_buffer): one [.., max_length, head_size] buffer per KV
 //   tensor, bound as both past input and present output; the graph (GroupQueryAttention) writes the
 //   new positions in place.
@@ -69,9 +69,9 @@ class KvCache {
   bool share_buffer_;
   int length_ = 0;
   int current_ = 0;  // growing mode: the buffer holding the past
-  // Every buffer in one allocation from huge_page_allocator(): in 4 KiB pages each head's run took
-  // a first-touch fault every 16 new positions, about 10 us each on the development VM (2.6 of a
-  // batch-8 task's 11 us of attention); one block of huge pages takes them 2 MiB at a time.
+  // Every buffer in one allocation, from huge_page_allocator() when a head's run of positions fits
+  // in a huge page: in 4 KiB pages each run took a first-touch fault every 16 new positions (head
+  // size 64, float), about 10 us each on the development VM (2.6 of a batch-8 task's 11 us).
   AlignedBuffer memory_;
   size_t buffer_bytes_ = 0;
   std::vector<Entry> entries_;

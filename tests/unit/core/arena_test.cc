@@ -3,12 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <string>
 #include <random>
 #include <vector>
+
+#include "core/allocator.h"
 
 namespace onnxllm {
 namespace {
@@ -29,30 +29,11 @@ TEST(Arena, AlignedAndReused) {
   EXPECT_EQ(arena.allocate(10), a);
 }
 
-// The VmFlags line of the /proc/self/smaps mapping that holds `p` ("" when not found).
-std::string vm_flags_of(const void* p) {
-  std::ifstream smaps("/proc/self/smaps");
-  const auto at = reinterpret_cast<uintptr_t>(p);
-  bool inside = false;
-  for (std::string line; std::getline(smaps, line);) {
-    unsigned long lo = 0, hi = 0;
-    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2) {  // a mapping's first line
-      inside = at >= lo && at < hi;
-    } else if (inside && line.rfind("VmFlags:", 0) == 0) {
-      return line;
-    }
-  }
-  return "";
-}
-
 TEST(Arena, ReservationIsAdvisedHugePages) {
   if (!std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled")) GTEST_SKIP() << "no transparent huge pages here";
   Arena arena(size_t{1} << 30);
   void* a = arena.allocate(size_t{4} << 20);
-  std::memset(a, 1, size_t{4} << 20);
-  const std::string flags = vm_flags_of(a);
-  if (flags.empty()) GTEST_SKIP() << "no /proc/self/smaps entry for the arena";
-  EXPECT_NE(flags.find(" hg"), std::string::npos) << flags;  // MADV_HUGEPAGE
+  EXPECT_TRUE(huge_page_advised(a));
 }
 
 TEST(Arena, RandomAllocationsNeverOverlap) {

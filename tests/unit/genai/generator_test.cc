@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 
 #include "core/allocator.h"
 #include "core/error.h"
@@ -449,17 +450,23 @@ TEST(GenaiGenerator, SharedBufferNeedsAGraphThatWritesInPlace) {
   EXPECT_NE(error_of([&] { g.generate_next_token(); }).find("the generator failed earlier"), std::string::npos);
 }
 
-TEST(GenaiKvCache, BuffersAreSlicesOfOneHugePageAllocation) {
+TEST(GenaiKvCache, OneAllocationOnHugePagesWhenAHeadsRunFitsInOne) {
   DecoderIo io;
   io.kv_heads = 2;
   io.head_size = 64;
   io.layers = {{0, 1, 0, 1}, {2, 3, 2, 3}};
+  const bool thp = static_cast<bool>(std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled"));
   for (const bool share : {true, false}) {
-    // 4 tensors of 1 row x 2 heads x 4096 positions x 64 floats: 2 MiB each.
+    // 4 tensors of 1 row x 2 heads x 4096 positions x 64 floats (runs of 1 MiB): 2 MiB each.
     const KvCache big(io, 1, 4096, share);
     EXPECT_EQ(big.memory().size(), KvCache::required_bytes(io, 1, 4096, share));
     EXPECT_EQ(big.memory().size(), (share ? 8u : 16u) << 20);
     EXPECT_EQ(reinterpret_cast<uintptr_t>(big.memory().data()) % HugePageAllocator::kHugePage, 0u);
+    if (thp) EXPECT_TRUE(huge_page_advised(big.memory().data()));
+    // 16384 positions: runs of 4 MiB stay in 4 KiB pages (committed as positions are written).
+    const KvCache longer(io, 1, 16384, share);
+    EXPECT_EQ(longer.memory().size(), KvCache::required_bytes(io, 1, 16384, share));
+    EXPECT_FALSE(huge_page_advised(longer.memory().data()));
     // 16 positions: 64 KiB in all, plain heap memory.
     const KvCache small(io, 1, 16, share);
     EXPECT_EQ(small.memory().size(), KvCache::required_bytes(io, 1, 16, share));
