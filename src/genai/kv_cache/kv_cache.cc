@@ -50,10 +50,12 @@ KvCache::KvCache(const DecoderIo& io, int rows, int capacity, bool share_buffer)
   ONNXLLM_CHECK(!__builtin_mul_overflow(buffer_bytes_, tensors * per_tensor, &total), kOutOfMemory,
                 "a KV cache of ", tensors * per_tensor, " buffers of ", bytes, " bytes does not fit in memory");
   // Left uninitialised: only written positions are ever read, and untouched pages stay uncommitted.
-  // Huge pages when a head's run of positions fits in one (the cache is then committed whole, or
-  // nearly, at the first token); longer runs keep 4 KiB pages, or a short chat with the default
-  // max_length (32768 for Qwen2.5) would commit 2 MiB of every run: +159 MiB at batch 1.
-  const bool huge = row_elements(capacity) * dtype_size(dtype_) <= HugePageAllocator::kHugePage;
+  // Huge pages when a head's run of positions fits in one and the cache is at most
+  // kHugePageCacheBytes, as it is then committed whole (or nearly) at the first token; otherwise
+  // 4 KiB pages, committed as written: a short chat with the default max_length (32768 for
+  // Qwen2.5) would commit 2 MiB of every run, +159 MiB at batch 1.
+  const bool huge = row_elements(capacity) * dtype_size(dtype_) <= HugePageAllocator::kHugePage &&
+                    total <= kHugePageCacheBytes;
   memory_ = AlignedBuffer(total, huge ? &huge_page_allocator() : nullptr);
   auto* next = static_cast<uint8_t*>(memory_.data());
   entries_.reserve(tensors);

@@ -45,6 +45,8 @@ class KvCache {
   void reorder(std::span<const int32_t> source_rows);
   // Keeps the first `length` positions.
   void rewind(int length);
+  // Caches up to this size whose head runs fit in a huge page are on huge pages (see memory_).
+  static constexpr size_t kHugePageCacheBytes = size_t{512} << 20;
   // The one allocation every buffer is a slice of.
   std::span<const uint8_t> memory() const {
     return {static_cast<const uint8_t*>(memory_.data()), memory_.bytes()};
@@ -70,8 +72,9 @@ class KvCache {
   int length_ = 0;
   int current_ = 0;  // growing mode: the buffer holding the past
   // Every buffer in one allocation, from huge_page_allocator() when a head's run of positions fits
-  // in a huge page: in 4 KiB pages each run took a first-touch fault every 16 new positions (head
-  // size 64, float), about 10 us each on the development VM (2.6 of a batch-8 task's 11 us).
+  // in a huge page and the whole is at most kHugePageCacheBytes: in 4 KiB pages each run took a
+  // first-touch fault every 16 new positions (head size 64, float), about 10 us each on the
+  // development VM (2.6 of a batch-8 task's 11 us).
   AlignedBuffer memory_;
   size_t buffer_bytes_ = 0;
   std::vector<Entry> entries_;

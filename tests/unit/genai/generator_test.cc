@@ -450,7 +450,7 @@ TEST(GenaiGenerator, SharedBufferNeedsAGraphThatWritesInPlace) {
   EXPECT_NE(error_of([&] { g.generate_next_token(); }).find("the generator failed earlier"), std::string::npos);
 }
 
-TEST(GenaiKvCache, OneAllocationOnHugePagesWhenAHeadsRunFitsInOne) {
+TEST(GenaiKvCache, OneAllocationOnHugePagesWhenSmallEnough) {
   DecoderIo io;
   io.kv_heads = 2;
   io.head_size = 64;
@@ -467,6 +467,10 @@ TEST(GenaiKvCache, OneAllocationOnHugePagesWhenAHeadsRunFitsInOne) {
     const KvCache longer(io, 1, 16384, share);
     EXPECT_EQ(longer.memory().size(), KvCache::required_bytes(io, 1, 16384, share));
     EXPECT_FALSE(huge_page_advised(longer.memory().data()));
+    // Runs of 1 MiB but 65 rows: 520 MiB or more, above kHugePageCacheBytes (address space only).
+    const KvCache wide(io, 65, 4096, share);
+    EXPECT_GT(wide.memory().size(), KvCache::kHugePageCacheBytes);
+    EXPECT_FALSE(huge_page_advised(wide.memory().data()));
     // 16 positions: 64 KiB in all, plain heap memory.
     const KvCache small(io, 1, 16, share);
     EXPECT_EQ(small.memory().size(), KvCache::required_bytes(io, 1, 16, share));
