@@ -44,10 +44,12 @@ KvCache::KvCache(const DecoderIo& io, int rows, int capacity, bool share_buffer)
       capacity_(capacity),
       share_buffer_(share_buffer) {
   const size_t bytes = shape(capacity).checked_bytes(dtype_size(dtype_));
-  buffer_bytes_ = (bytes + AlignedBuffer::kAlignment - 1) / AlignedBuffer::kAlignment * AlignedBuffer::kAlignment;
+  buffer_bytes_ = bytes;
+  // Slices start 64-byte aligned, as separate buffers did; each is bound with its exact size.
+  const size_t stride = (bytes + AlignedBuffer::kAlignment - 1) / AlignedBuffer::kAlignment * AlignedBuffer::kAlignment;
   const size_t tensors = io.layers.size() * tensors_per_layer(io), per_tensor = share_buffer_ ? 1 : 2;
   size_t total = 0;
-  ONNXLLM_CHECK(!__builtin_mul_overflow(buffer_bytes_, tensors * per_tensor, &total), kOutOfMemory,
+  ONNXLLM_CHECK(!__builtin_mul_overflow(stride, tensors * per_tensor, &total), kOutOfMemory,
                 "a KV cache of ", tensors * per_tensor, " buffers of ", bytes, " bytes does not fit in memory");
   // Left uninitialised: only written positions are ever read, and untouched pages stay uncommitted.
   // Huge pages when a head's run of positions fits in one and the cache is at most
@@ -63,7 +65,7 @@ KvCache::KvCache(const DecoderIo& io, int rows, int capacity, bool share_buffer)
     Entry& e = entries_.emplace_back();
     e.past = past;
     e.present = present;
-    for (size_t i = 0; i < per_tensor; ++i, next += buffer_bytes_) e.buffers[i] = next;
+    for (size_t i = 0; i < per_tensor; ++i, next += stride) e.buffers[i] = next;
   };
   for (const auto& layer : io.layers) {
     add(layer.past_key, layer.present_key);
