@@ -113,10 +113,6 @@ Sampler::Sampler(const SearchConfig& s, int vocab_size)
   else method_ = Method::kTopP;
   order_.resize(static_cast<size_t>(vocab_size));
   weights_.resize(static_cast<size_t>(vocab_size));
-  if (method_ == Method::kTopP) {
-    mass1_.resize(kLevel1Buckets);
-    mass2_.resize(kLevel2Buckets);
-  }
 }
 
 int32_t Sampler::argmax(std::span<const float> logits) {
