@@ -30,11 +30,11 @@ HF_CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidd
 
 KEYS = ["model", "threads", "batch", "prompt_len", "gen_len", "reps", "warmup", "seed", "process_to_ready_ms", "model_load_ms",
         "prompt_tokens", "prompt_ms", "time_to_first_token_ms", "prompt_tokens_per_s", "new_tokens", "decode_tokens",
-        "decode_ms", "decode_tokens_per_s", "peak_rss_bytes", "mean_decode_context", "weight_bytes_per_step",
+        "decode_ms", "decode_tokens_per_s", "peak_rss_bytes", "rss_anon_bytes", "rss_file_bytes", "mean_decode_context", "weight_bytes_per_step",
         "row_bytes_per_token", "kv_bytes_per_position", "kv_bytes_per_step", "bytes_per_decode_token",
         "read_bandwidth_bytes_per_s", "roofline_percent", "runs", "prompt_ids", "generated_ids"]
 POSITIVE = ["process_to_ready_ms", "model_load_ms", "prompt_ms", "time_to_first_token_ms", "prompt_tokens_per_s",
-            "decode_ms", "decode_tokens_per_s", "peak_rss_bytes", "mean_decode_context", "weight_bytes_per_step",
+            "decode_ms", "decode_tokens_per_s", "peak_rss_bytes", "rss_anon_bytes", "rss_file_bytes", "mean_decode_context", "weight_bytes_per_step",
             "row_bytes_per_token", "kv_bytes_per_position", "kv_bytes_per_step", "bytes_per_decode_token",
             "read_bandwidth_bytes_per_s", "roofline_percent"]
 
@@ -153,6 +153,10 @@ for precision, model in models.items():
         file_nbits, packed_nbits = packed[precision]
         check((precision == "int4") == (file_nbits > 0), f"{what}: {file_nbits} MatMulNBits bytes in the file")
         whole = file_bytes - embed_bytes - rotary_bytes - file_nbits + packed_nbits
+        # The RSS after the runs, by kind: no more than the peak, and the packed tiles are anonymous.
+        check(j["rss_anon_bytes"] + j["rss_file_bytes"] <= j["peak_rss_bytes"],
+              f"{what}: RSS parts {j['rss_anon_bytes']} + {j['rss_file_bytes']} > peak {j['peak_rss_bytes']}")
+        check(j["rss_anon_bytes"] >= packed_nbits, f"{what}: anonymous RSS {j['rss_anon_bytes']} < packed tiles {packed_nbits}")
         # Constant folding may add a few small initializers (shape constants), never remove weights.
         check(whole <= j["weight_bytes_per_step"] <= whole + 1024,
               f"{what}: weight_bytes_per_step {j['weight_bytes_per_step']}, initializers read whole {whole}")
@@ -203,7 +207,8 @@ check(r.returncode == 1 and "--kv-cache" in r.stderr, f"--kv-cache bfloat8: exit
 # Text output.
 r = run(["bench", "-m", models["int4"], "--prompt-len", "8", "--gen-len", "4", "--reps", "1"])
 check(r.returncode == 0, f"text bench failed: {r.stderr}")
-for word in ("load:", "prompt:", "decode:", "peak RSS:", "bytes per decode token:", "read bandwidth:", "roofline"):
+for word in ("load:", "prompt:", "decode:", "peak RSS:", "anonymous,", "mapped from files)", "bytes per decode token:",
+             "read bandwidth:", "roofline"):
     check(word in r.stdout, f"text output lacks '{word}': {r.stdout}")
 # --no-bandwidth: no probe, bandwidth and roofline null, the rest as usual.
 nb = bench(models["int4"], "--prompt-len", "8", "--gen-len", "4", "--reps", "1", "--seed", "5", "--no-bandwidth")

@@ -59,6 +59,8 @@ constexpr const char* kJsonKeysHelp =
     "model ready), model_load_ms (genai_config.json + session creation); prompt_tokens (prompt_len x batch), "
     "prompt_ms, time_to_first_token_ms, prompt_tokens_per_s; new_tokens (generated tokens counted, all rows), "
     "decode_tokens ((gen_len - 1) x batch, the timed ones), decode_ms, decode_tokens_per_s; peak_rss_bytes; "
+    "rss_anon_bytes, rss_file_bytes (the RSS after the runs: anonymous memory, and pages mapped from files such as the "
+    "model's external data; null without /proc); "
     "mean_decode_context, weight_bytes_per_step, row_bytes_per_token, kv_bytes_per_position, kv_bytes_per_step, "
     "bytes_per_decode_token; read_bandwidth_bytes_per_s, roofline_percent (null with --no-bandwidth); runs (per rep: prompt_ms, "
     "time_to_first_token_ms, decode_ms, prompt_tokens_per_s, decode_tokens_per_s); prompt_ids and generated_ids "
@@ -111,6 +113,25 @@ int64_t peak_rss_bytes() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<int64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+// The current RSS's part in anonymous memory and in pages mapped from files (RssAnon, RssFile in
+// /proc/self/status), or nullopt without them. A file's pages count while mapped, and a kernel
+// with large page-cache folios maps up to 2 MiB around each touched byte: reading scattered
+// embedding rows from the mapped model adds RSS that is page cache, not memory of the process.
+std::optional<std::pair<int64_t, int64_t>> rss_anon_file_bytes() {
+  std::ifstream in("/proc/self/status");
+  std::optional<int64_t> anon, file;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string key;
+    int64_t kib = 0;
+    if (!(fields >> key >> kib)) continue;
+    if (key == "RssAnon:") anon = kib * 1024;
+    if (key == "RssFile:") file = kib * 1024;
+  }
+  if (!anon || !file) return std::nullopt;
+  return std::make_pair(*anon, *file);
 }
 
 // splitmix64: a fixed, documented sequence (scripts can regenerate the prompt).
@@ -250,7 +271,11 @@ void print_text(const nlohmann::ordered_json& j, std::ostream& os) {
                 static_cast<long long>(j["decode_tokens"].get<int64_t>()),
                 static_cast<long long>(j["new_tokens"].get<int64_t>()), num("decode_tokens_per_s"));
   os << line;
-  os << "peak RSS: " << mib(num("peak_rss_bytes")) << "\n";
+  os << "peak RSS: " << mib(num("peak_rss_bytes"));
+  if (!j["rss_anon_bytes"].is_null())
+    os << " (after the runs: " << mib(num("rss_anon_bytes")) << " anonymous, " << mib(num("rss_file_bytes"))
+       << " mapped from files)";
+  os << "\n";
   std::snprintf(line, sizeof(line), "bytes per decode token: %s (weights %s per step, KV cache %s per step at mean context %.1f)\n",
                 mib(num("bytes_per_decode_token")).c_str(), mib(num("weight_bytes_per_step")).c_str(),
                 mib(num("kv_bytes_per_step")).c_str(), num("mean_decode_context"));
@@ -327,6 +352,7 @@ int run_bench(const BenchArgs& args) {
     reps.push_back(t);
   }
   const int64_t peak_rss = peak_rss_bytes();  // before the bandwidth probe's buffer
+  const auto rss_parts = rss_anon_file_bytes();
 
   const DecodeTraffic traffic = decode_traffic(*model);
   const double mean_context = args.prompt_len + args.gen_len / 2.0;  // decode steps i = 1..G-1 see P + i
@@ -358,6 +384,8 @@ int run_bench(const BenchArgs& args) {
   j["decode_ms"] = median_of(reps, [](const RepTimes& t) { return t.decode_ms; });
   j["decode_tokens_per_s"] = decode_rate;
   j["peak_rss_bytes"] = peak_rss;
+  j["rss_anon_bytes"] = rss_parts ? nlohmann::ordered_json(rss_parts->first) : nlohmann::ordered_json(nullptr);
+  j["rss_file_bytes"] = rss_parts ? nlohmann::ordered_json(rss_parts->second) : nlohmann::ordered_json(nullptr);
   j["mean_decode_context"] = mean_context;
   j["weight_bytes_per_step"] = traffic.weight_bytes;
   j["row_bytes_per_token"] = traffic.row_bytes;
