@@ -65,6 +65,59 @@ HugePageAllocator& huge_page_allocator() {
   return allocator;
 }
 
+void* WeightAllocator::allocate(size_t bytes, size_t alignment) {
+  check_alignment(alignment);
+  if (bytes == 0) return nullptr;
+  constexpr size_t kHuge = HugePageAllocator::kHugePage;
+  if (bytes > kSlabBytes / 4 || alignment > kHuge) {
+    ONNXLLM_CHECK(bytes <= SIZE_MAX - kHuge, kOutOfMemory, "could not allocate ", bytes, " bytes");
+    return huge_page_allocator().allocate((bytes + kHuge - 1) / kHuge * kHuge, alignment);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t at = 0;
+  if (!slabs_.empty()) at = (slabs_.back().used + alignment - 1) / alignment * alignment;
+  if (slabs_.empty() || at + bytes > kSlabBytes) {
+    // The old slab's tail stays unused (and, never touched, uncommitted).
+    Slab slab;
+    slab.base = static_cast<uint8_t*>(huge_page_allocator().allocate(kSlabBytes, kHuge));
+    slabs_.push_back(slab);
+    at = 0;
+  }
+  Slab& s = slabs_.back();
+  s.used = at + bytes;
+  ++s.live;
+  return s.base + at;
+}
+
+void WeightAllocator::free(void* p) noexcept {
+  if (!p) return;
+  const auto* b = static_cast<const uint8_t*>(p);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = slabs_.begin(); it != slabs_.end(); ++it) {
+      if (b < it->base || b >= it->base + kSlabBytes) continue;
+      if (--it->live == 0) {
+        huge_page_allocator().free(it->base);
+        slabs_.erase(it);
+      }
+      return;
+    }
+  }
+  huge_page_allocator().free(p);  // not in a slab: a large buffer
+}
+
+size_t WeightAllocator::slabs() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return slabs_.size();
+}
+
+WeightAllocator& weight_allocator() {
+  // Never destroyed: a model freed during static destruction (a Python interpreter's exit) still
+  // returns its buffers here.
+  static auto* allocator = new WeightAllocator;
+  return *allocator;
+}
+
 bool huge_page_advised(const void* p) {
   std::ifstream smaps("/proc/self/smaps");
   const auto at = reinterpret_cast<uintptr_t>(p);

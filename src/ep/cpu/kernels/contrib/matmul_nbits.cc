@@ -339,10 +339,10 @@ class MatMulNBitsKernel final : public OpKernel {
       if (q8_) {
         const NBitsSource src = source(*b, *scales, zp);
         q8_layout_ = nbits_q8_layout(shape_, has_zp_, nbits_q8_half_scales(shape_, src));
-        packed_ = AlignedBuffer(q8_layout_.bytes(), &huge_page_allocator());
+        packed_ = AlignedBuffer(q8_layout_.bytes(), &weight_allocator());
         pack_nbits_q8(q8_layout_, src, static_cast<uint8_t*>(packed_.data()), 0, q8_layout_.tiles, isa_);
       } else {
-        packed_ = AlignedBuffer(layout_.bytes(), &huge_page_allocator());
+        packed_ = AlignedBuffer(layout_.bytes(), &weight_allocator());
         pack_nbits(layout_, source(*b, *scales, zp), static_cast<uint8_t*>(packed_.data()), 0, layout_.tiles);
       }
       packed_scale_dtype_ = scales->dtype();

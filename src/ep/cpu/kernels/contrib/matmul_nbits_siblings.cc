@@ -76,7 +76,7 @@ class MatMulNBitsSiblingsKernel final : public OpKernel {
       bytes += m.layout.bytes();
       members_.push_back(m);
     }
-    packed_ = AlignedBuffer(bytes, &huge_page_allocator());
+    packed_ = AlignedBuffer(bytes, &weight_allocator());
     for (size_t i = 0; i < ns.size(); ++i) {
       const Member& m = members_[i];
       pack_nbits_q8(m.layout, sources[i], static_cast<uint8_t*>(packed_.data()) + m.offset, 0, m.layout.tiles, isa_);

@@ -374,7 +374,7 @@ class MoEKernel final : public OpKernel {
       p.nbits = true;
       p.layout = nbits_layout(shape, false);
       p.expert_bytes = p.layout.bytes();
-      p.data = AlignedBuffer(p.expert_bytes * static_cast<size_t>(experts), &huge_page_allocator());
+      p.data = AlignedBuffer(p.expert_bytes * static_cast<size_t>(experts), &weight_allocator());
       const size_t scale_bytes = static_cast<size_t>(p.rows * blocks) * dtype_size(s->dtype());
       for (int64_t e = 0; e < experts; ++e) {
         NBitsSource src;
@@ -387,7 +387,7 @@ class MoEKernel final : public OpKernel {
       if (w->dtype() != DType::kFloat32) return false;  // float16 experts would double in memory
       p.width = sgemm_panel_width(isa_, p.rows);
       p.expert_bytes = static_cast<size_t>(sgemm_packed_size(p.cols, p.rows, p.width)) * sizeof(float);
-      p.data = AlignedBuffer(p.expert_bytes * static_cast<size_t>(experts), &huge_page_allocator());
+      p.data = AlignedBuffer(p.expert_bytes * static_cast<size_t>(experts), &weight_allocator());
       std::vector<float> transposed(static_cast<size_t>(p.rows * p.cols));
       for (int64_t e = 0; e < experts; ++e) {
         const float* src = w->data<float>() + e * p.rows * p.cols;

@@ -71,7 +71,7 @@ std::shared_ptr<const PackedWeight> packed_weight(const Initializer& w, Isa isa)
   std::lock_guard<std::mutex> lock(slot->mutex);
   if (auto p = slot->packed.lock(); p && w.owner && slot->owner.lock() == w.owner) return p;
   auto p = std::make_shared<PackedWeight>();
-  p->buffer = AlignedBuffer(static_cast<size_t>(sgemm_packed_size(k, n, width)) * sizeof(float), &huge_page_allocator());
+  p->buffer = AlignedBuffer(static_cast<size_t>(sgemm_packed_size(k, n, width)) * sizeof(float), &weight_allocator());
   // A band of rows at a time, each band's mapped pages dropped once packed, so the model's memory
   // does not double, not even while it loads.
   constexpr int64_t kBand = 64;
