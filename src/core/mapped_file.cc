@@ -49,19 +49,45 @@ Mappings& mappings() {
 
 }  // namespace
 
-bool MappedFile::release_pages(const void* p, size_t n) {
+namespace {
+
+// The whole pages of [p, p + n) as [*lo, *hi) when the range lies in one live mapping.
+bool mapped_pages(const void* p, size_t n, uintptr_t* lo, uintptr_t* hi, bool outward) {
   const auto* begin = static_cast<const uint8_t*>(p);
   Mappings& m = mappings();
-  std::lock_guard<std::mutex> lock(m.mutex);
-  const bool mapped = std::any_of(m.ranges.begin(), m.ranges.end(), [&](const auto& r) {
-    return begin >= r.first && n <= r.second && static_cast<size_t>(begin - r.first) <= r.second - n;
-  });
-  if (!mapped) return false;
+  {
+    std::lock_guard<std::mutex> lock(m.mutex);
+    const bool mapped = std::any_of(m.ranges.begin(), m.ranges.end(), [&](const auto& r) {
+      return begin >= r.first && n <= r.second && static_cast<size_t>(begin - r.first) <= r.second - n;
+    });
+    if (!mapped) return false;
+  }
   const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const uintptr_t lo = (reinterpret_cast<uintptr_t>(begin) + page - 1) / page * page;
-  const uintptr_t hi = (reinterpret_cast<uintptr_t>(begin) + n) / page * page;
+  const auto first = reinterpret_cast<uintptr_t>(begin), last = first + n;
+  *lo = outward ? first / page * page : (first + page - 1) / page * page;
+  *hi = outward ? (last + page - 1) / page * page : last / page * page;
+  return *hi > *lo;
+}
+
+}  // namespace
+
+bool MappedFile::release_pages(const void* p, size_t n) {
+  uintptr_t lo = 0, hi = 0;
   // PROT_READ, MAP_PRIVATE and never written: the dropped pages are the file's.
-  return hi > lo && ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED) == 0;
+  return mapped_pages(p, n, &lo, &hi, /*outward=*/false) &&
+         ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED) == 0;
+}
+
+bool MappedFile::populate(const void* p, size_t n) {
+#ifdef MADV_POPULATE_READ
+  uintptr_t lo = 0, hi = 0;
+  return mapped_pages(p, n, &lo, &hi, /*outward=*/true) &&
+         ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_POPULATE_READ) == 0;
+#else
+  (void)p;
+  (void)n;
+  return false;
+#endif
 }
 
 std::shared_ptr<MappedFile> MappedFile::open(const std::filesystem::path& path) {

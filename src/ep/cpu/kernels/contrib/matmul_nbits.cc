@@ -333,6 +333,9 @@ class MatMulNBitsKernel final : public OpKernel {
     if (zp) check_zero_points(*zp, scales ? scales->dtype() : DType::kUndefined);
     isa_ = cpu_isa(info);
     if (b && scales && (!has_zp_ || zp)) {
+      // Packing reads all of B and the scales: their file pages mapped in one call each.
+      MappedFile::populate(b->raw(), b->bytes());
+      MappedFile::populate(scales->raw(), scales->bytes());
       // accuracy_level 4 asks for int8 activations (ONNX Runtime's CompInt8), on every ISA (the
       // kernels agree bit for bit). Fractional (float) zero points have no integer form.
       q8_ = level == 4 && nbits_q8_supported(shape_) && (!zp || zp->dtype() == DType::kUInt8);

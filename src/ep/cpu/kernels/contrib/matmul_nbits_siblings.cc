@@ -63,6 +63,9 @@ class MatMulNBitsSiblingsKernel final : public OpKernel {
       ONNXLLM_CHECK((scales->dtype() == DType::kFloat32 || scales->dtype() == DType::kFloat16) &&
                         scales->numel() == ns[i] * shape.blocks(),
                     kInvalidModel, node.label(), ": scales ", i, " must be float32/float16 with N*n_blk values");
+      // Packing reads all of B and the scales: their file pages mapped in one call each.
+      MappedFile::populate(b->raw(), b->bytes());
+      MappedFile::populate(scales->raw(), scales->bytes());
       NBitsSource src;
       src.b = b->data<uint8_t>();
       src.scales = scales->raw();

@@ -77,6 +77,7 @@ std::shared_ptr<const PackedWeight> packed_weight(const Initializer& w, Isa isa)
   constexpr int64_t kBand = 64;
   for (int64_t p0 = 0; p0 < k; p0 += kBand) {
     const int64_t p1 = std::min(k, p0 + kBand);
+    MappedFile::populate(v.data<float>() + p0 * n, static_cast<size_t>((p1 - p0) * n) * sizeof(float));
     sgemm_pack_b(v.data<float>(), n, k, n, width, static_cast<float*>(p->buffer.data()), p0, p1);
     MappedFile::release_pages(v.data<float>() + p0 * n, static_cast<size_t>((p1 - p0) * n) * sizeof(float));
   }
