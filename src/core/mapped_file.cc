@@ -47,10 +47,6 @@ Mappings& mappings() {
   return m;
 }
 
-}  // namespace
-
-namespace {
-
 // The whole pages of [p, p + n) as [*lo, *hi) when the range lies in one live mapping.
 bool mapped_pages(const void* p, size_t n, uintptr_t* lo, uintptr_t* hi, bool outward) {
   const auto* begin = static_cast<const uint8_t*>(p);

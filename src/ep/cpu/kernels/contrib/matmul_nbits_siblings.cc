@@ -63,8 +63,7 @@ class MatMulNBitsSiblingsKernel final : public OpKernel {
       ONNXLLM_CHECK((scales->dtype() == DType::kFloat32 || scales->dtype() == DType::kFloat16) &&
                         scales->numel() == ns[i] * shape.blocks(),
                     kInvalidModel, node.label(), ": scales ", i, " must be float32/float16 with N*n_blk values");
-      // Packing reads all of B and the scales: their file pages mapped in one call each.
-      MappedFile::populate(b->raw(), b->bytes());
+      // nbits_q8_half_scales and packing read all the scales: their file pages mapped in one call.
       MappedFile::populate(scales->raw(), scales->bytes());
       NBitsSource src;
       src.b = b->data<uint8_t>();
@@ -82,9 +81,12 @@ class MatMulNBitsSiblingsKernel final : public OpKernel {
     packed_ = AlignedBuffer(bytes, &weight_allocator());
     for (size_t i = 0; i < ns.size(); ++i) {
       const Member& m = members_[i];
+      // B's file pages mapped in one call just before packing reads them, dropped after it (as
+      // MatMulNBits: only the packed copy is read).
+      const size_t b_bytes = static_cast<size_t>(ns[i] * m.layout.blocks * (bs / 2));
+      MappedFile::populate(sources[i].b, b_bytes);
       pack_nbits_q8(m.layout, sources[i], static_cast<uint8_t*>(packed_.data()) + m.offset, 0, m.layout.tiles, isa_);
-      // As MatMulNBits: only the packed copy is read.
-      MappedFile::release_pages(sources[i].b, static_cast<size_t>(ns[i] * m.layout.blocks * (bs / 2)));
+      MappedFile::release_pages(sources[i].b, b_bytes);
     }
   }
 
