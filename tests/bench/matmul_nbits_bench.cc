@@ -4,6 +4,7 @@
 //   bench_matmul_nbits [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -88,10 +89,9 @@ NBitsQ8Layout q8_layout(int64_t k, int64_t n) {
   return nbits_q8_layout(shape, false, true);
 }
 
-// accuracy_level 4 (int8 activations, VNNI): M rows of a Qwen2.5-0.5B MLP projection, the shape of
-// a decode step with M requests, and the LM head. "VNNI/s" counts 64-MAC instructions' worth of work (M*K*N/64).
-// Args: M, K, N, threads.
-void BM_MatMulNBitsQ8(benchmark::State& state) {
+// M rows times `copies` packed copies of random int4 weights, one call per iteration on the next
+// copy. "VNNI/s" counts 64-MAC instructions' worth of work (M*K*N/64).
+void run_q8(benchmark::State& state, size_t copies) {
   const int64_t m = state.range(0), k = state.range(1), n = state.range(2);
   const int threads = static_cast<int>(state.range(3));
   const NBitsQ8Layout l = q8_layout(k, n);
@@ -105,17 +105,22 @@ void BM_MatMulNBitsQ8(benchmark::State& state) {
   NBitsSource src;
   src.b = b.data();
   src.scales = scales.data();
-  AlignedBuffer packed(l.bytes());
-  pack_nbits_q8(l, src, static_cast<uint8_t*>(packed.data()), 0, l.tiles);
+  std::vector<AlignedBuffer> packed;
+  for (size_t i = 0; i < copies; ++i) {
+    packed.emplace_back(l.bytes());
+    pack_nbits_q8(l, src, static_cast<uint8_t*>(packed.back().data()), 0, l.tiles);
+  }
   std::vector<float> a(static_cast<size_t>(m * k)), y(static_cast<size_t>(m * n));
   for (auto& x : a) x = u(rng);
   AlignedBuffer ws(matmul_nbits_q8_workspace(l, m));
   ThreadPool pool(threads);
   ThreadPool::SpinScope spin(&pool);
   const Isa isa = best_isa();
+  size_t next = 0;
   for (auto _ : state) {
-    matmul_nbits_q8_run(l, static_cast<const uint8_t*>(packed.data()), a.data(), m, nullptr, y.data(), ws.data(), pool,
-                        isa);
+    matmul_nbits_q8_run(l, static_cast<const uint8_t*>(packed[next].data()), a.data(), m, nullptr, y.data(), ws.data(),
+                        pool, isa);
+    next = (next + 1) % copies;
     benchmark::DoNotOptimize(y.data());
   }
   state.counters["VNNI/s"] =
@@ -123,17 +128,40 @@ void BM_MatMulNBitsQ8(benchmark::State& state) {
   state.counters["weight_bytes/s"] =
       benchmark::Counter(static_cast<double>(l.bytes()), benchmark::Counter::kIsIterationInvariantRate);
 }
+
+// accuracy_level 4 (int8 activations, VNNI): M rows of a Qwen2.5-0.5B MLP projection, the shape of
+// a decode step with M requests, and the LM head. One copy of the weights: the small shapes run
+// from cache (the kernel's arithmetic alone). Args: M, K, N, threads.
+void BM_MatMulNBitsQ8(benchmark::State& state) { run_q8(state, 1); }
 BENCHMARK(BM_MatMulNBitsQ8)
     ->ArgNames({"M", "K", "N", "threads"})
     ->Args({1, 896, 4864, 1})
     ->Args({8, 896, 4864, 1})
     ->Args({16, 896, 4864, 1})
     ->Args({64, 896, 4864, 1})
+    ->Args({8, 4864, 896, 1})  // the down projection: 39 KB of quantized A per row group
     // The LM head (68 MB packed): the weights stream from DRAM, as a whole model's do.
     ->Args({1, 896, 151936, 2})
     ->Args({4, 896, 151936, 2})
     ->Args({8, 896, 151936, 2})
     ->Args({16, 896, 151936, 2});
+
+// A decoder layer's projections as a model runs them: enough copies of the weights (96 MB in all)
+// that each call streams its own from DRAM. With the cache-hot figures above this says whether
+// batch M is bound by the arithmetic or by memory (at M = 8 on Zen 5: the arithmetic).
+// Args: M, K, N, threads.
+void BM_MatMulNBitsQ8Stream(benchmark::State& state) {
+  const NBitsQ8Layout l = q8_layout(state.range(1), state.range(2));
+  run_q8(state, std::max<size_t>(2, (size_t{96} << 20) / l.bytes()));
+}
+BENCHMARK(BM_MatMulNBitsQ8Stream)
+    ->ArgNames({"M", "K", "N", "threads"})
+    ->Args({1, 896, 9728, 2})  // gate and up
+    ->Args({8, 896, 9728, 2})
+    ->Args({1, 4864, 896, 2})  // down
+    ->Args({8, 4864, 896, 2})
+    ->Args({1, 896, 1152, 2})  // q, k and v
+    ->Args({8, 896, 1152, 2});
 
 // A's quantization for the int8 kernels (with the AVX-512 kernel's row groups when M > 1): M rows
 // of K, the K of a Qwen2.5-0.5B projection (896) and of its down projection (4864).
