@@ -46,9 +46,12 @@ def main():
     if args.gen_len < 3 or args.rounds < 1:
         sys.exit("--gen-len must be at least 3 and --rounds at least 1")
 
+    try:
+        with open(f"{args.model}/genai_config.json") as f:
+            config = json.load(f)["model"]
+    except (OSError, ValueError, KeyError) as e:
+        sys.exit(f"{args.model}/genai_config.json: {e} (an Optimum folder: `onnxllm config -m DIR` writes one)")
     model = og.Model(args.model)
-    with open(f"{args.model}/genai_config.json") as f:
-        config = json.load(f)["model"]
     if args.long + args.gen_len > config.get("context_length", sys.maxsize):
         sys.exit(f"--long + --gen-len ({args.long + args.gen_len}) exceeds the model's context_length "
                  f"({config['context_length']})")
