@@ -574,14 +574,16 @@ template <typename T, Dot8Fn<T> Dot8, Dot8x2Fn<T> Dot8x2, Dot4x4Fn<T> Dot4x4 = n
     for (int key = 0; key < 8; ++key)
       if (const T* ahead = key_row_ahead<T>(kv, j + kPrefetchKeys + key, end))
         for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(reinterpret_cast<const char*>(ahead) + b);
-    if (Dot4x4 != nullptr && qb.rows >= 4) {
-      for (int64_t m0 = 0; m0 < qb.rows; m0 += 4) {
-        const int64_t m = std::min(m0, qb.rows - 4);
-        for (int half = 0; half < 8; half += 4)
-          Dot4x4(qb.q + m * qb.q_stride, qb.q_stride, key_row<T>(kv, j + half), kv.k_stride, head_size, params.scale,
-                 scores + m * stride + j + half, stride);
+    if constexpr (Dot4x4 != nullptr) {
+      if (qb.rows >= 4) {
+        for (int64_t m0 = 0; m0 < qb.rows; m0 += 4) {
+          const int64_t m = std::min(m0, qb.rows - 4);
+          for (int half = 0; half < 8; half += 4)
+            Dot4x4(qb.q + m * qb.q_stride, qb.q_stride, key_row<T>(kv, j + half), kv.k_stride, head_size,
+                   params.scale, scores + m * stride + j + half, stride);
+        }
+        continue;
       }
-      continue;
     }
     int64_t m = 0;
     for (; m + 2 <= qb.rows; m += 2)
