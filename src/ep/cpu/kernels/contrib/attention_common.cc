@@ -325,17 +325,18 @@ ONNXLLM_TARGET_AVX512 inline __m512 reduce_lanes(const __m512 (&a)[N]) {
 }
 
 // Scale times (the reduced dots plus each key's tail chain over elements [i, n)) for `rows` rows of
-// 8 keys (rows <= 2): lane 8 r + key. The tails go through memory only when there are any.
-template <typename T>
+// kKeys keys (rows * kKeys <= 16): lane kKeys r + key. The tails go through memory only when there
+// are any.
+template <int kKeys = 8, typename T>
 ONNXLLM_TARGET_AVX512 inline __m512 finish_dots(__m512 dots, const float* const* q, int rows, const T* k,
                                                 int64_t k_stride, int64_t i, int64_t n, float scale) {
   if (i < n) {
     alignas(64) float tail[16] = {};
     for (int r = 0; r < rows; ++r)
-      for (int key = 0; key < 8; ++key) {
+      for (int key = 0; key < kKeys; ++key) {
         float t = 0.0f;
         for (int64_t e = i; e < n; ++e) t = std::fma(q[r][e], kv_float(k[key * k_stride + e]), t);
-        tail[8 * r + key] = t;
+        tail[kKeys * r + key] = t;
       }
     dots = _mm512_add_ps(dots, _mm512_load_ps(tail));
   }
@@ -401,18 +402,8 @@ ONNXLLM_TARGET_AVX512 inline void dot_4_keys_4_rows_avx512(const float* q, int64
       for (int key = 0; key < 4; ++key) acc[4 * r + key] = _mm512_fmadd_ps(x, kv[key], acc[4 * r + key]);
     }
   }
-  __m512 dots = reduce_lanes(acc);
-  if (i < n) {
-    alignas(64) float tail[16];
-    for (int r = 0; r < 4; ++r)
-      for (int key = 0; key < 4; ++key) {
-        float t = 0.0f;
-        for (int64_t e = i; e < n; ++e) t = std::fma(q[r * q_stride + e], kv_float(k[key * k_stride + e]), t);
-        tail[4 * r + key] = t;
-      }
-    dots = _mm512_add_ps(dots, _mm512_load_ps(tail));
-  }
-  dots = _mm512_mul_ps(_mm512_set1_ps(scale), dots);
+  const float* rows[4] = {q, q + q_stride, q + 2 * q_stride, q + 3 * q_stride};
+  const __m512 dots = finish_dots<4>(reduce_lanes(acc), rows, 4, k, k_stride, i, n, scale);
   _mm_storeu_ps(out, _mm512_castps512_ps128(dots));
   _mm_storeu_ps(out + out_stride, _mm512_extractf32x4_ps(dots, 1));
   _mm_storeu_ps(out + 2 * out_stride, _mm512_extractf32x4_ps(dots, 2));
