@@ -14,22 +14,13 @@ same for both.
 """
 
 import argparse
-import json
 import random
 import statistics
 import sys
-import time
 
 import onnxllm as og
 
-
-def generator(model, prompt, gen_len):
-    p = og.GeneratorParams(model)
-    n = len(prompt) + gen_len
-    p.set_search_options(max_length=n, min_length=n, do_sample=False)
-    g = og.Generator(model, p)
-    g.append_tokens(prompt)
-    return g
+from alternate import check_length, generator, genai_config, mean_step_ms
 
 
 def main():
@@ -46,32 +37,20 @@ def main():
     if args.gen_len < 3 or args.rounds < 1:
         sys.exit("--gen-len must be at least 3 and --rounds at least 1")
 
-    try:
-        with open(f"{args.model}/genai_config.json") as f:
-            config = json.load(f)["model"]
-    except (OSError, ValueError, KeyError) as e:
-        sys.exit(f"{args.model}/genai_config.json: {e} (an Optimum folder: `onnxllm config -m DIR` writes one)")
+    config = genai_config(args.model)
+    check_length(config, args.long + args.gen_len)
     model = og.Model(args.model)
-    if args.long + args.gen_len > config.get("context_length", sys.maxsize):
-        sys.exit(f"--long + --gen-len ({args.long + args.gen_len}) exceeds the model's context_length "
-                 f"({config['context_length']})")
     rng = random.Random(args.seed)
     vocab = config["vocab_size"]
     ratios = []
     for r in range(args.rounds):
-        gens = {n: generator(model, [rng.randrange(10, vocab - 10) for _ in range(n)], args.gen_len)
+        gens = {n: generator(model, [[rng.randrange(10, vocab - 10) for _ in range(n)]], args.gen_len)
                 for n in (args.short, args.long)}
-        times = {n: [] for n in gens}
-        for step in range(args.gen_len):
-            for n in (args.short, args.long) if step % 2 == 0 else (args.long, args.short):
-                start = time.perf_counter()
-                gens[n].generate_next_token()
-                times[n].append(time.perf_counter() - start)
-        # The first step after the prompt is left out, as `onnxllm bench` leaves it out.
-        short_ms, long_ms = (1e3 * statistics.mean(times[n][1:]) for n in (args.short, args.long))
+        ms = mean_step_ms(gens, args.gen_len)
+        short_ms, long_ms = ms[args.short], ms[args.long]
         ratios.append(short_ms / long_ms)
-        print(f"round {r + 1}/{args.rounds}: {args.short} tokens {short_ms:.2f} ms a step, "
-              f"{args.long} tokens {long_ms:.2f} ms, ratio {ratios[-1]:.3f}", flush=True)
+        print(f"round {r + 1}/{args.rounds}: {args.short} tokens {short_ms:.3f} ms a step, "
+              f"{args.long} tokens {long_ms:.3f} ms, ratio {ratios[-1]:.3f}", flush=True)
         del gens
     print(f"decode at {args.long} tokens of context / at {args.short}: median {statistics.median(ratios):.3f} "
           f"over {args.rounds} rounds ({', '.join(f'{x:.3f}' for x in ratios)})")

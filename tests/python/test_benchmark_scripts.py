@@ -1,0 +1,84 @@
+"""benchmarks/batch_ratio.py and context_ratio.py (and their shared alternate.py) on stories260K:
+the generators they step make exactly the tokens asked for, the printed ratios are what the
+printed step times give, and bad arguments exit with a message naming them."""
+
+import re
+import statistics
+import sys
+
+import onnxllm as og
+import pytest
+from conftest import SOURCE_DIR, run_python
+
+BENCHMARKS = SOURCE_DIR / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+import alternate  # noqa: E402
+
+
+def test_generators_step_in_turn(stories_dir):
+    model = og.Model(str(stories_dir))
+    prompts = [[5 + i + r for i in range(8)] for r in range(3)]
+    gens = {1: alternate.generator(model, prompts[:1], 6), 3: alternate.generator(model, prompts, 6)}
+    ms = alternate.mean_step_ms(gens, 6)
+    assert set(ms) == {1, 3} and all(t > 0 for t in ms.values())
+    for key, g in gens.items():
+        for row in range(key):
+            seq = list(g.get_sequence(row))
+            assert len(seq) == 14 and seq[:8] == prompts[row]
+        assert g.is_done()
+    # Row 0 of the batch is the lone prompt: greedy search gives it the same tokens.
+    assert list(gens[3].get_sequence(0)) == list(gens[1].get_sequence(0))
+
+
+def run(script, *args):
+    return run_python(BENCHMARKS / script, *args, timeout=300)
+
+
+def quotient_range(num, den, factor=1.0, half_unit=0.0005):
+    """The values factor * num / den can take for num and den printed rounded to 3 decimals."""
+    return factor * (num - half_unit) / (den + half_unit), factor * (num + half_unit) / (den - half_unit)
+
+
+def test_batch_ratio(stories_dir):
+    result = run("batch_ratio.py", "-m", stories_dir, "--batch", "2", "--prompt-len", "8", "--gen-len", "6",
+                 "--rounds", "2")
+    assert result.returncode == 0, result.stderr
+    rounds = re.findall(r"batch 1 ([\d.]+) ms a step .* batch 2 ([\d.]+) ms .* ratio ([\d.]+)", result.stdout)
+    assert len(rounds) == 2, result.stdout
+    ratios = []
+    for one, two, ratio in rounds:
+        lo, hi = quotient_range(float(one), float(two), factor=2)
+        assert lo - 0.005 <= float(ratio) <= hi + 0.005, (one, two, ratio)
+        ratios.append(float(ratio))
+    median = re.search(r"median ([\d.]+) over 2 rounds", result.stdout)
+    assert median and float(median.group(1)) == pytest.approx(statistics.median(ratios), abs=0.01)
+
+
+def test_context_ratio(stories_dir):
+    result = run("context_ratio.py", "-m", stories_dir, "--short", "8", "--long", "32", "--gen-len", "6",
+                 "--rounds", "1")
+    assert result.returncode == 0, result.stderr
+    m = re.search(r"8 tokens ([\d.]+) ms a step, 32 tokens ([\d.]+) ms, ratio ([\d.]+)", result.stdout)
+    assert m, result.stdout
+    lo, hi = quotient_range(float(m.group(1)), float(m.group(2)))
+    assert lo - 0.0005 <= float(m.group(3)) <= hi + 0.0005, m.groups()
+
+
+@pytest.mark.parametrize("script,args,message", [
+    ("batch_ratio.py", ["--batch", "1"], "--batch (1) must be at least 2"),
+    ("batch_ratio.py", ["--prompt-len", "0"], "--prompt-len (0) at least 1"),
+    ("batch_ratio.py", ["--gen-len", "2"], "--gen-len must be at least 3"),
+    ("batch_ratio.py", ["--prompt-len", "100000"], "exceeds the model's context_length"),
+    ("context_ratio.py", ["--short", "64", "--long", "64"], "--short (64) must be positive and below --long (64)"),
+    ("context_ratio.py", ["--long", "100000"], "exceeds the model's context_length"),
+])
+def test_bad_arguments(stories_dir, script, args, message):
+    result = run(script, "-m", stories_dir, *args)
+    assert result.returncode != 0 and message in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("script", ["batch_ratio.py", "context_ratio.py"])
+def test_folder_without_genai_config(tmp_path, script):
+    result = run(script, "-m", tmp_path)
+    assert result.returncode != 0
+    assert "genai_config.json" in result.stderr and "onnxllm config -m DIR" in result.stderr, result.stderr
