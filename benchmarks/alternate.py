@@ -35,15 +35,17 @@ def generator(model, prompts, gen_len):
     return g
 
 
-def mean_step_ms(gens, steps):
-    """Steps every generator of `gens` (a dict) once per round, for `steps` rounds, in an order that
-    rotates every round; returns {key: mean ms a step}, the first step (the one after the prompt)
-    left out, as `onnxllm bench` leaves it out."""
+def mean_step_ms(gens, steps, block=1):
+    """Steps every generator of `gens` (a dict, in its order) `steps` times, `block` steps of one
+    before the next, the order rotating every block; returns {key: mean ms a step}, each one's first
+    step (the one after the prompt) left out, as `onnxllm bench` leaves it out."""
     keys = list(gens)
     times = {k: [] for k in keys}
-    for step in range(steps):
-        for k in keys[step % len(keys):] + keys[:step % len(keys)]:
-            start = time.perf_counter()
-            gens[k].generate_next_token()
-            times[k].append(time.perf_counter() - start)
+    for b, start_step in enumerate(range(0, steps, block)):
+        n = min(block, steps - start_step)
+        for k in keys[b % len(keys):] + keys[:b % len(keys)]:
+            for _ in range(n):
+                start = time.perf_counter()
+                gens[k].generate_next_token()
+                times[k].append(time.perf_counter() - start)
     return {k: 1e3 * statistics.mean(t[1:]) for k, t in times.items()}

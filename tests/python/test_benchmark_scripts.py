@@ -30,6 +30,29 @@ def test_generators_step_in_turn(stories_dir):
     assert list(gens[3].get_sequence(0)) == list(gens[1].get_sequence(0))
 
 
+class Recorder:
+    """A stand-in generator that logs its steps."""
+
+    def __init__(self, name, log):
+        self.name, self.log = name, log
+
+    def generate_next_token(self):
+        self.log.append(self.name)
+
+
+@pytest.mark.parametrize("block,order", [
+    (1, "abbaabbaabba"),                # one step each, the order rotating every step
+    (3, "aaabbbbbbaaa"),                # blocks of 3: a's, b's, then b first
+    (6, "aaaaaabbbbbb"),                # whole runs (batch_ratio.py)
+    (4, "aaaabbbbbbaa"),                # a last, shorter block
+])
+def test_step_order(block, order):
+    log = []
+    ms = alternate.mean_step_ms({"a": Recorder("a", log), "b": Recorder("b", log)}, 6, block=block)
+    assert "".join(log) == order
+    assert set(ms) == {"a", "b"}
+
+
 def run(script, *args):
     return run_python(BENCHMARKS / script, *args, timeout=300)
 
