@@ -1,5 +1,6 @@
 """What context_ratio.py and batch_ratio.py share: a genai-layout model's config, and stepping
-several generators of one model alternately so that host drift hits them alike."""
+several generators of one model in turns (one step each, or blocks of steps) in one process, so
+that host drift hits them alike."""
 
 import json
 import statistics
