@@ -564,21 +564,30 @@ template <typename T, Dot8Fn<T> Dot8, Dot8x2Fn<T> Dot8x2, Dot4x4Fn<T> Dot4x4 = n
   const int64_t row_bytes = head_size * static_cast<int64_t>(sizeof(T));
   int64_t j = begin;
   for (; j + 8 <= end; j += 8) {
-    // Long contexts stream the keys from memory: ask for a later block while this one computes.
-    for (int key = 0; key < 8; ++key)
-      if (const T* ahead = key_row_ahead<T>(kv, j + kPrefetchKeys + key, end))
-        for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(reinterpret_cast<const char*>(ahead) + b);
+    // Long contexts stream the keys from memory: ask for a later block while this one computes,
+    // two of its rows before each 4 x 4 tile rather than all eight at once (with 7 query rows,
+    // 2048 keys from DRAM and 2 threads: x0.91-0.92 against eight at once, in one process).
+    int ahead_keys = 0;
+    auto prefetch_keys = [&](int upto) {
+      for (; ahead_keys < upto; ++ahead_keys)
+        if (const T* ahead = key_row_ahead<T>(kv, j + kPrefetchKeys + ahead_keys, end))
+          for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(reinterpret_cast<const char*>(ahead) + b);
+    };
     if constexpr (Dot4x4 != nullptr) {
       if (qb.rows >= 4) {
         for (int64_t m0 = 0; m0 < qb.rows; m0 += 4) {
           const int64_t m = std::min(m0, qb.rows - 4);
-          for (int half = 0; half < 8; half += 4)
+          for (int half = 0; half < 8; half += 4) {
+            prefetch_keys(std::min(8, ahead_keys + 2));
             Dot4x4(qb.q + m * qb.q_stride, qb.q_stride, key_row<T>(kv, j + half), kv.k_stride, head_size,
                    params.scale, scores + m * stride + j + half, stride);
+          }
         }
+        prefetch_keys(8);  // fewer than 4 tiles (4 rows): the rest
         continue;
       }
     }
+    prefetch_keys(8);
     int64_t m = 0;
     for (; m + 2 <= qb.rows; m += 2)
       Dot8x2(qb.q + m * qb.q_stride, qb.q + (m + 1) * qb.q_stride, key_row<T>(kv, j), kv.k_stride, head_size,
