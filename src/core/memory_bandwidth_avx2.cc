@@ -10,11 +10,19 @@ namespace onnxllm::detail {
 #if defined(__AVX2__)
 namespace {
 
+// How far ahead the loop asks for lines (PREFETCHNTA, as the int8 MatMulNBits kernel streams its
+// weights): with the hardware prefetcher alone the probe read 32.6 GB/s against 35.8 this way
+// (2 threads, 512 MiB, medians of 12 alternating runs, Zen 5 VM), and the decode kernel's own
+// stream had come to 103% of the plain probe. A prefetch past the buffer's end does not fault.
+constexpr size_t kPrefetchAheadBytes = 4096;
+
 // Eight 32-byte loads per block into four independent accumulators: the loop is limited by the
 // memory system, not by a dependency chain.
 uint64_t read_block_avx2_impl(const uint8_t* data, size_t bytes) {
   __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
   for (size_t off = 0; off < bytes; off += kReadBlockBytes) {
+    for (size_t b = 0; b < kReadBlockBytes; b += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(data + off + kPrefetchAheadBytes + b), _MM_HINT_NTA);
     const auto* p = reinterpret_cast<const __m256i*>(data + off);
     a0 = _mm256_xor_si256(a0, _mm256_load_si256(p + 0));
     a1 = _mm256_xor_si256(a1, _mm256_load_si256(p + 1));
