@@ -32,7 +32,7 @@ def generator(model, prompts, gen_len):
     n = len(prompts[0]) + gen_len
     p.set_search_options(max_length=n, min_length=n, do_sample=False, batch_size=len(prompts))
     g = og.Generator(model, p)
-    g.append_tokens(prompts if len(prompts) > 1 else prompts[0])
+    g.append_tokens(prompts)
     return g
 
 
