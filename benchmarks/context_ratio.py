@@ -6,8 +6,8 @@ one process, one token each, the order swapped every step; a round reports the m
 each and their ratio (short / long: the long context's decode speed as a fraction of the short
 one's, the issue-10 line "2048 tokens of context at least 80% of 128"). Separate `onnxllm bench`
 runs of the two prompt lengths swung 0.70-1.09 over 8 rounds on a shared 2-vCPU host; alternating
-steps kept a sitting within 0.03. The steps include the Python binding's per-token overhead, the
-same for both.
+steps kept most sittings within 0.03-0.05, though one sitting's 10 rounds spread 0.775-0.883. The
+steps include the Python binding's per-token overhead, the same for both.
 
   PYTHONPATH=build/python benchmarks/context_ratio.py -m MODEL [--short 128] [--long 2048]
       [--gen-len 64] [--rounds 3] [--seed 1]   (threads: the model's intra_op_num_threads)
