@@ -181,6 +181,7 @@ Session::Session(std::shared_ptr<Graph> graph, const SessionOptions& options)
   if (fusions) gather_before_transpose(*graph_);
   if (options.constant_folding) fold_constants(*graph_, cpu->registry(), *pool_);
   if (fusions) run_fusions(*graph_);
+  if (options.after_fusions) options.after_fusions(*graph_);
 
   // Build the plan (and the plans of every subgraph) once.
   // Kernel constructors (prepare: attributes, checks, prepacked weights) are independent of each

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -42,6 +43,9 @@ struct SessionOptions {
   // with `isa`). A node goes to the first one with a kernel for its op, opset and dtype; values
   // are copied where consecutive nodes use different memories (ep/execution_provider.h).
   std::vector<std::shared_ptr<ExecutionProvider>> providers = {};
+  // The caller's own rewrite of the graph, run after constant folding and the fusions and before
+  // kernels are created (the generation layer's in-place KV cache: genai/model/kv_in_place.h).
+  std::function<void(Graph&)> after_fusions = nullptr;
 };
 
 struct IoInfo {

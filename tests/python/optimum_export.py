@@ -143,11 +143,17 @@ class Body:
         """[B, S, n*d] -> [B, n, S, d]"""
         return self.op("Transpose", [self.op("Reshape", [x, self.ints(0, 0, n, d)])], perm=[0, 2, 1, 3])
 
-    def mask(self, input_ids, attention_mask):
-        """transformers' 4-D mask [B, 1, S, T]: 0 where attended, float32's lowest elsewhere."""
+    def mask(self, input_ids, attention_mask, past_key=None):
+        """transformers' 4-D mask [B, 1, S, T]: 0 where attended, float32's lowest elsewhere. The past
+        length is T - S from the mask's length, or with past_key that input's dim 2, as newer
+        transformers read it (DynamicCache.get_seq_length)."""
         s = self.op("Gather", [self.op("Shape", [input_ids]), self.const(1, np.int64)], axis=0)
-        t = self.op("Gather", [self.op("Shape", [attention_mask]), self.const(1, np.int64)], axis=0)
-        past = self.op("Sub", [t, s])
+        if past_key is None:
+            t = self.op("Gather", [self.op("Shape", [attention_mask]), self.const(1, np.int64)], axis=0)
+            past = self.op("Sub", [t, s])
+        else:
+            past = self.op("Gather", [self.op("Shape", [past_key]), self.const(2, np.int64)], axis=0)
+            t = self.op("Add", [past, s])
         zero, one = self.const(0, np.int64), self.const(1, np.int64)
         rows = self.op("Add", [self.op("Range", [zero, s, one]), past])
         cols = self.op("Range", [zero, t, one])
@@ -177,7 +183,7 @@ class Body:
         return self.op("Reshape", [out, self.ints(0, 0, -1)]), present_k, present_v
 
 
-def llama_body(c, prefix, consts, with_past):
+def llama_body(c, prefix, consts, with_past, past_from_cache=False):
     """Returns (Body, logits, presents) reading the graph inputs by their Optimum names."""
     b = Body(prefix, consts)
     d, n, kv = c["hidden_size"], c["num_attention_heads"], c["num_key_value_heads"]
@@ -185,7 +191,7 @@ def llama_body(c, prefix, consts, with_past):
     eps = c["rms_norm_eps"]
     w = lambda name: name  # weights are top-level initializers under their checkpoint names
     x = b.op("Gather", [w("model.embed_tokens.weight"), "input_ids"], axis=0)
-    mask, _, _ = b.mask("input_ids", "attention_mask")
+    mask, _, _ = b.mask("input_ids", "attention_mask", "past_key_values.0.key" if with_past and past_from_cache else None)
     inv_freq = 1.0 / (c["rope_theta"] ** (np.arange(0, hd, 2, dtype=np.float32) / hd))
     freqs = b.op("Mul", [b.op("Unsqueeze", [b.op("Cast", ["position_ids"], to=TensorProto.FLOAT), b.ints(2)]),
                          b.const(inv_freq)])
@@ -225,12 +231,13 @@ def llama_body(c, prefix, consts, with_past):
     return b, linear(x, head), presents
 
 
-def gpt2_body(c, prefix, consts, with_past, position_ids):
+def gpt2_body(c, prefix, consts, with_past, position_ids, past_from_cache=False):
     b = Body(prefix, consts)
     d, n = c["n_embd"], c["n_head"]
     hd = d // n
     eps = c["layer_norm_epsilon"]
-    mask, past, s = b.mask("input_ids", "attention_mask")
+    mask, past, s = b.mask("input_ids", "attention_mask",
+                           "past_key_values.0.key" if with_past and past_from_cache else None)
     if position_ids:
         pos = "position_ids"
     else:  # GPT2Model: position_ids = arange(past_length, past_length + seq)
@@ -290,10 +297,10 @@ def io_values(c, kind, with_past, position_ids, static_kv=True):
     return ins, outs
 
 
-def build_body(kind, c, prefix, consts, with_past, position_ids):
+def build_body(kind, c, prefix, consts, with_past, position_ids, past_from_cache=False):
     if kind == "llama":
-        return llama_body(c, prefix, consts, with_past)
-    return gpt2_body(c, prefix, consts, with_past, position_ids)
+        return llama_body(c, prefix, consts, with_past, past_from_cache)
+    return gpt2_body(c, prefix, consts, with_past, position_ids, past_from_cache)
 
 
 def rename_outputs(body, logits, presents, kind, c):
@@ -327,9 +334,9 @@ def used_names(nodes):
     return out
 
 
-def single_model(kind, c, weights, with_past=True, position_ids=True, static_kv=True):
+def single_model(kind, c, weights, with_past=True, position_ids=True, static_kv=True, past_from_cache=False):
     consts = dict(weights)
-    body, logits, presents = build_body(kind, c, "", consts, with_past, position_ids)
+    body, logits, presents = build_body(kind, c, "", consts, with_past, position_ids, past_from_cache)
     names = rename_outputs(body, logits, presents, kind, c)
     ins, outs = io_values(c, kind, with_past, position_ids, static_kv)
     graph = helper.make_graph(body.nodes, "decoder", ins, outs, initializers(consts, used_names(body.nodes)))
@@ -362,14 +369,16 @@ def merged_model(kind, c, weights, position_ids=True):
 
 
 def write_folder(folder, kind, c, layout, seed=0, position_ids=True, external=True, weights=None,
-                 static_kv=True, generation_config=None):
-    """An Optimum export folder of a random-weights model; returns the folder."""
+                 static_kv=True, generation_config=None, past_from_cache=False):
+    """An Optimum export folder of a random-weights model; returns the folder. past_from_cache: the
+    single layout's mask reads the past length from past_key_values.0.key (see Body.mask)."""
     folder = pathlib.Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     if weights is None:
         weights = llama_weights(c, seed) if kind == "llama" else gpt2_weights(c, seed)
     if layout == "single":
-        save(single_model(kind, c, weights, True, position_ids, static_kv), folder / "model.onnx", external)
+        save(single_model(kind, c, weights, True, position_ids, static_kv, past_from_cache), folder / "model.onnx",
+             external)
     elif layout == "merged":
         save(merged_model(kind, c, weights, position_ids), folder / "decoder_model_merged.onnx", external)
     elif layout == "pair":

@@ -114,9 +114,12 @@ np.save(sys.argv[3], np.stack(rows))
 """
 
 FUSED_OPS = {"llama": {"SimplifiedLayerNormalization", "com.microsoft.SkipSimplifiedLayerNormalization",
-                       "com.microsoft.MultiHeadAttention", "com.microsoft.QuickGelu", "com.onnxllm.ApplyRotaryPosEmb"},
-             "gpt2": {"com.microsoft.SkipLayerNormalization", "com.microsoft.MultiHeadAttention",
-                      "com.microsoft.FastGelu"}}
+                       "com.microsoft.QuickGelu", "com.onnxllm.ApplyRotaryPosEmb"},
+             "gpt2": {"com.microsoft.SkipLayerNormalization", "com.microsoft.FastGelu"}}
+# The single file's attention appends to the KV cache in place (genai/model/kv_in_place.h); inside
+# the If branches of merged and pair it stays MultiHeadAttention over the Concat-ed pasts.
+ATTENTION = {"single": "com.microsoft.GroupQueryAttention", "merged": "com.microsoft.MultiHeadAttention",
+             "pair": "com.microsoft.MultiHeadAttention"}
 
 
 def ops_of(folder, fusions):
@@ -138,8 +141,9 @@ def test_fused_nodes_appear_and_match_unfused(folders, kind, layout, tmp_path):
     import numpy as np
     folder = folders[kind, layout]
     fused, unfused = ops_of(folder, True), ops_of(folder, False)
-    assert FUSED_OPS[kind] <= fused, fused  # also inside the If branches of merged and pair
-    assert not (FUSED_OPS[kind] & unfused), unfused
+    assert FUSED_OPS[kind] | {ATTENTION[layout]} <= fused, fused  # also inside the If branches of merged and pair
+    assert not ((FUSED_OPS[kind] | set(ATTENTION.values())) & unfused), unfused
+    assert len(set(ATTENTION.values()) & fused) == 1, fused
     assert "Softmax" in unfused and "Softmax" not in fused
     if kind == "llama":  # 4 query heads on 2 KV heads: repeat_kv's copies are gone; so are rotate_half's nodes
         assert "Expand" in unfused and "Expand" not in fused
@@ -148,6 +152,56 @@ def test_fused_nodes_appear_and_match_unfused(folders, kind, layout, tmp_path):
     assert on.shape == off.shape == (7, 256)
     np.testing.assert_allclose(on, off, rtol=1e-4, atol=1e-4 * np.abs(off).max())
     assert (on.argmax(-1) == off.argmax(-1)).all()
+
+
+BATCH_SCRIPT = """
+import json, sys, onnxllm as og
+model = og.Model(sys.argv[1])
+out = {}
+for beams in (1, 3):
+    params = og.GeneratorParams(model)
+    params.set_search_options(max_length=24, do_sample=False, num_beams=beams, num_return_sequences=beams,
+                              batch_size=2, early_stopping=False, min_length=24)
+    g = og.Generator(model, params)
+    g.append_tokens([[1, 17, 42, 99, 5, 61, 7], [1, 23, 8, 2, 2, 2, 2]])  # the second row right-padded (pad = eos = 2)
+    while not g.is_done():
+        g.generate_next_token()
+    out[beams] = [list(map(int, g.get_sequence(i))) for i in range(2 * beams)]
+json.dump(out, sys.stdout)
+"""
+
+
+def batch_and_beams(folder, fusions):
+    env = dict(os.environ, ONNXLLM_FUSIONS="1" if fusions else "0")
+    p = subprocess.run(["/usr/bin/python3", "-c", BATCH_SCRIPT, str(folder)], capture_output=True, text=True,
+                       env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+@pytest.mark.parametrize("kind", ["llama", "gpt2"])
+def test_kv_in_place(tmp_path, kind):
+    """The single file's attention becomes GroupQueryAttention appending in place: greedy tokens stay
+    ONNX Runtime's, also when the export reads the past length from past_key_values.0.key (a shared
+    buffer holds max_length rows, so those Shape nodes read the logical shape); a padded batch
+    (one shared buffer) and beam search (two buffers) give the unfused graph's tokens."""
+    folder = oe.write_folder(tmp_path / kind, kind, config_of(kind), "single", past_from_cache=True)
+    graph = onnx.load(str(folder / "model.onnx"), load_external_data=False).graph
+    assert any(n.op_type == "Shape" and n.input[0] == "past_key_values.0.key" for n in graph.node)
+    expected = until_eos(ort_greedy(folder, kind), eos_of(folder))
+    assert len(expected) > len(PROMPT) + 3
+    assert generate_ids(folder) == expected
+    info = json.loads(cli("info", "-m", folder, "--json").stdout)
+    counts = {o["op"]: o["count"] for o in info["ops"]}
+    layers = kv_shape(kind, json.loads((folder / "config.json").read_text()))[0]
+    assert counts.get("com.microsoft.GroupQueryAttention") == layers, counts
+    assert "com.microsoft.MultiHeadAttention" not in counts and "Shape" in counts
+    with pytest.raises(Exception, match="cannot apply .*GroupQueryAttention.* attention_bias"):
+        og.Engine(og.Model(str(folder)))  # a paged batch has no one mask for all its sequences
+    fused, unfused = batch_and_beams(folder, True), batch_and_beams(folder, False)
+    assert fused == unfused
+    assert len(fused["1"]) == 2 and len(fused["3"]) == 6
+    assert all(len(row) == 24 for rows in fused.values() for row in rows)
 
 
 def test_python_package_and_c_api(folders):

@@ -38,6 +38,11 @@ void check_attention(const Model& model, const std::string& past_key) {
     ONNXLLM_CHECK(node.domain == "com.microsoft" && node.op_type == "GroupQueryAttention", kUnsupported,
                   "the engine's paged KV cache needs GroupQueryAttention to read '", past_key, "', but ", node.label(),
                   " does (rebuild the model with onnxllm build, or use a Generator)");
+    // Sequences of a paged batch see their own positions; an exported mask (an Optimum export's
+    // attention, genai/model/kv_in_place.h) is one [batch, 1, seq, total] for the whole run.
+    ONNXLLM_CHECK(!node.has_input(10), kUnsupported, "the engine's paged KV cache cannot apply ", node.label(),
+                  "'s attention_bias (an exported attention mask); use a Generator, or build the model with onnxllm "
+                  "build");
   }
 }
 

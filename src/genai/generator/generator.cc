@@ -81,7 +81,7 @@ Generator::Generator(const GeneratorParams& params) : model_(params.model()) {
 
   // KV cache mode: a graph with a fixed past length needs the shared buffer, which beam search
   // cannot use (its rows are reordered every step).
-  bool share = s.past_present_share_buffer && num_beams_ == 1;
+  bool share = (s.past_present_share_buffer || io.kv_in_place) && num_beams_ == 1;
   int capacity = max_length_;
   if (io.static_past_length >= 0 && !io.layers.empty()) {
     ONNXLLM_CHECK(num_beams_ == 1, kInvalidArgument, "the decoder's past inputs have a fixed length (",

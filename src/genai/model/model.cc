@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "genai/model/half_kv_cache.h"
+#include "genai/model/kv_in_place.h"
 #include "genai/model/lm_head.h"
 #include "genai/model/optimum_graph.h"
 #include "onnx/model_loader.h"
@@ -77,6 +78,36 @@ std::string layer_name(const std::string& pattern, const char* field, int layer)
 
 bool is_index_dtype(DType t) { return t == DType::kInt32 || t == DType::kInt64; }
 
+// The names update_kv_in_place needs, when the graph keeps K and V apart per layer and the layer
+// count and KV shape are known (from the config or the first past input's declared dims).
+std::optional<KvInPlaceNames> kv_in_place_names(const Config& config, const Graph& g) {
+  const DecoderConfig& dc = config.model.decoder;
+  if (!dc.inputs.past_names.empty()) return std::nullopt;  // K and V combined per layer
+  KvInPlaceNames names;
+  names.input_ids = dc.inputs.input_ids;
+  names.attention_mask = dc.inputs.attention_mask;
+  names.kv_heads = dc.num_key_value_heads;
+  names.head_size = dc.head_size;
+  for (int l = 0;; ++l) {
+    KvInPlaceNames::Layer layer{layer_name(dc.inputs.past_key_names, "model.decoder.inputs.past_key_names", l),
+                                layer_name(dc.inputs.past_value_names, "model.decoder.inputs.past_value_names", l),
+                                layer_name(dc.outputs.present_key_names, "model.decoder.outputs.present_key_names", l),
+                                layer_name(dc.outputs.present_value_names, "model.decoder.outputs.present_value_names", l)};
+    const int past = g.find_value(layer.past_key);
+    if (past < 0) break;
+    if (l == 0 && g.values[past].dims && g.values[past].dims->size() == 4) {
+      const auto& dims = *g.values[past].dims;
+      if (names.kv_heads == 0 && dims[1] > 0) names.kv_heads = static_cast<int>(dims[1]);
+      if (names.head_size == 0 && dims[3] > 0) names.head_size = static_cast<int>(dims[3]);
+      if (dims[2] >= 0) return std::nullopt;  // a fixed past length: already a buffer of its own size
+    }
+    names.layers.push_back(std::move(layer));
+  }
+  if (names.layers.empty() || (dc.num_hidden_layers > 0 && static_cast<size_t>(dc.num_hidden_layers) != names.layers.size()))
+    return std::nullopt;
+  return names;
+}
+
 }  // namespace
 
 bool Model::is_supported_type(std::string_view type) {
@@ -127,7 +158,14 @@ Model::Model(Config config, std::shared_ptr<Graph> decoder, const ModelOptions& 
   if (const char* env = std::getenv("ONNXLLM_KV_CACHE"); kv_cache == DType::kUndefined && env && *env)
     kv_cache = parse_kv_cache_dtype(env, "ONNXLLM_KV_CACHE");
   if (kv_cache == DType::kFloat16) use_half_kv_cache(*decoder);
+  // Exported attention over Concat(past, new) learns to append in place, after the fusions have
+  // made it one node per layer.
+  bool kv_in_place = false;
+  if (auto names = kv_in_place_names(config_, *decoder))
+    so.after_fusions = [&kv_in_place, names = std::move(*names)](Graph& g) { kv_in_place = update_kv_in_place(g, names); };
   session_ = std::make_shared<Session>(std::move(decoder), so);
+  so.after_fusions = nullptr;
+  io_.kv_in_place = kv_in_place;
   if (split) {
     lm_head_graph_ = split->head;
     lm_head_options_ = so;

@@ -51,6 +51,9 @@ struct DecoderIo {
   int kv_heads = 0;
   int head_size = 0;
   int64_t static_past_length = -1;  // the graph's fixed past sequence dim, -1 when symbolic
+  // The graph appends new rows to a past bound as its present too (genai/model/kv_in_place.h), so
+  // a generator without beams shares one buffer even when the config does not ask for it.
+  bool kv_in_place = false;
 };
 
 struct ModelOptions {
