@@ -118,13 +118,18 @@ struct KvRuns {
 [[gnu::always_inline]] inline void finish_scores(const QueryBlock& qb, int64_t begin, int64_t end,
                                                   const SoftmaxParams& params, float* scores) noexcept {
   if (params.softcap <= 0.0f && !qb.bias) return;
-  for (int64_t m = 0; m < qb.rows; ++m)
+  for (int64_t m = 0; m < qb.rows; ++m) {
+    const float* bias = !qb.bias           ? nullptr
+                        : qb.bias_group > 0 ? qb.bias + m / qb.bias_group * qb.bias_group_stride +
+                                                  m % qb.bias_group * qb.bias_stride
+                                            : qb.bias + m * qb.bias_stride;
     for (int64_t j = begin; j < end; ++j) {
       float x = scores[m * end + j];
       if (params.softcap > 0.0f) x = params.softcap * std::tanh(x / params.softcap);
-      if (qb.bias) x += qb.bias[m * qb.bias_stride + j];
+      if (bias) x += bias[j];
       scores[m * end + j] = x;
     }
+  }
 }
 
 // attend_block's three steps. Scores: x = softcap(scale * dot(q, k_j)) + bias[j], key-major so

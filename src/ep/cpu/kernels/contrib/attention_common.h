@@ -50,7 +50,8 @@ struct KvRows {
 
 // A block of query rows that share one head's keys (e.g. the query heads of one GQA group, for
 // one token or a tile of a prompt's tokens): row m is q + m * q_stride, writes out + m * out_stride,
-// adds bias + m * bias_stride (indexed by absolute key; bias may be null) and, with
+// adds bias + m * bias_stride (indexed by absolute key; bias may be null; with bias_group, bias +
+// (m / bias_group) * bias_group_stride + (m % bias_group) * bias_stride) and, with
 // params.use_sink, uses sinks[m] (or params.sink when sinks is null). With key_begin / key_end
 // (both or neither), row m attends only keys [key_begin[m], key_end[m]) of the block's range:
 // its output has the bits attending that range alone gives.
@@ -61,6 +62,10 @@ struct QueryBlock {
   int64_t out_stride = 0;
   const float* bias = nullptr;
   int64_t bias_stride = 0;
+  // A tile of several tokens: rows come in groups of bias_group (a token's heads), and each
+  // group's bias starts bias_group_stride after the last one's (0: one group, bias_stride apart).
+  int64_t bias_group = 0;
+  int64_t bias_group_stride = 0;
   const float* sinks = nullptr;
   int64_t rows = 1;
   const int64_t* key_begin = nullptr;

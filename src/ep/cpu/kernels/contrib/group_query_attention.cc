@@ -87,12 +87,12 @@ class GroupQueryAttentionKernel final : public OpKernel {
       ctx.set_output(1, d.cache, Shape{d.batch, kv_heads_, 0, d.head_size});
       ctx.set_output(2, d.cache, Shape{d.batch, kv_heads_, 0, d.head_size});
       ctx.request_workspace(
-          layout(d, paged.max_keys, tile_tokens(d, false, ctx.has_input(kHeadSink))).bytes(ctx.num_threads()));
+          layout(d, paged.max_keys, tile_tokens(d, ctx.has_input(kHeadSink))).bytes(ctx.num_threads()));
       return;
     }
     ctx.set_output(1, d.cache, Shape{d.batch, kv_heads_, d.present_len, d.head_size});
     ctx.set_output(2, d.cache, Shape{d.batch, kv_heads_, d.present_len, d.head_size});
-    ctx.request_workspace(layout(d, d.present_len, tile_tokens(d, ctx.has_input(kAttentionBias), ctx.has_input(kHeadSink)))
+    ctx.request_workspace(layout(d, d.present_len, tile_tokens(d, ctx.has_input(kHeadSink)))
                               .bytes(ctx.num_threads()));
   }
   InferDeps infer_deps() const override {
@@ -135,10 +135,9 @@ class GroupQueryAttentionKernel final : public OpKernel {
 
  private:
   // Tokens per prompt tile: enough query rows (tokens x group) to reuse each key and value row
-  // from L1 many times, one token on a decode step, and one with a bias or sinks (their per-row
-  // strides assume one token).
-  int64_t tile_tokens(const GqaDims& d, bool bias, bool sinks) const {
-    if (d.seq == 1 || bias || sinks) return 1;
+  // from L1 many times, one token on a decode step, and one with sinks (indexed by row).
+  int64_t tile_tokens(const GqaDims& d, bool sinks) const {
+    if (d.seq == 1 || sinks) return 1;
     return std::clamp<int64_t>(kTileRows / (heads_ / kv_heads_), 1, d.seq);
   }
 
@@ -434,7 +433,7 @@ class GroupQueryAttentionKernel final : public OpKernel {
     float* out_all = ctx.output(0).data<float>();
     const int64_t h = d.head_size, half = d.rotary_dim / 2, group = d.heads / d.kv_heads;
     const int64_t q_width = d.packed ? d.heads + 2 * d.kv_heads : d.heads;
-    const int64_t tile = tile_tokens(d, ctx.has_input(kAttentionBias), sinks != nullptr);
+    const int64_t tile = tile_tokens(d, sinks != nullptr);
     const int64_t tiles = (d.seq + tile - 1) / tile;
     const int64_t rows = d.batch * tiles * d.kv_heads;
     const int64_t slices = std::clamp<int64_t>((ctx.pool().num_threads() + rows - 1) / std::max<int64_t>(rows, 1), 1, group);
@@ -522,9 +521,11 @@ class GroupQueryAttentionKernel final : public OpKernel {
             qb.key_begin = ranges;
             qb.key_end = ranges + qb.rows;
           }
-          if (!bias.empty()) {  // tile_tokens() is 1 with a bias or sinks
+          if (!bias.empty()) {  // rows are token-major: each token's heads, then the next token's
             qb.bias = attention_bias_row(bias, b, head0, i0);
             qb.bias_stride = bias.dim(1) == 1 ? 0 : d.seq * d.total;
+            qb.bias_group = heads;
+            qb.bias_group_stride = d.total;
           }
           if (sinks) qb.sinks = sinks + head0;
           const int64_t cache_offset =
