@@ -167,6 +167,20 @@ for beams in (1, 3):
     while not g.is_done():
         g.generate_next_token()
     out[beams] = [list(map(int, g.get_sequence(i))) for i in range(2 * beams)]
+params = og.GeneratorParams(model)  # a second turn, a rewind, then a prompt in chunks of 3
+params.set_search_options(max_length=40, do_sample=False, chunk_size=3)
+g = og.Generator(model, params)
+g.append_tokens([1, 17, 42, 99, 5, 61, 7])
+for _ in range(5):
+    g.generate_next_token()
+g.append_tokens([33, 44, 55, 66])
+for _ in range(5):
+    g.generate_next_token()
+out["turns"] = list(map(int, g.get_sequence(0)))
+g.rewind_to(9)
+for _ in range(5):
+    g.generate_next_token()
+out["rewound"] = list(map(int, g.get_sequence(0)))
 json.dump(out, sys.stdout)
 """
 
@@ -184,7 +198,8 @@ def test_kv_in_place(tmp_path, kind):
     """The single file's attention becomes GroupQueryAttention appending in place: greedy tokens stay
     ONNX Runtime's, also when the export reads the past length from past_key_values.0.key (a shared
     buffer holds max_length rows, so those Shape nodes read the logical shape); a padded batch
-    (one shared buffer) and beam search (two buffers) give the unfused graph's tokens."""
+    (one shared buffer), beam search (two buffers), a second turn, a rewind and a chunked prompt
+    give the unfused graph's tokens."""
     folder = oe.write_folder(tmp_path / kind, kind, config_of(kind), "single", past_from_cache=True)
     graph = onnx.load(str(folder / "model.onnx"), load_external_data=False).graph
     assert any(n.op_type == "Shape" and n.input[0] == "past_key_values.0.key" for n in graph.node)
@@ -201,7 +216,8 @@ def test_kv_in_place(tmp_path, kind):
     fused, unfused = batch_and_beams(folder, True), batch_and_beams(folder, False)
     assert fused == unfused
     assert len(fused["1"]) == 2 and len(fused["3"]) == 6
-    assert all(len(row) == 24 for rows in fused.values() for row in rows)
+    assert len(fused["turns"]) == 21 and len(fused["rewound"]) == 14 and len(set(fused["turns"][7:])) > 2
+    assert all(len(row) == 24 for row in fused["1"] + fused["3"])
 
 
 def test_python_package_and_c_api(folders):
