@@ -43,7 +43,7 @@ struct Session::Plan {
   std::vector<const ExecutionProvider*> device_of;  // provider whose device memory holds the value; nullptr: host
   std::vector<Tensor> device_constants;            // initializers copied to a device at creation
   std::vector<std::pair<int, int>> outer_map;     // (value id here, value id in the parent plan)
-  std::vector<int> output_slot;                   // value id -> graph output index (root plan), -1
+  std::vector<int> output_slot;  // value id -> graph output index (root plan; a root If's branches), -1
   size_t max_arity = 0;
   int copies = 0;  // copy steps
 };
@@ -367,6 +367,20 @@ Session::Session(std::shared_ptr<Graph> graph, const SessionOptions& options)
     const int v = graph_->outputs[i];
     if (plan_->output_slot[v] < 0) plan_->output_slot[v] = i;
   }
+  // A root If's branches write the graph outputs it returns straight into their bound memory, as
+  // root steps do (a KV cache bound as past and present is then updated in place by the branch).
+  for (auto& step : plan_->steps) {
+    for (auto& branch : step.branches) {
+      branch->output_slot.assign(branch->device_of.size(), -1);
+      const auto& outs = branch->graph->outputs;
+      for (size_t i = 0; i < outs.size() && i < step.outputs.size(); ++i) {
+        const int v = step.outputs[i];
+        if (v >= 0 && plan_->device_of[v] == nullptr && branch->device_of[outs[i]] == nullptr &&
+            branch->output_slot[outs[i]] < 0)
+          branch->output_slot[outs[i]] = plan_->output_slot[v];
+      }
+    }
+  }
   for (int v : graph_->inputs) inputs_.push_back(io_info(graph_->values[v]));
   for (int v : graph_->outputs) outputs_.push_back(io_info(graph_->values[v]));
 }
@@ -533,7 +547,7 @@ void Session::execute(const Plan& plan, ExecutionFrame& frame, std::span<const T
       ++level.device_blocks;
       return TensorView(p, spec.dtype, spec.shape, allocator.device());
     }
-    if (binding && plan.output_slot[v] >= 0) {
+    if (binding && !plan.output_slot.empty() && plan.output_slot[v] >= 0) {
       auto& slot = binding->outputs_[plan.output_slot[v]];
       void* p;
       if (slot.user) {
@@ -597,14 +611,14 @@ void Session::execute(const Plan& plan, ExecutionFrame& frame, std::span<const T
         ONNXLLM_CHECK(branch.graph->outputs.size() == n_out, kInvalidModel, "branch '", branch.graph->name,
                       "' has ", branch.graph->outputs.size(), " outputs but the node has ", n_out);
         frame.level(&branch, branch.initial_values);
-        execute(branch, frame, level.values, nullptr);
+        execute(branch, frame, level.values, binding);
         FrameLevel& sub = *frame.levels.at(&branch);
         for (size_t i = 0; i < n_out; ++i) {
           const TensorView& src = sub.values[branch.graph->outputs[i]];
           if (step.outputs[i] < 0) continue;
           OutputSpec spec{src.dtype(), src.shape(), -1};
           TensorView dst = place_output(step.outputs[i], spec, step.inputs);
-          if (src.bytes()) std::memcpy(dst.raw(), src.raw(), src.bytes());
+          if (src.bytes() && dst.raw() != src.raw()) std::memcpy(dst.raw(), src.raw(), src.bytes());
           level.values[step.outputs[i]] = dst;
         }
         for (int v : branch.graph->outputs) release(sub, memory, v);

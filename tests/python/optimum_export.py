@@ -345,9 +345,9 @@ def single_model(kind, c, weights, with_past=True, position_ids=True, static_kv=
     return model
 
 
-def merged_model(kind, c, weights, position_ids=True):
+def merged_model(kind, c, weights, position_ids=True, past_from_cache=False):
     consts = dict(weights)
-    wp, wl, wpres = build_body(kind, c, "wp/", consts, True, position_ids)
+    wp, wl, wpres = build_body(kind, c, "wp/", consts, True, position_ids, past_from_cache)
     names = rename_outputs(wp, wl, wpres, kind, c)
     np_, nl, npres = build_body(kind, c, "np/", consts, False, position_ids)
     rename_outputs(np_, nl, npres, kind, c)
@@ -371,7 +371,7 @@ def merged_model(kind, c, weights, position_ids=True):
 def write_folder(folder, kind, c, layout, seed=0, position_ids=True, external=True, weights=None,
                  static_kv=True, generation_config=None, past_from_cache=False):
     """An Optimum export folder of a random-weights model; returns the folder. past_from_cache: the
-    single layout's mask reads the past length from past_key_values.0.key (see Body.mask)."""
+    with-past graph's mask reads the past length from past_key_values.0.key (see Body.mask)."""
     folder = pathlib.Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     if weights is None:
@@ -380,10 +380,12 @@ def write_folder(folder, kind, c, layout, seed=0, position_ids=True, external=Tr
         save(single_model(kind, c, weights, True, position_ids, static_kv, past_from_cache), folder / "model.onnx",
              external)
     elif layout == "merged":
-        save(merged_model(kind, c, weights, position_ids), folder / "decoder_model_merged.onnx", external)
+        save(merged_model(kind, c, weights, position_ids, past_from_cache), folder / "decoder_model_merged.onnx",
+             external)
     elif layout == "pair":
         save(single_model(kind, c, weights, False, position_ids, static_kv), folder / "decoder_model.onnx", external)
-        save(single_model(kind, c, weights, True, position_ids, static_kv), folder / "decoder_with_past_model.onnx",
+        save(single_model(kind, c, weights, True, position_ids, static_kv, past_from_cache),
+             folder / "decoder_with_past_model.onnx",
              external)
     else:
         raise ValueError(layout)

@@ -116,10 +116,11 @@ np.save(sys.argv[3], np.stack(rows))
 FUSED_OPS = {"llama": {"SimplifiedLayerNormalization", "com.microsoft.SkipSimplifiedLayerNormalization",
                        "com.microsoft.QuickGelu", "com.onnxllm.ApplyRotaryPosEmb"},
              "gpt2": {"com.microsoft.SkipLayerNormalization", "com.microsoft.FastGelu"}}
-# The single file's attention appends to the KV cache in place (genai/model/kv_in_place.h); inside
-# the If branches of merged and pair it stays MultiHeadAttention over the Concat-ed pasts.
-ATTENTION = {"single": "com.microsoft.GroupQueryAttention", "merged": "com.microsoft.MultiHeadAttention",
-             "pair": "com.microsoft.MultiHeadAttention"}
+# Attention over the pasts appends to the KV cache in place (genai/model/kv_in_place.h): in the
+# single file and in the with-past branch of merged and pair; their first-step branch, which has
+# no past, keeps MultiHeadAttention.
+GQA, MHA = "com.microsoft.GroupQueryAttention", "com.microsoft.MultiHeadAttention"
+ATTENTION = {"single": {GQA}, "merged": {GQA, MHA}, "pair": {GQA, MHA}}
 
 
 def ops_of(folder, fusions):
@@ -141,9 +142,9 @@ def test_fused_nodes_appear_and_match_unfused(folders, kind, layout, tmp_path):
     import numpy as np
     folder = folders[kind, layout]
     fused, unfused = ops_of(folder, True), ops_of(folder, False)
-    assert FUSED_OPS[kind] | {ATTENTION[layout]} <= fused, fused  # also inside the If branches of merged and pair
-    assert not ((FUSED_OPS[kind] | set(ATTENTION.values())) & unfused), unfused
-    assert len(set(ATTENTION.values()) & fused) == 1, fused
+    assert FUSED_OPS[kind] | ATTENTION[layout] <= fused, fused  # also inside the If branches of merged and pair
+    assert not ((FUSED_OPS[kind] | {GQA, MHA}) & unfused), unfused
+    assert {GQA, MHA} & fused == ATTENTION[layout], fused
     assert "Softmax" in unfused and "Softmax" not in fused
     if kind == "llama":  # 4 query heads on 2 KV heads: repeat_kv's copies are gone; so are rotate_half's nodes
         assert "Expand" in unfused and "Expand" not in fused
@@ -193,25 +194,37 @@ def batch_and_beams(folder, fusions):
     return json.loads(p.stdout)
 
 
+def reads_past_shape(graph):
+    for n in graph.node:
+        if n.op_type == "Shape" and n.input[0] == "past_key_values.0.key":
+            return True
+        if any(reads_past_shape(a.g) for a in n.attribute if a.type == onnx.AttributeProto.GRAPH):
+            return True
+    return False
+
+
 @pytest.mark.parametrize("kind", ["llama", "gpt2"])
-def test_kv_in_place(tmp_path, kind):
-    """The single file's attention becomes GroupQueryAttention appending in place: greedy tokens stay
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_kv_in_place(tmp_path, kind, layout):
+    """Attention over the pasts becomes GroupQueryAttention appending in place (in merged and pair:
+    in the with-past branch, whose outputs then go straight to the bound cache): greedy tokens stay
     ONNX Runtime's, also when the export reads the past length from past_key_values.0.key (a shared
     buffer holds max_length rows, so those Shape nodes read the logical shape); a padded batch
     (one shared buffer), beam search (two buffers), a second turn, a rewind and a chunked prompt
     give the unfused graph's tokens."""
-    folder = oe.write_folder(tmp_path / kind, kind, config_of(kind), "single", past_from_cache=True)
-    graph = onnx.load(str(folder / "model.onnx"), load_external_data=False).graph
-    assert any(n.op_type == "Shape" and n.input[0] == "past_key_values.0.key" for n in graph.node)
+    folder = oe.write_folder(tmp_path / kind, kind, config_of(kind), layout, past_from_cache=True)
+    file = {"single": "model.onnx", "merged": "decoder_model_merged.onnx", "pair": "decoder_with_past_model.onnx"}
+    assert reads_past_shape(onnx.load(str(folder / file[layout]), load_external_data=False).graph)
     expected = until_eos(ort_greedy(folder, kind), eos_of(folder))
     assert len(expected) > len(PROMPT) + 3
     assert generate_ids(folder) == expected
     info = json.loads(cli("info", "-m", folder, "--json").stdout)
     counts = {o["op"]: o["count"] for o in info["ops"]}
     layers = kv_shape(kind, json.loads((folder / "config.json").read_text()))[0]
-    assert counts.get("com.microsoft.GroupQueryAttention") == layers, counts
-    assert "com.microsoft.MultiHeadAttention" not in counts and "Shape" in counts
-    with pytest.raises(Exception, match="cannot apply .*GroupQueryAttention.* attention_bias"):
+    assert counts.get(GQA) == layers, counts
+    assert counts.get(MHA) == (None if layout == "single" else layers), counts  # the first-step branch
+    refusal = "cannot apply .*GroupQueryAttention.* attention_bias" if layout == "single" else "needs GroupQueryAttention"
+    with pytest.raises(Exception, match=refusal):
         og.Engine(og.Model(str(folder)))  # a paged batch has no one mask for all its sequences
     fused, unfused = batch_and_beams(folder, True), batch_and_beams(folder, False)
     assert fused == unfused

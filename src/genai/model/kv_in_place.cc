@@ -1,5 +1,6 @@
 #include "genai/model/kv_in_place.h"
 
+#include <algorithm>
 #include <optional>
 #include <set>
 
@@ -45,7 +46,7 @@ std::optional<LayerMatch> match_layer(const Graph& g, const KvInPlaceNames::Laye
   m.present_key = g.find_value(names.present_key);
   m.present_value = g.find_value(names.present_value);
   for (const int v : {m.past_key, m.past_value})
-    if (v < 0 || !g.values[v].is_graph_input) return std::nullopt;
+    if (v < 0 || !(g.values[v].is_graph_input || g.values[v].is_outer)) return std::nullopt;
   for (const int v : {m.present_key, m.present_value})
     if (v < 0 || !g.values[v].is_graph_output) return std::nullopt;
   m.concat_key = concat_of(g, m.past_key, m.present_key);
@@ -101,12 +102,13 @@ std::string unused_name(const Graph& g, const std::string& base) {
   return name;
 }
 
-}  // namespace
-
-bool update_kv_in_place(Graph& g, const KvInPlaceNames& names) {
+// update_kv_in_place on one graph: the decoder, or an If branch reading the decoder's inputs as
+// outer values (names.layers' presents then name the branch's outputs).
+bool rewrite(Graph& g, const KvInPlaceNames& names) {
   if (names.layers.empty() || names.kv_heads <= 0 || names.head_size <= 0 || g.opset("") < 13) return false;
   const int mask = g.find_value(names.attention_mask), ids = g.find_value(names.input_ids);
-  if (mask < 0 || ids < 0 || !g.values[mask].is_graph_input || !g.values[ids].is_graph_input) return false;
+  auto is_input = [&](int v) { return v >= 0 && (g.values[v].is_graph_input || g.values[v].is_outer); };
+  if (!is_input(mask) || !is_input(ids)) return false;
   std::vector<LayerMatch> layers;
   for (const auto& l : names.layers) {
     auto m = match_layer(g, l);
@@ -231,6 +233,33 @@ bool update_kv_in_place(Graph& g, const KvInPlaceNames& names) {
   g.relink();
   g.remove_dead_nodes();
   return true;
+}
+
+}  // namespace
+
+bool update_kv_in_place(Graph& g, const KvInPlaceNames& names) {
+  if (rewrite(g, names)) return true;
+  // Optimum's merged file and the joined pair: the layers are in a branch of the If that returns
+  // the presents (the with-past one), under the branch's own output names.
+  for (const Node& node : g.nodes) {
+    if (!node.domain.empty() || node.op_type != "If") continue;
+    for (const char* which : {"then_branch", "else_branch"}) {
+      const std::shared_ptr<Graph> branch = node.attr_graph(which);
+      if (!branch) continue;
+      KvInPlaceNames in_branch = names;
+      bool found = true;
+      for (auto& layer : in_branch.layers)
+        for (std::string* present : {&layer.present_key, &layer.present_value}) {
+          const int v = g.find_value(*present);
+          const auto at = std::find(node.outputs.begin(), node.outputs.end(), v);
+          const size_t i = static_cast<size_t>(at - node.outputs.begin());
+          found = found && v >= 0 && at != node.outputs.end() && i < branch->outputs.size();
+          if (found) *present = branch->values[branch->outputs[i]].name;
+        }
+      if (found && rewrite(*branch, in_branch)) return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace onnxllm::genai

@@ -161,7 +161,8 @@ TEST(Session, ConstantFoldingRemovesConstantNodes) {
   EXPECT_EQ(plain.run({{"x", x}})[0].data<float>()[1], 9.f);
 }
 
-TEST(Session, IfRunsTheChosenBranchWithOuterValues) {
+// cond ? x + x : x * x, as one If.
+std::shared_ptr<Graph> if_graph() {
   auto g = test::new_graph();
   add_input(*g, "cond", DType::kBool, {});
   add_input(*g, "x", DType::kFloat32, {2});
@@ -184,10 +185,41 @@ TEST(Session, IfRunsTheChosenBranchWithOuterValues) {
   n.implicit_inputs = {g->find_value("x")};
   g->relink();
   add_output(*g, "y");
-  Session session(g, {});
+  return g;
+}
+
+TEST(Session, IfRunsTheChosenBranchWithOuterValues) {
+  Session session(if_graph(), {});
   Tensor x = Tensor::from<float>(Shape{2}, std::vector<float>{3, 4});
   EXPECT_EQ(session.run({{"cond", Tensor::scalar<bool>(true)}, {"x", x}})[0].data<float>()[1], 8.f);
   EXPECT_EQ(session.run({{"cond", Tensor::scalar<bool>(false)}, {"x", x}})[0].data<float>()[1], 16.f);
+}
+
+TEST(Session, IfBranchesWriteTheGraphOutputsInTheirBoundMemory) {
+  // The branch's node writes the If's output where it is bound, not into the arena and then a copy
+  // (a KV cache bound as past and present is updated in place by the branch that reads it).
+  Session session(if_graph(), {});
+  IoBinding binding(session);
+  Tensor x = Tensor::from<float>(Shape{2}, std::vector<float>{3, 4});
+  alignas(64) float out[2] = {0, 0};
+  binding.bind_input("x", x.view());
+  binding.bind_output("y", out, sizeof(out));
+  for (const bool cond : {true, false}) {
+    Tensor c = Tensor::scalar<bool>(cond);
+    binding.bind_input("cond", c.view());
+    session.run(binding);
+    EXPECT_EQ(binding.output(0).raw(), static_cast<void*>(out));
+    EXPECT_EQ(out[0], cond ? 6.f : 9.f);
+    EXPECT_EQ(out[1], cond ? 8.f : 16.f);
+    const auto& memory = binding.last_run_stats().memory;
+    EXPECT_EQ(memory.planned + memory.searched, 0u) << "the branch's output went through the arena";
+  }
+  binding.unbind_output(0);  // owned by the binding: written in place as well
+  Tensor c = Tensor::scalar<bool>(true);
+  binding.bind_input("cond", c.view());
+  session.run(binding);
+  EXPECT_EQ(binding.output(0).data<float>()[1], 8.f);
+  EXPECT_EQ(binding.last_run_stats().memory.planned + binding.last_run_stats().memory.searched, 0u);
 }
 
 }  // namespace
