@@ -8,8 +8,10 @@ torch.onnx.export writes for transformers' LlamaForCausalLM) and built with `onn
 Runs are interleaved (one round = each runner once), fp32, same thread count; medians over rounds.
 
 usage: optimum_bench.py WORK_DIR [--hidden 512] [--intermediate 1408] [--layers 8] [--heads 8]
-       [--kv-heads 2] [--vocab 32000] [--threads 2] [--prompt-len 64] [--gen-len 32] [--rounds 3]
-       [--layout single|merged|pair] [--skip-ort] [--cpu]
+       [--kv-heads 2] [--vocab 32000] [--threads 2] [--prompt-len 64[,1900,...]] [--gen-len 32]
+       [--rounds 3] [--layout single|merged|pair] [--skip-ort] [--cpu]
+Several prompt lengths run one after another, each with its own interleaved rounds: fusions
+matter more with context (the unfused graph's attention and KV Concat grow with it).
 --cpu: instead of wall-clock tokens/s, decode tokens per CPU second on one thread (the CPU time of
 a run with --gen-len more tokens minus that of a run with 2, via getrusage of the child), which a
 machine shared with other jobs disturbs far less than the wall clock.
@@ -73,7 +75,7 @@ def main():
     ap.add_argument("--kv-heads", type=int, default=2)
     ap.add_argument("--vocab", type=int, default=32000)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--prompt-len", type=int, default=64)
+    ap.add_argument("--prompt-len", default="64", help="one length or a comma-separated list")
     ap.add_argument("--gen-len", type=int, default=32)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--layout", default="single", choices=["single", "merged", "pair"])
@@ -82,6 +84,12 @@ def main():
     ap.add_argument("--cli", default=str(ROOT / "build/bin/onnxllm"))
     ap.add_argument("--oracle", default=str(ROOT / "build/oracle"))
     a = ap.parse_args()
+    try:
+        prompt_lens = [int(p) for p in a.prompt_len.split(",")]
+    except ValueError:
+        sys.exit(f"--prompt-len: expected lengths separated by commas, got {a.prompt_len!r}")
+    if any(p < 1 for p in prompt_lens):
+        sys.exit(f"--prompt-len: lengths must be >= 1, got {a.prompt_len!r}")
     work = pathlib.Path(a.work)
     hf, opt, genai = work / "hf", work / f"optimum-{a.layout}", work / "genai-fp32"
     head_dim = a.hidden // a.heads
@@ -96,13 +104,24 @@ def main():
     if not genai.exists():
         run([a.cli, "build", "-i", str(hf), "-o", str(genai), "-p", "fp32", "-q"])
 
-    rng = np.random.default_rng(0)
-    ids = ",".join(str(int(t)) for t in rng.integers(3, a.vocab, a.prompt_len))
-
     threads = 1 if a.cpu else a.threads
+    summary = []
+    for prompt_len in prompt_lens:
+        summary.append((prompt_len, measure(a, opt, genai, head_dim, threads, prompt_len)))
+    if len(summary) > 1:
+        print("prompt  fused/unfused  fused/genai  fused/ORT")
+        for p, r in summary:
+            ort = f"{r['ort']:.2f}x" if "ort" in r else "-"
+            print(f"{p:6d}  {r['unfused']:12.2f}x  {r['genai']:10.2f}x  {ort:>9}")
+
+
+def measure(a, opt, genai, head_dim, threads, prompt_len):
+    """Interleaved rounds at one prompt length; prints them and returns fused / each other runner."""
+    rng = np.random.default_rng(0)
+    ids = ",".join(str(int(t)) for t in rng.integers(3, a.vocab, prompt_len))
 
     def bench_cmd(folder, gen):
-        return [a.cli, "bench", "-m", str(folder), "--prompt-len", str(a.prompt_len), "--gen-len", str(gen), "--reps",
+        return [a.cli, "bench", "-m", str(folder), "--prompt-len", str(prompt_len), "--gen-len", str(gen), "--reps",
                 "1", "--threads", str(threads), "--json", "--no-bandwidth"]
 
     def ort_cmd(gen):
@@ -130,14 +149,16 @@ def main():
     for r in range(a.rounds):
         for name, fn in runners.items():
             results[name].append(fn())
-        print(f"round {r + 1}: " + ", ".join(f"{k} {v[-1]:.1f}" for k, v in results.items()), flush=True)
+        print(f"prompt {prompt_len} round {r + 1}: " + ", ".join(f"{k} {v[-1]:.1f}" for k, v in results.items()),
+              flush=True)
     med = {k: statistics.median(v) for k, v in results.items()}
     unit = "decode_tokens_per_cpu_s" if a.cpu else "decode_tokens_per_s"
-    print(json.dumps({unit + "_median": med, "threads": threads, "rounds": results}, indent=1))
+    print(json.dumps({unit + "_median": med, "threads": threads, "prompt_len": prompt_len, "rounds": results}, indent=1))
     print(f"fused / unfused: {med['fused'] / med['unfused']:.2f}x")
     print(f"fused / genai build: {med['fused'] / med['genai']:.2f}x")
     if "ort" in med:
         print(f"fused / ONNX Runtime: {med['fused'] / med['ort']:.2f}x")
+    return {k: med["fused"] / v for k, v in med.items() if k != "fused"}
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """benchmarks/batch_ratio.py and context_ratio.py (and their shared alternate.py) on stories260K:
 the generators they step make exactly the tokens asked for, the printed ratios are what the
-printed step times give, and bad arguments exit with a message naming them."""
+printed step times give, and bad arguments exit with a message naming them (optimum_bench.py's
+too)."""
 
 import re
 import statistics
@@ -105,3 +106,13 @@ def test_folder_without_genai_config(tmp_path, script):
     result = run(script, "-m", tmp_path)
     assert result.returncode != 0
     assert "genai_config.json" in result.stderr and "onnxllm config -m DIR" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("lengths,message", [("64,abc", "expected lengths separated by commas"),
+                                             ("64,0", "lengths must be >= 1")])
+def test_optimum_bench_prompt_lengths(tmp_path, lengths, message):
+    """Checked before anything is written (a model of ~0.5 GB)."""
+    work = tmp_path / "work"
+    result = run("optimum_bench.py", work, "--prompt-len", lengths)
+    assert result.returncode != 0 and message in result.stderr, result.stderr
+    assert not work.exists()
