@@ -143,10 +143,11 @@ class Body:
         """[B, S, n*d] -> [B, n, S, d]"""
         return self.op("Transpose", [self.op("Reshape", [x, self.ints(0, 0, n, d)])], perm=[0, 2, 1, 3])
 
-    def mask(self, input_ids, attention_mask, past_key=None):
+    def mask(self, input_ids, attention_mask, past_key=None, window=None):
         """transformers' 4-D mask [B, 1, S, T]: 0 where attended, float32's lowest elsewhere. The past
         length is T - S from the mask's length, or with past_key that input's dim 2, as newer
-        transformers read it (DynamicCache.get_seq_length)."""
+        transformers read it (DynamicCache.get_seq_length). With a window (Mistral's
+        sliding_window), query i also sees only keys j > i - window."""
         s = self.op("Gather", [self.op("Shape", [input_ids]), self.const(1, np.int64)], axis=0)
         if past_key is None:
             t = self.op("Gather", [self.op("Shape", [attention_mask]), self.const(1, np.int64)], axis=0)
@@ -161,6 +162,9 @@ class Body:
                                                      self.op("Unsqueeze", [rows, self.ints(1)])])])
         pad = self.op("Unsqueeze", [self.op("Cast", [attention_mask], to=TensorProto.BOOL), self.ints(1, 2)])
         ok = self.op("And", [causal, pad])
+        if window:
+            behind = self.op("Sub", [self.op("Unsqueeze", [rows, self.ints(1)]), self.op("Unsqueeze", [cols, self.ints(0)])])
+            ok = self.op("And", [ok, self.op("Less", [behind, self.const(window, np.int64)])])
         return self.op("Where", [ok, self.const(0.0), self.const(LOWEST)]), past, s
 
     def attention(self, q, k, v, past_k, past_v, n_heads, n_kv, d, mask, li):
@@ -191,7 +195,9 @@ def llama_body(c, prefix, consts, with_past, past_from_cache=False):
     eps = c["rms_norm_eps"]
     w = lambda name: name  # weights are top-level initializers under their checkpoint names
     x = b.op("Gather", [w("model.embed_tokens.weight"), "input_ids"], axis=0)
-    mask, _, _ = b.mask("input_ids", "attention_mask", "past_key_values.0.key" if with_past and past_from_cache else None)
+    window = c.get("sliding_window") if c["model_type"] == "mistral" else None  # else a Llama
+    mask, _, _ = b.mask("input_ids", "attention_mask", "past_key_values.0.key" if with_past and past_from_cache else None,
+                        window)
     inv_freq = 1.0 / (c["rope_theta"] ** (np.arange(0, hd, 2, dtype=np.float32) / hd))
     freqs = b.op("Mul", [b.op("Unsqueeze", [b.op("Cast", ["position_ids"], to=TensorProto.FLOAT), b.ints(2)]),
                          b.const(inv_freq)])

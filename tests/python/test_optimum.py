@@ -223,14 +223,87 @@ def test_kv_in_place(tmp_path, kind, layout):
     layers = kv_shape(kind, json.loads((folder / "config.json").read_text()))[0]
     assert counts.get(GQA) == layers, counts
     assert counts.get(MHA) == (None if layout == "single" else layers), counts  # the first-step branch
-    refusal = "cannot apply .*GroupQueryAttention.* attention_bias" if layout == "single" else "needs GroupQueryAttention"
-    with pytest.raises(Exception, match=refusal):
-        og.Engine(og.Model(str(folder)))  # a paged batch has no one mask for all its sequences
+    if layout != "single":  # the past also decides the branch
+        with pytest.raises(Exception, match="needs GroupQueryAttention"):
+            og.Engine(og.Model(str(folder)))
     fused, unfused = batch_and_beams(folder, True), batch_and_beams(folder, False)
     assert fused == unfused
     assert len(fused["1"]) == 2 and len(fused["3"]) == 6
     assert len(fused["turns"]) == 21 and len(fused["rewound"]) == 14 and len(set(fused["turns"][7:])) > 2
     assert all(len(row) == 24 for row in fused["1"] + fused["3"])
+
+
+def greedy_tokens(model, prompt, max_length):
+    params = og.GeneratorParams(model)
+    params.set_search_options(do_sample=False, max_length=max_length)
+    generator = og.Generator(model, params)
+    generator.append_tokens(prompt)
+    while not generator.is_done():
+        generator.generate_next_token()
+    return list(generator.get_sequence(0))[len(prompt):]
+
+
+def engine_tokens(model, prompts, max_length):
+    """All prompts in one og.Engine at once (a ragged batch of prefills, then of decodes)."""
+    engine = og.Engine(model)
+    for i, prompt in enumerate(prompts):
+        params = og.GeneratorParams(model)
+        params.set_search_options(do_sample=False, max_length=max_length)
+        request = og.Request(params)
+        request.add_tokens(prompt)
+        request.set_opaque_data({"index": i})
+        engine.add_request(request)
+    out = {i: [] for i in range(len(prompts))}
+    for _ in range(10 * max_length * len(prompts)):
+        if not engine.has_pending_requests():
+            break
+        request = engine.step()
+        if request is None:
+            continue
+        while request.has_unseen_tokens():
+            out[request.get_opaque_data()["index"]].append(request.get_unseen_token())
+        if request.is_done():
+            engine.remove_request(request)
+    return [out[i] for i in range(len(prompts))]
+
+
+@pytest.mark.parametrize("window", [None, 5])
+def test_engine_serves_an_export(tmp_path, window):
+    """The engine runs an export whose family's mask is known (config.json): causal and padding,
+    plus Mistral's sliding window, which GroupQueryAttention then applies itself (a paged batch
+    leaves the bias out). Each request's greedy tokens equal og.Generator's, which runs the
+    exported mask; with the window, also ONNX Runtime's on the file."""
+    c = oe.llama_config(**({"model_type": "mistral", "architectures": ["MistralForCausalLM"], "sliding_window": window}
+                           if window else {}))
+    folder = oe.write_folder(tmp_path / "export", "llama", c, "single")
+    if window:
+        expected = until_eos(ort_greedy(folder, "llama", steps=16), eos_of(folder))
+        assert len(expected) > len(PROMPT) + window
+        assert generate_ids(folder, steps=16) == expected
+    model = og.Model(str(folder))
+    prompts = [PROMPT, [1, 9, 8], [1, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39], [1, 50]]
+    expected = [greedy_tokens(model, p, 28) for p in prompts]
+    assert all(len(t) > 3 for t in expected), expected
+    assert engine_tokens(model, prompts, 28) == expected
+
+
+def test_engine_refuses_positions_from_the_past(folders):
+    with pytest.raises(Exception, match="needs the decoder's position_ids input"):
+        og.Engine(og.Model(str(folders["gpt2", "single"])))  # written without position_ids
+
+
+@pytest.mark.parametrize("overrides", [
+    {"model_type": "mistral", "layer_types": ["sliding_attention"] * 2, "sliding_window": 4},  # per layer
+    {"model_type": "qwen2", "use_sliding_window": True, "sliding_window": 4},  # per layer (max_window_layers)
+    {"model_type": "mistral", "sliding_window": "4"},  # not a number of tokens
+    {"model_type": "falcon"},  # a family whose mask is not known here
+])
+def test_engine_refuses_masks_it_does_not_know(tmp_path, overrides):
+    """A mask config.json does not describe stays with the Generator, by name."""
+    folder = oe.write_folder(tmp_path / "export", "llama", oe.llama_config(**overrides), "single")
+    (folder / "config.json").write_text(json.dumps(oe.llama_config(**overrides)))
+    with pytest.raises(Exception, match="cannot apply .* attention_bias"):
+        og.Engine(og.Model(str(folder)))
 
 
 def test_python_package_and_c_api(folders):

@@ -326,4 +326,33 @@ Json infer_optimum_config(const fs::path& dir) {
   return Json{{"model", model}, {"search", search}};
 }
 
+std::optional<ExportedMask> exported_mask(const std::filesystem::path& dir) {
+  // Families whose mask is causal + padding on every layer; the second list also slides a window
+  // of config.sliding_window tokens on every layer (null: none).
+  static const std::vector<std::string> kCausal = {"llama", "gpt2", "granite", "olmo", "olmo2", "gemma", "phi",
+                                                   "qwen2", "qwen3"};
+  static const std::vector<std::string> kSliding = {"mistral", "mixtral", "phi3", "starcoder2"};
+  Json hf;
+  try {
+    hf = read_ordered_json_file(dir / "config.json");
+  } catch (const Error&) {
+    return std::nullopt;
+  }
+  if (!hf.is_object() || !hf.contains("model_type") || !hf["model_type"].is_string()) return std::nullopt;
+  const std::string type = hf["model_type"].get<std::string>();
+  const bool causal = std::find(kCausal.begin(), kCausal.end(), type) != kCausal.end();
+  const bool sliding = std::find(kSliding.begin(), kSliding.end(), type) != kSliding.end();
+  if ((!causal && !sliding) || hf.contains("layer_types")) return std::nullopt;
+  if (hf.contains("use_sliding_window") && !(hf["use_sliding_window"].is_boolean() && !hf["use_sliding_window"].get<bool>()))
+    return std::nullopt;
+  ExportedMask mask;
+  if (sliding && hf.contains("sliding_window") && !hf["sliding_window"].is_null()) {
+    const Json& w = hf["sliding_window"];
+    if (!w.is_number_integer() || w.get<int64_t>() < 1 || w.get<int64_t>() > std::numeric_limits<int32_t>::max())
+      return std::nullopt;
+    mask.sliding_window = static_cast<int>(w.get<int64_t>());
+  }
+  return mask;
+}
+
 }  // namespace onnxllm::genai

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 namespace onnxllm::genai {
@@ -22,5 +23,15 @@ bool is_optimum_folder(const std::filesystem::path& dir);
 // inferred, the inputs of a graph that fits no known layout, or both sides of a
 // contradiction between config.json and the graph.
 nlohmann::ordered_json infer_optimum_config(const std::filesystem::path& dir);
+
+// What the 4-D attention mask of an export of <dir>/config.json's model holds, as transformers'
+// modeling code builds it for the families listed in the .cc: causality and padding, plus a
+// sliding window (tokens, 0 for none) for those that slide on every layer. nullopt without a
+// readable config.json, for other families, and for per-layer windows (layer_types,
+// use_sliding_window on Qwen2/Qwen3), whose masks this does not describe.
+struct ExportedMask {
+  int sliding_window = 0;
+};
+std::optional<ExportedMask> exported_mask(const std::filesystem::path& dir);
 
 }  // namespace onnxllm::genai

@@ -39,10 +39,15 @@ void check_attention(const Model& model, const std::string& past_key) {
                   "the engine's paged KV cache needs GroupQueryAttention to read '", past_key, "', but ", node.label(),
                   " does (rebuild the model with onnxllm build, or use a Generator)");
     // Sequences of a paged batch see their own positions; an exported mask (an Optimum export's
-    // attention, genai/model/kv_in_place.h) is one [batch, 1, seq, total] for the whole run.
-    ONNXLLM_CHECK(!node.has_input(10), kUnsupported, "the engine's paged KV cache cannot apply ", node.label(),
-                  "'s attention_bias (an exported attention mask); use a Generator, or build the model with onnxllm "
-                  "build");
+    // attention, genai/model/kv_in_place.h) is one [batch, 1, seq, total] for the whole run, left
+    // out when the export's family is known to mask only what the kernel masks itself.
+    ONNXLLM_CHECK(!node.has_input(10) || node.attr_int("onnxllm_causal_bias", 0) == 1, kUnsupported,
+                  "the engine's paged KV cache cannot apply ", node.label(),
+                  "'s attention_bias (an exported attention mask of a family whose mask onnxllm does not know); "
+                  "use a Generator, or build the model with onnxllm build");
+    ONNXLLM_CHECK(!node.has_input(10) || model.io().position_ids >= 0, kUnsupported,
+                  "the engine needs the decoder's position_ids input to run an exported attention (this export "
+                  "counts positions from the past length); use a Generator");
   }
 }
 

@@ -217,6 +217,10 @@ bool rewrite(Graph& g, const KvInPlaceNames& names) {
     std::vector<Attribute> attributes = {int_attribute("num_heads", a.attr_int("num_heads", 0)),
                                          int_attribute("kv_num_heads", names.kv_heads)};
     if (a.has_attr("scale")) attributes.push_back(float_attribute("scale", a.attr_float("scale", 0.0f)));
+    if (names.causal_mask && bias >= 0) {
+      attributes.push_back(int_attribute("onnxllm_causal_bias", 1));
+      if (names.local_window > 0) attributes.push_back(int_attribute("local_window_size", names.local_window));
+    }
     a.op_type = "GroupQueryAttention";
     a.opset = 1;
     a.attributes = std::move(attributes);

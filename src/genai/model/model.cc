@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/thread_pool.h"
 #include "genai/model/half_kv_cache.h"
+#include "genai/config/optimum_config.h"
 #include "genai/model/kv_in_place.h"
 #include "genai/model/lm_head.h"
 #include "genai/model/optimum_graph.h"
@@ -105,6 +106,10 @@ std::optional<KvInPlaceNames> kv_in_place_names(const Config& config, const Grap
   }
   if (names.layers.empty() || (dc.num_hidden_layers > 0 && static_cast<size_t>(dc.num_hidden_layers) != names.layers.size()))
     return std::nullopt;
+  if (const auto mask = exported_mask(config.dir)) {  // the export's config.json says what its mask holds
+    names.causal_mask = true;
+    names.local_window = mask->sliding_window;
+  }
   return names;
 }
 

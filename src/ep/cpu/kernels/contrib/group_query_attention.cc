@@ -14,7 +14,10 @@
 // Paged (the run carries a PagedKv naming this node's past_key input, ep/paged_kv.h): the query is
 // one row of T tokens from several sequences; token t's key and value rows go into its sequence's
 // blocks at token_pos[t] and it attends to positions [0, token_pos[t]] of that sequence through the
-// block table (rotary at token_pos[t]). present_key/value are then empty.
+// block table (rotary at token_pos[t]). present_key/value are then empty. An attention_bias is
+// refused there, unless the node says (onnxllm_causal_bias = 1, onnxllm's attribute) that it only
+// masks what causality, padding and local_window_size mask: a paged run has no padding and applies
+// the rest itself, so it leaves the bias out.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -63,6 +66,7 @@ class GroupQueryAttentionKernel final : public OpKernel {
     do_rotary_ = n.attr_int("do_rotary", 0) != 0;
     interleaved_ = n.attr_int("rotary_interleaved", 0) != 0;
     smooth_softmax_ = n.attr_int("smooth_softmax", 0) != 0;
+    causal_bias_ = n.attr_int("onnxllm_causal_bias", 0) != 0;
     ONNXLLM_CHECK(n.attr_int("causal", 1) == 1, kUnsupported, "GroupQueryAttention with causal=0 is not supported");
     ONNXLLM_CHECK(n.attr_int("qk_output", 0) == 0, kUnsupported, "GroupQueryAttention qk_output is not supported");
     ONNXLLM_CHECK(n.attr_int("sliding_window_cache", 0) == 0, kUnsupported,
@@ -161,7 +165,7 @@ class GroupQueryAttentionKernel final : public OpKernel {
                   kInvalidArgument, "the paged KV cache has ", paged.kv_heads, " KV heads of size ", paged.head_size,
                   " (", dtype_name(paged.dtype), ") but layer '", past_key_name_, "' has ", kv_heads_, " of size ",
                   d.head_size, " (", dtype_name(d.cache), ")");
-    ONNXLLM_CHECK(!ctx.has_input(kAttentionBias), kUnsupported,
+    ONNXLLM_CHECK(!ctx.has_input(kAttentionBias) || causal_bias_, kUnsupported,
                   "GroupQueryAttention with attention_bias cannot run on a paged KV cache");
     if (do_rotary_) {
       const int64_t rows = ctx.input(kCosCache).dim(0);
@@ -521,7 +525,7 @@ class GroupQueryAttentionKernel final : public OpKernel {
             qb.key_begin = ranges;
             qb.key_end = ranges + qb.rows;
           }
-          if (!bias.empty()) {  // rows are token-major: each token's heads, then the next token's
+          if (!bias.empty() && !paged) {  // rows are token-major: each token's heads, then the next token's
             qb.bias = attention_bias_row(bias, b, head0, i0);
             qb.bias_stride = bias.dim(1) == 1 ? 0 : d.seq * d.total;
             qb.bias_group = heads;
@@ -552,6 +556,7 @@ class GroupQueryAttentionKernel final : public OpKernel {
   float scale_ = 0.0f, softcap_ = 0.0f;
   int64_t local_window_ = -1;
   bool do_rotary_ = false, interleaved_ = false, smooth_softmax_ = false;
+  bool causal_bias_ = false;  // the bias masks only what a paged run masks itself
   std::string past_key_name_;  // finds this node's layer in a paged run
 };
 
