@@ -267,17 +267,17 @@ def engine_tokens(model, prompts, max_length):
     return [out[i] for i in range(len(prompts))]
 
 
-@pytest.mark.parametrize("window", [None, 5])
-def test_engine_serves_an_export(tmp_path, window):
+@pytest.mark.parametrize("kind,window", [("llama", None), ("llama", 5), ("gpt2", None)])
+def test_engine_serves_an_export(tmp_path, kind, window):
     """The engine runs an export whose family's mask is known (config.json): causal and padding,
     plus Mistral's sliding window, which GroupQueryAttention then applies itself (a paged batch
     leaves the bias out). Each request's greedy tokens equal og.Generator's, which runs the
     exported mask; with the window, also ONNX Runtime's on the file."""
-    c = oe.llama_config(**({"model_type": "mistral", "architectures": ["MistralForCausalLM"], "sliding_window": window}
-                           if window else {}))
-    folder = oe.write_folder(tmp_path / "export", "llama", c, "single")
+    mistral = {"model_type": "mistral", "architectures": ["MistralForCausalLM"], "sliding_window": window}
+    c = oe.llama_config(**(mistral if window else {})) if kind == "llama" else oe.gpt2_config()
+    folder = oe.write_folder(tmp_path / "export", kind, c, "single")
     if window:
-        expected = until_eos(ort_greedy(folder, "llama", steps=16), eos_of(folder))
+        expected = until_eos(ort_greedy(folder, kind, steps=16), eos_of(folder))
         assert len(expected) > len(PROMPT) + window
         assert generate_ids(folder, steps=16) == expected
     model = og.Model(str(folder))
