@@ -218,6 +218,19 @@ def test_kv_in_place(tmp_path, kind, layout):
     expected = until_eos(ort_greedy(folder, kind), eos_of(folder))
     assert len(expected) > len(PROMPT) + 3
     assert generate_ids(folder) == expected
+    # A float16 cache needs GroupQueryAttention on the pasts: the rewrite gives the single file one
+    # (these models' logits are far enough apart to keep the tokens); an If's branch it cannot convert.
+    half = cli("generate", "-m", folder, "--ids", ",".join(map(str, PROMPT)), "-n", STEPS, "--print-ids",
+               "--no-timings", "--threads", 1, "--kv-cache", "float16", check=False)
+    if layout == "single":
+        assert half.returncode == 0, half.stderr
+        assert [int(t) for t in half.stdout.strip().split(",")] == expected
+        kv_bytes = [json.loads(cli("bench", "-m", folder, "--prompt-len", 8, "--gen-len", 4, "--reps", 1, "--json",
+                                   "--no-bandwidth", "--kv-cache", kv).stdout)["kv_bytes_per_position"]
+                    for kv in ("float32", "float16")]
+        assert kv_bytes[1] * 2 == kv_bytes[0], kv_bytes
+    else:
+        assert half.returncode != 0 and "feed GroupQueryAttention" in half.stderr, half.stderr
     info = json.loads(cli("info", "-m", folder, "--json").stdout)
     counts = {o["op"]: o["count"] for o in info["ops"]}
     layers = kv_shape(kind, json.loads((folder / "config.json").read_text()))[0]

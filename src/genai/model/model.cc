@@ -162,12 +162,21 @@ Model::Model(Config config, std::shared_ptr<Graph> decoder, const ModelOptions& 
   DType kv_cache = options.kv_cache_dtype;
   if (const char* env = std::getenv("ONNXLLM_KV_CACHE"); kv_cache == DType::kUndefined && env && *env)
     kv_cache = parse_kv_cache_dtype(env, "ONNXLLM_KV_CACHE");
-  if (kv_cache == DType::kFloat16) use_half_kv_cache(*decoder);
   // Exported attention over Concat(past, new) learns to append in place, after the fusions have
-  // made it one node per layer.
+  // made it one node per layer; a float16 cache, which needs GroupQueryAttention on the pasts, then
+  // waits for that rewrite.
+  auto names = kv_in_place_names(config_, *decoder);
+  const bool has_gqa = std::any_of(decoder->nodes.begin(), decoder->nodes.end(), [](const Node& n) {
+    return n.domain == "com.microsoft" && n.op_type == "GroupQueryAttention";
+  });
+  const bool half_later = kv_cache == DType::kFloat16 && !has_gqa && names;
+  if (kv_cache == DType::kFloat16 && !half_later) use_half_kv_cache(*decoder);
   bool kv_in_place = false;
-  if (auto names = kv_in_place_names(config_, *decoder))
-    so.after_fusions = [&kv_in_place, names = std::move(*names)](Graph& g) { kv_in_place = update_kv_in_place(g, names); };
+  if (names)
+    so.after_fusions = [&kv_in_place, half_later, names = std::move(*names)](Graph& g) {
+      kv_in_place = update_kv_in_place(g, names);
+      if (half_later) use_half_kv_cache(g);
+    };
   session_ = std::make_shared<Session>(std::move(decoder), so);
   so.after_fusions = nullptr;
   io_.kv_in_place = kv_in_place;
