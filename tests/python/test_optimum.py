@@ -117,10 +117,8 @@ FUSED_OPS = {"llama": {"SimplifiedLayerNormalization", "com.microsoft.SkipSimpli
                        "com.microsoft.QuickGelu", "com.onnxllm.ApplyRotaryPosEmb"},
              "gpt2": {"com.microsoft.SkipLayerNormalization", "com.microsoft.FastGelu"}}
 # Attention over the pasts appends to the KV cache in place (genai/model/kv_in_place.h): in the
-# single file and in the with-past branch of merged and pair; their first-step branch, which has
-# no past, keeps MultiHeadAttention.
+# single file, and in the with-past branch of merged and pair, which then replaces their If.
 GQA, MHA = "com.microsoft.GroupQueryAttention", "com.microsoft.MultiHeadAttention"
-ATTENTION = {"single": {GQA}, "merged": {GQA, MHA}, "pair": {GQA, MHA}}
 
 
 def ops_of(folder, fusions):
@@ -142,9 +140,9 @@ def test_fused_nodes_appear_and_match_unfused(folders, kind, layout, tmp_path):
     import numpy as np
     folder = folders[kind, layout]
     fused, unfused = ops_of(folder, True), ops_of(folder, False)
-    assert FUSED_OPS[kind] | ATTENTION[layout] <= fused, fused  # also inside the If branches of merged and pair
+    assert FUSED_OPS[kind] | {GQA} <= fused, fused  # from inside the If branches of merged and pair
     assert not ((FUSED_OPS[kind] | {GQA, MHA}) & unfused), unfused
-    assert {GQA, MHA} & fused == ATTENTION[layout], fused
+    assert MHA not in fused and "If" not in fused and ("If" in unfused) == (layout != "single"), (fused, unfused)
     assert "Softmax" in unfused and "Softmax" not in fused
     if kind == "llama":  # 4 query heads on 2 KV heads: repeat_kv's copies are gone; so are rotate_half's nodes
         assert "Expand" in unfused and "Expand" not in fused
@@ -207,7 +205,7 @@ def reads_past_shape(graph):
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_kv_in_place(tmp_path, kind, layout):
     """Attention over the pasts becomes GroupQueryAttention appending in place (in merged and pair:
-    in the with-past branch, whose outputs then go straight to the bound cache): greedy tokens stay
+    in the with-past branch, which then replaces the If and also runs the first prompt): tokens stay
     ONNX Runtime's, also when the export reads the past length from past_key_values.0.key (a shared
     buffer holds max_length rows, so those Shape nodes read the logical shape); a padded batch
     (one shared buffer), beam search (two buffers), a second turn, a rewind and a chunked prompt
@@ -218,27 +216,22 @@ def test_kv_in_place(tmp_path, kind, layout):
     expected = until_eos(ort_greedy(folder, kind), eos_of(folder))
     assert len(expected) > len(PROMPT) + 3
     assert generate_ids(folder) == expected
-    # A float16 cache needs GroupQueryAttention on the pasts: the rewrite gives the single file one
-    # (these models' logits are far enough apart to keep the tokens); an If's branch it cannot convert.
+    # A float16 cache needs GroupQueryAttention on the pasts, which the rewrite gives (these models'
+    # logits are far enough apart to keep the tokens).
     half = cli("generate", "-m", folder, "--ids", ",".join(map(str, PROMPT)), "-n", STEPS, "--print-ids",
-               "--no-timings", "--threads", 1, "--kv-cache", "float16", check=False)
-    if layout == "single":
-        assert half.returncode == 0, half.stderr
-        assert [int(t) for t in half.stdout.strip().split(",")] == expected
-        kv_bytes = [json.loads(cli("bench", "-m", folder, "--prompt-len", 8, "--gen-len", 4, "--reps", 1, "--json",
-                                   "--no-bandwidth", "--kv-cache", kv).stdout)["kv_bytes_per_position"]
-                    for kv in ("float32", "float16")]
-        assert kv_bytes[1] * 2 == kv_bytes[0], kv_bytes
-    else:
-        assert half.returncode != 0 and "feed GroupQueryAttention" in half.stderr, half.stderr
+               "--no-timings", "--threads", 1, "--kv-cache", "float16")
+    assert [int(t) for t in half.stdout.strip().split(",")] == expected
+    kv_bytes = [json.loads(cli("bench", "-m", folder, "--prompt-len", 8, "--gen-len", 4, "--reps", 1, "--json",
+                               "--no-bandwidth", "--kv-cache", kv).stdout)["kv_bytes_per_position"]
+                for kv in ("float32", "float16")]
+    assert kv_bytes[1] * 2 == kv_bytes[0], kv_bytes
     info = json.loads(cli("info", "-m", folder, "--json").stdout)
     counts = {o["op"]: o["count"] for o in info["ops"]}
     layers = kv_shape(kind, json.loads((folder / "config.json").read_text()))[0]
-    assert counts.get(GQA) == layers, counts
-    assert counts.get(MHA) == (None if layout == "single" else layers), counts  # the first-step branch
-    if layout != "single":  # the past also decides the branch
-        with pytest.raises(Exception, match="needs GroupQueryAttention"):
-            og.Engine(og.Model(str(folder)))
+    assert counts.get(GQA) == layers and MHA not in counts and "If" not in counts, counts
+    model = og.Model(str(folder))  # the engine runs it too, each request as the Generator does
+    prompts = [PROMPT, [1, 9, 8, 7, 6, 5, 4, 3]]
+    assert engine_tokens(model, prompts, 24) == [greedy_tokens(model, p, 24) for p in prompts]
     fused, unfused = batch_and_beams(folder, True), batch_and_beams(folder, False)
     assert fused == unfused
     assert len(fused["1"]) == 2 and len(fused["3"]) == 6

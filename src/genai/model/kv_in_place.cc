@@ -239,28 +239,93 @@ bool rewrite(Graph& g, const KvInPlaceNames& names) {
   return true;
 }
 
+// Replaces If node `at` of g by the nodes of `branch`: the branch's outer values become g's values
+// of those names, its other values g's (renamed where g has the name), its outputs the If's.
+void inline_branch(Graph& g, int at, const Graph& branch) {
+  const Node node = g.nodes[at];
+  std::vector<int> map(branch.values.size(), -1);
+  for (size_t i = 0; i < branch.outputs.size() && i < node.outputs.size(); ++i)
+    if (const int v = branch.outputs[i]; branch.values[v].producer >= 0 && map[v] < 0) map[v] = node.outputs[i];
+  for (size_t v = 0; v < branch.values.size(); ++v) {
+    const Value& bv = branch.values[v];
+    if (map[v] >= 0) continue;
+    if (bv.is_outer) {
+      map[v] = g.find_value(bv.name);
+    } else if (bv.initializer) {
+      const int same = g.find_value(bv.name);
+      map[v] = same >= 0 && g.values[same].initializer && g.values[same].initializer->view.raw() == bv.initializer->view.raw()
+                   ? same
+                   : g.add_initializer(unused_name(g, bv.name), *bv.initializer);
+    } else {
+      map[v] = g.get_or_add_value(unused_name(g, bv.name));
+      g.values[map[v]].dtype = bv.dtype;
+      g.values[map[v]].dims = bv.dims;
+    }
+  }
+  std::vector<Node> nodes;
+  for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i)
+    if (i != at) nodes.push_back(std::move(g.nodes[i]));
+  for (Node n : branch.nodes) {
+    for (int& v : n.inputs) v = v >= 0 ? map[v] : -1;
+    for (int& v : n.outputs) v = v >= 0 ? map[v] : -1;
+    for (int& v : n.implicit_inputs) v = map[v];
+    nodes.push_back(std::move(n));
+  }
+  // Outputs the branch passes through (or returns twice) are copied into the If's outputs.
+  for (size_t i = 0; i < branch.outputs.size() && i < node.outputs.size(); ++i) {
+    const int v = branch.outputs[i];
+    if (map[v] == node.outputs[i]) continue;
+    Node copy;
+    copy.op_type = "Identity";
+    copy.opset = g.opset("");
+    copy.name = g.values[node.outputs[i]].name + "/inlined";
+    copy.inputs = {map[v]};
+    copy.outputs = {node.outputs[i]};
+    nodes.push_back(std::move(copy));
+  }
+  g.nodes = std::move(nodes);
+  g.relink();
+  g.remove_dead_nodes();
+}
+
 }  // namespace
 
 bool update_kv_in_place(Graph& g, const KvInPlaceNames& names) {
   if (rewrite(g, names)) return true;
   // Optimum's merged file and the joined pair: the layers are in a branch of the If that returns
-  // the presents (the with-past one), under the branch's own output names.
-  for (const Node& node : g.nodes) {
+  // the presents (the with-past one), under the branch's own output names. Rewritten, that branch
+  // runs a first prompt too (an empty past), so it replaces the If: the graph then reads the
+  // pasts only through GroupQueryAttention, as the single file does (and a shared buffer's length
+  // no longer picks a branch).
+  for (int at = 0; at < static_cast<int>(g.nodes.size()); ++at) {
+    const Node& node = g.nodes[at];
     if (!node.domain.empty() || node.op_type != "If") continue;
     for (const char* which : {"then_branch", "else_branch"}) {
-      const std::shared_ptr<Graph> branch = node.attr_graph(which);
+      const std::shared_ptr<Graph> branch = g.nodes[at].attr_graph(which);
       if (!branch) continue;
       KvInPlaceNames in_branch = names;
       bool found = true;
       for (auto& layer : in_branch.layers)
         for (std::string* present : {&layer.present_key, &layer.present_value}) {
           const int v = g.find_value(*present);
-          const auto at = std::find(node.outputs.begin(), node.outputs.end(), v);
-          const size_t i = static_cast<size_t>(at - node.outputs.begin());
-          found = found && v >= 0 && at != node.outputs.end() && i < branch->outputs.size();
+          const auto& outs = g.nodes[at].outputs;
+          const auto it = std::find(outs.begin(), outs.end(), v);
+          const size_t i = static_cast<size_t>(it - outs.begin());
+          found = found && v >= 0 && it != outs.end() && i < branch->outputs.size();
           if (found) *present = branch->values[branch->outputs[i]].name;
         }
-      if (found && rewrite(*branch, in_branch)) return true;
+      bool outer_known = true;  // every outer value the branch reads is one of g's
+      for (const Value& v : branch->values) outer_known = outer_known && (!v.is_outer || g.find_value(v.name) >= 0);
+      if (found && outer_known && rewrite(*branch, in_branch)) {
+        // A subgraph inside the branch would read renamed values by their old names: keep the If
+        // (the runtime lets its branch write the bound presents in place all the same).
+        const bool nested = std::any_of(branch->nodes.begin(), branch->nodes.end(), [](const Node& n) {
+          return std::any_of(n.attributes.begin(), n.attributes.end(),
+                             [](const Attribute& a) { return a.kind == Attribute::Kind::kGraph; });
+        });
+        if (!nested) inline_branch(g, at, *branch);
+        return true;
+      }
     }
   }
   return false;

@@ -34,7 +34,9 @@ struct KvInPlaceNames {
 };
 
 // Rewrites every layer of `g` when every layer matches (below), else leaves `g` as it is and
-// returns false. A layer matches when its past key and value graph inputs are read only by one
+// returns false. Layers inside a branch of a root If that returns the presents (Optimum's merged
+// file, the joined pair) are rewritten there, and that branch then replaces the If: it runs a
+// first prompt over an empty past as well. A layer matches when its past key and value graph inputs are read only by one
 // Concat each on axis 2 (and by Shape nodes), the Concats write the layer's present outputs, and
 // one com.microsoft.MultiHeadAttention (no past inputs, no packed bias) reads those presents as
 // its key and value. Its GroupQueryAttention gets the same query, scale and attention bias, the
