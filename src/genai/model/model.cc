@@ -106,7 +106,8 @@ std::optional<KvInPlaceNames> kv_in_place_names(const Config& config, const Grap
   }
   if (names.layers.empty() || (dc.num_hidden_layers > 0 && static_cast<size_t>(dc.num_hidden_layers) != names.layers.size()))
     return std::nullopt;
-  if (const auto mask = exported_mask(config.dir)) {  // the export's config.json says what its mask holds
+  // The export's config.json says what its mask holds (a model made in code has no folder).
+  if (const auto mask = config.dir.empty() ? std::nullopt : exported_mask(config.dir)) {
     names.causal_mask = true;
     names.local_window = mask->sliding_window;
   }
