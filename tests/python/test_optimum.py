@@ -273,17 +273,21 @@ def engine_tokens(model, prompts, max_length):
     return [out[i] for i in range(len(prompts))]
 
 
-@pytest.mark.parametrize("kind,window", [("llama", None), ("llama", 5), ("gpt2", None)])
+@pytest.mark.parametrize("kind,window", [("llama", None), ("llama", 5), ("gpt2", None), ("qwen2", None)])
 def test_engine_serves_an_export(tmp_path, kind, window):
     """The engine runs an export whose family's mask is known (config.json): causal and padding,
     plus Mistral's sliding window, which GroupQueryAttention then applies itself (a paged batch
     leaves the bias out). Each request's greedy tokens equal og.Generator's, which runs the
     exported mask; with the window, also ONNX Runtime's on the file."""
     mistral = {"model_type": "mistral", "architectures": ["MistralForCausalLM"], "sliding_window": window}
-    c = oe.llama_config(**(mistral if window else {})) if kind == "llama" else oe.gpt2_config()
-    folder = oe.write_folder(tmp_path / "export", kind, c, "single")
+    # A newer Qwen2 config: a window it does not use, and every layer's kind listed.
+    qwen2 = {"model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"], "use_sliding_window": False,
+             "sliding_window": 4, "layer_types": ["full_attention"] * 2}
+    c = {"llama": oe.llama_config(**(mistral if window else {})), "qwen2": oe.llama_config(**qwen2),
+         "gpt2": oe.gpt2_config()}[kind]
+    folder = oe.write_folder(tmp_path / "export", "gpt2" if kind == "gpt2" else "llama", c, "single")
     if window:
-        expected = until_eos(ort_greedy(folder, kind, steps=16), eos_of(folder))
+        expected = until_eos(ort_greedy(folder, "llama", steps=16), eos_of(folder))
         assert len(expected) > len(PROMPT) + window
         assert generate_ids(folder, steps=16) == expected
     model = og.Model(str(folder))

@@ -342,7 +342,14 @@ std::optional<ExportedMask> exported_mask(const std::filesystem::path& dir) {
   const std::string type = hf["model_type"].get<std::string>();
   const bool causal = std::find(kCausal.begin(), kCausal.end(), type) != kCausal.end();
   const bool sliding = std::find(kSliding.begin(), kSliding.end(), type) != kSliding.end();
-  if ((!causal && !sliding) || hf.contains("layer_types")) return std::nullopt;
+  if (!causal && !sliding) return std::nullopt;
+  if (hf.contains("layer_types")) {  // newer configs list every layer's kind: only full attention here
+    const Json& types = hf["layer_types"];
+    if (!types.is_array() || !std::all_of(types.begin(), types.end(), [](const Json& t) {
+          return t.is_string() && t.get<std::string>() == "full_attention";
+        }))
+      return std::nullopt;
+  }
   if (hf.contains("use_sliding_window") && !(hf["use_sliding_window"].is_boolean() && !hf["use_sliding_window"].get<bool>()))
     return std::nullopt;
   ExportedMask mask;

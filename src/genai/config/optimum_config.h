@@ -27,8 +27,8 @@ nlohmann::ordered_json infer_optimum_config(const std::filesystem::path& dir);
 // What the 4-D attention mask of an export of <dir>/config.json's model holds, as transformers'
 // modeling code builds it for the families listed in the .cc: causality and padding, plus a
 // sliding window (tokens, 0 for none) for those that slide on every layer. nullopt without a
-// readable config.json, for other families, and for per-layer windows (layer_types,
-// use_sliding_window on Qwen2/Qwen3), whose masks this does not describe.
+// readable config.json, for other families, and for per-layer windows (layer_types other than
+// all "full_attention", use_sliding_window on Qwen2/Qwen3), whose masks this does not describe.
 struct ExportedMask {
   int sliding_window = 0;
 };
