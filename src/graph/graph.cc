@@ -52,6 +52,17 @@ int Graph::add_initializer(const std::string& value_name, Initializer init) {
   return v;
 }
 
+int Graph::add_constant(const std::string& value_name, Tensor t) {
+  auto owner = std::make_shared<Tensor>(std::move(t));
+  return add_initializer(value_name, Initializer{owner->view(), owner});
+}
+
+std::string Graph::unused_name(const std::string& base) const {
+  std::string name = base;
+  for (int i = 1; find_value(name) >= 0; ++i) name = base + "_" + std::to_string(i);
+  return name;
+}
+
 void Graph::relink() {
   for (auto& v : values) {
     v.producer = -1;

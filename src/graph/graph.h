@@ -57,6 +57,10 @@ class Graph {
                  const std::vector<std::string>& outputs, const std::string& node_name = "");
   // Adds a constant initializer value.
   int add_initializer(const std::string& value_name, Initializer init);
+  // Adds a constant initializer that owns `t` (for rewrites that make constants).
+  int add_constant(const std::string& value_name, Tensor t);
+  // `base` when no value has that name, else the first free of base_1, base_2, ...
+  std::string unused_name(const std::string& base) const;
 
   // Recomputes producer/consumer links from the nodes (after rewriting nodes).
   void relink();

@@ -260,11 +260,6 @@ int apply(Graph& g, std::map<int, std::vector<Node>>& replacements) {
   return static_cast<int>(replacements.size());
 }
 
-int add_const(Graph& g, const std::string& name, Tensor t) {
-  auto owner = std::make_shared<Tensor>(std::move(t));
-  return g.add_initializer(name, Initializer{owner->view(), owner});
-}
-
 // The [.., .., N, H] split that made `v` per head, looking back through the
 // elementwise ops of rotary embeddings (or their fused node): Transpose(Reshape(x, [0|B, 0|S, N, H]),
 // [0, 2, 1, 3]).
@@ -573,7 +568,7 @@ int fuse_attention(Graph& g) {
     };
     (void)h;
   }
-  for (auto& [name, t] : consts) add_const(g, name, std::move(t));
+  for (auto& [name, t] : consts) g.add_constant(name, std::move(t));
   return apply(g, out);
 }
 

@@ -96,12 +96,6 @@ int unsqueezed_at_1(const Graph& g, int v) {
   return n.inputs[0];
 }
 
-std::string unused_name(const Graph& g, const std::string& base) {
-  std::string name = base;
-  for (int i = 1; g.find_value(name) >= 0; ++i) name = base + "_" + std::to_string(i);
-  return name;
-}
-
 // update_kv_in_place on one graph: the decoder, or an If branch reading the decoder's inputs as
 // outer values (names.layers' presents then name the branch's outputs).
 bool rewrite(Graph& g, const KvInPlaceNames& names) {
@@ -119,17 +113,15 @@ bool rewrite(Graph& g, const KvInPlaceNames& names) {
   }
 
   // Values every layer shares: the logical past shape, seqlens_k and total_sequence_length.
-  const std::string p = unused_name(g, "onnxllm.kv_in_place");
-  auto constant = [&](const std::string& suffix, std::vector<int64_t> values, bool scalar_shape = false) {
-    const Shape shape = scalar_shape ? Shape{0} : Shape{static_cast<int64_t>(values.size())};
-    auto t = std::make_shared<Tensor>(Tensor::from<int64_t>(shape, values));
-    g.add_initializer(p + suffix, Initializer{t->view(), t});
+  const std::string p = g.unused_name("onnxllm.kv_in_place");
+  auto constant = [&](const std::string& suffix, std::vector<int64_t> values) {  // a 1-D int64 initializer
+    g.add_constant(p + suffix, Tensor::from<int64_t>(Shape{static_cast<int64_t>(values.size())}, values));
     return p + suffix;
   };
   const std::string c0 = constant("/0", {0}), c1 = constant("/1", {1}), c2 = constant("/2", {2});
   const std::string kv_heads = constant("/kv_heads", {names.kv_heads});
   const std::string head_size = constant("/head_size", {names.head_size});
-  const std::string flat = constant("/bsd", {0, 0, -1}), scalar = constant("/scalar", {}, true);
+  const std::string flat = constant("/bsd", {0, 0, -1}), scalar = constant("/scalar", {});  // Reshape to []
   g.add_node("Shape", "", {names.attention_mask}, {p + "/mask_shape"}, p + "/mask_shape");
   g.add_node("Shape", "", {names.input_ids}, {p + "/ids_shape"}, p + "/ids_shape");
   g.add_node("Gather", "", {p + "/mask_shape", c0}, {p + "/batch"}, p + "/batch");
@@ -255,9 +247,9 @@ void inline_branch(Graph& g, int at, const Graph& branch) {
       const int same = g.find_value(bv.name);
       map[v] = same >= 0 && g.values[same].initializer && g.values[same].initializer->view.raw() == bv.initializer->view.raw()
                    ? same
-                   : g.add_initializer(unused_name(g, bv.name), *bv.initializer);
+                   : g.add_initializer(g.unused_name(bv.name), *bv.initializer);
     } else {
-      map[v] = g.get_or_add_value(unused_name(g, bv.name));
+      map[v] = g.get_or_add_value(g.unused_name(bv.name));
       g.values[map[v]].dtype = bv.dtype;
       g.values[map[v]].dims = bv.dims;
     }

@@ -39,14 +39,7 @@ int64_t matmul_depth(const Graph& g, const Node& n) {
 }
 
 int add_int64_constant(Graph& g, const std::string& name, std::vector<int64_t> values) {
-  auto t = std::make_shared<Tensor>(Tensor::from<int64_t>(Shape{static_cast<int64_t>(values.size())}, values));
-  return g.add_initializer(name, Initializer{t->view(), t});
-}
-
-std::string unused_name(const Graph& g, const std::string& base) {
-  std::string name = base;
-  for (int i = 1; g.find_value(name) >= 0; ++i) name = base + "_" + std::to_string(i);
-  return name;
+  return g.add_constant(name, Tensor::from<int64_t>(Shape{static_cast<int64_t>(values.size())}, values));
 }
 
 }  // namespace
@@ -100,20 +93,20 @@ std::optional<LmHeadSplit> split_lm_head(Graph& g, const std::string& logits) {
 
   // hidden [rows, seq, K] -> [rows * seq, K] -> the chosen rows -> [rows, 1, K] -> the LM head.
   const std::string hidden_name = g.values[hidden].name;  // a copy: adding values moves them
-  split.positions_input = unused_name(g, "onnxllm.logits_positions");
+  split.positions_input = g.unused_name("onnxllm.logits_positions");
   const int positions = g.get_or_add_value(split.positions_input);
   g.values[positions].dtype = DType::kInt64;
   g.values[positions].dims = std::vector<int64_t>{-1};
   g.values[positions].dim_names = {"batch_size"};
   g.values[positions].is_graph_input = true;
   g.inputs.push_back(positions);
-  const std::string flat_shape = g.values[add_int64_constant(g, unused_name(g, "onnxllm.lm_head.flat_shape"),
+  const std::string flat_shape = g.values[add_int64_constant(g, g.unused_name("onnxllm.lm_head.flat_shape"),
                                                              {-1, depth})].name;
-  const std::string row_shape = g.values[add_int64_constant(g, unused_name(g, "onnxllm.lm_head.row_shape"),
+  const std::string row_shape = g.values[add_int64_constant(g, g.unused_name("onnxllm.lm_head.row_shape"),
                                                             {-1, 1, depth})].name;
-  const std::string flat = unused_name(g, hidden_name + ".flat");
-  const std::string rows = unused_name(g, hidden_name + ".rows");
-  const std::string last = unused_name(g, hidden_name + ".chosen");
+  const std::string flat = g.unused_name(hidden_name + ".flat");
+  const std::string rows = g.unused_name(hidden_name + ".rows");
+  const std::string last = g.unused_name(hidden_name + ".chosen");
   g.add_node("Reshape", "", {hidden_name, flat_shape}, {flat}, "onnxllm.lm_head.flatten");
   g.add_node("Gather", "", {flat, split.positions_input}, {rows}, "onnxllm.lm_head.gather");
   g.add_node("Reshape", "", {rows, row_shape}, {last}, "onnxllm.lm_head.rows");

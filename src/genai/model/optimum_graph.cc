@@ -10,17 +10,12 @@ namespace onnxllm::genai {
 
 namespace {
 
-void add_constant(Graph& g, const std::string& name, Tensor t) {
-  auto owner = std::make_shared<Tensor>(std::move(t));
-  g.add_initializer(name, Initializer{owner->view(), owner});
-}
-
 // Adds nodes computing `out` = (dim 2 of `past_key` > 0), a bool [1], to `g`.
 void add_past_is_present(Graph& g, const std::string& past_key, const std::string& out) {
   const std::string shape = out + "/past_shape", length = out + "/past_length";
   const std::string index = out + "/axis2", zero = out + "/zero";
-  add_constant(g, index, Tensor::from<int64_t>(Shape{1}, std::vector<int64_t>{2}));
-  add_constant(g, zero, Tensor::scalar<int64_t>(0));
+  g.add_constant(index, Tensor::from<int64_t>(Shape{1}, std::vector<int64_t>{2}));
+  g.add_constant(zero, Tensor::scalar<int64_t>(0));
   g.add_node("Shape", "", {past_key}, {shape}, out + "/Shape");
   g.add_node("Gather", "", {shape, index}, {length}, out + "/Gather");
   g.add_node("Greater", "", {length, zero}, {out}, out + "/Greater");

@@ -212,6 +212,22 @@ TEST(Loader, MatMulMatchesOnnxRuntime) {
 namespace onnxllm {
 namespace {
 
+TEST(Graph, UnusedNamesAndOwnedConstants) {
+  Graph g;
+  g.get_or_add_value("x");
+  EXPECT_EQ(g.unused_name("y"), "y");
+  EXPECT_EQ(g.unused_name("x"), "x_1");
+  g.get_or_add_value("x_1");
+  EXPECT_EQ(g.unused_name("x"), "x_2");
+  const int v = g.add_constant("c", Tensor::from<int64_t>(Shape{2}, std::vector<int64_t>{3, 4}));
+  EXPECT_EQ(g.find_value("c"), v);
+  ASSERT_TRUE(g.values[v].initializer.has_value());
+  EXPECT_EQ(g.values[v].dtype, DType::kInt64);
+  EXPECT_EQ(*g.values[v].dims, (std::vector<int64_t>{2}));
+  EXPECT_EQ(g.values[v].initializer->view.data<int64_t>()[1], 4);
+  EXPECT_NE(g.values[v].initializer->owner, nullptr);  // the graph keeps the tensor alive
+}
+
 // onnx/graph_signature: inputs (initializers excluded), outputs, dtypes and
 // dims, read without loading the weights; a truncated file is an error naming
 // it, never a read past the end.
