@@ -1,13 +1,35 @@
-"""What context_ratio.py and batch_ratio.py share: a genai-layout model's config, and stepping
-several generators of one model in turns (one step each, or blocks of steps) in one process, so
-that host drift hits them alike."""
+"""What context_ratio.py and batch_ratio.py share: their common options, a genai-layout model's
+config, and stepping several generators of one model in turns (one step each, or blocks of steps)
+in one process, so that host drift hits them alike."""
 
+import argparse
 import json
+import random
 import statistics
 import sys
 import time
 
 import onnxllm as og
+
+
+def argument_parser(doc):
+    """A parser with the options both scripts take (-m, --gen-len, --rounds, --seed); each adds its own."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-m", "--model", required=True)
+    ap.add_argument("--gen-len", type=int, default=64)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=1)
+    return ap
+
+
+def load(args, prompt_len):
+    """After a script's own checks: checks --gen-len and --rounds and that prompt_len + --gen-len
+    fits the model; returns (model, vocabulary size, a Random seeded with --seed)."""
+    if args.gen_len < 3 or args.rounds < 1:
+        sys.exit("--gen-len must be at least 3 and --rounds at least 1")
+    config = genai_config(args.model)
+    check_length(config, prompt_len + args.gen_len)
+    return og.Model(args.model), config["vocab_size"], random.Random(args.seed)
 
 
 def genai_config(model_dir):

@@ -15,35 +15,20 @@ process. The steps include the Python binding's per-step overhead, the same for 
       [--gen-len 64] [--rounds 3] [--seed 1]   (threads: the model's intra_op_num_threads)
 """
 
-import argparse
-import random
 import statistics
 import sys
 
-import onnxllm as og
-
-from alternate import check_length, generator, genai_config, mean_step_ms
+from alternate import argument_parser, generator, load, mean_step_ms
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("-m", "--model", required=True)
+    ap = argument_parser(__doc__)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--prompt-len", type=int, default=128)
-    ap.add_argument("--gen-len", type=int, default=64)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     if args.batch < 2 or args.prompt_len < 1:
         sys.exit(f"--batch ({args.batch}) must be at least 2 and --prompt-len ({args.prompt_len}) at least 1")
-    if args.gen_len < 3 or args.rounds < 1:
-        sys.exit("--gen-len must be at least 3 and --rounds at least 1")
-
-    config = genai_config(args.model)
-    check_length(config, args.prompt_len + args.gen_len)
-    model = og.Model(args.model)
-    rng = random.Random(args.seed)
-    vocab = config["vocab_size"]
+    model, vocab, rng = load(args, args.prompt_len)
     ratios = []
     for r in range(args.rounds):
         rows = [[rng.randrange(10, vocab - 10) for _ in range(args.prompt_len)] for _ in range(args.batch)]

@@ -13,35 +13,20 @@ steps include the Python binding's per-token overhead, the same for both.
       [--gen-len 64] [--rounds 3] [--seed 1]   (threads: the model's intra_op_num_threads)
 """
 
-import argparse
-import random
 import statistics
 import sys
 
-import onnxllm as og
-
-from alternate import check_length, generator, genai_config, mean_step_ms
+from alternate import argument_parser, generator, load, mean_step_ms
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("-m", "--model", required=True)
+    ap = argument_parser(__doc__)
     ap.add_argument("--short", type=int, default=128)
     ap.add_argument("--long", type=int, default=2048)
-    ap.add_argument("--gen-len", type=int, default=64)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     if not 0 < args.short < args.long:
         sys.exit(f"--short ({args.short}) must be positive and below --long ({args.long})")
-    if args.gen_len < 3 or args.rounds < 1:
-        sys.exit("--gen-len must be at least 3 and --rounds at least 1")
-
-    config = genai_config(args.model)
-    check_length(config, args.long + args.gen_len)
-    model = og.Model(args.model)
-    rng = random.Random(args.seed)
-    vocab = config["vocab_size"]
+    model, vocab, rng = load(args, args.long)
     ratios = []
     for r in range(args.rounds):
         gens = {n: generator(model, [[rng.randrange(10, vocab - 10) for _ in range(n)]], args.gen_len)
