@@ -22,7 +22,6 @@ import argparse
 import json
 import os
 import pathlib
-import shutil
 import statistics
 import subprocess
 import sys
