@@ -104,3 +104,82 @@ def test_turn_continuation_and_misuse(stories_dir):
     assert request.is_done()
     assert engine.step() is None
     assert not engine.has_pending_requests()
+
+
+def test_gpt2_packed_attention_runs_paged(gpt2_dir):
+    """onnxruntime-genai's gpt2 folders (com.microsoft Attention, one combined past per layer) run
+    on the engine's paged cache: sampled tokens (seeded per request, so every step's whole
+    distribution counts) and greedy ones equal og.Generator's; the last request comes after one
+    with the same 40-token prefix has finished, so it starts from that request's cached blocks."""
+    import random
+
+    model = og.Model(str(gpt2_dir))
+    rng = random.Random(3)
+    prefix = [rng.randrange(0, 1000) for _ in range(40)]
+    prompts = [[rng.randrange(0, 1000) for _ in range(rng.randrange(1, 60))] for _ in range(10)]
+    prompts += [prefix + [5], prefix + [6, 7]]
+    for search in ({"do_sample": True, "top_k": 0, "temperature": 1.0, "random_seed": 7}, {"do_sample": False}):
+        def params(prompt):
+            p = og.GeneratorParams(model)
+            p.set_search_options(max_length=len(prompt) + 24, **search)
+            return p
+
+        want = []
+        for prompt in prompts:
+            generator = og.Generator(model, params(prompt))
+            generator.append_tokens(prompt)
+            while not generator.is_done():
+                generator.generate_next_token()
+            want.append(list(generator.get_sequence(0))[len(prompt):])
+        engine = og.Engine(model)
+        got = {i: [] for i in range(len(prompts))}
+        for batch in (range(len(prompts) - 1), [len(prompts) - 1]):
+            for i in batch:
+                request = og.Request(params(prompts[i]))
+                request.add_tokens(prompts[i])
+                request.set_opaque_data(i)
+                engine.add_request(request)
+            while engine.has_pending_requests():
+                request = engine.step()
+                if request is None:
+                    continue
+                while request.has_unseen_tokens():
+                    got[request.get_opaque_data()].append(request.get_unseen_token())
+        assert [got[i] for i in range(len(prompts))] == want, search
+        assert all(len(w) == 24 for w in want)
+
+
+def test_gpt2_attention_the_engine_cannot_page_is_refused(gpt2_dir, tmp_path):
+    """A paged run leaves Attention's mask out, so the engine refuses, by name and when it is
+    created, a node that is not causal or whose mask is not the decoder's attention_mask; a
+    Generator still runs such a folder."""
+    import shutil
+
+    import onnx
+    from onnx import helper
+
+    def variant(name, edit):
+        folder = tmp_path / name
+        shutil.copytree(gpt2_dir, folder)
+        model = onnx.load(str(gpt2_dir / "past.onnx"))
+        node = [n for n in model.graph.node if n.op_type == "Attention"][2]
+        edit(model, node)
+        onnx.save(model, str(folder / "past.onnx"))
+        return og.Model(str(folder)), node.name
+
+    def bidirectional(model, node):
+        for a in node.attribute:
+            if a.name == "unidirectional":
+                a.i = 0
+
+    def computed_mask(model, node):
+        model.graph.node.insert(0, helper.make_node("Identity", ["attention_mask"], ["mask_copy"], name="mask_copy"))
+        node.input[3] = "mask_copy"
+
+    for name, edit, message in (("bidirectional", bidirectional, "to be unidirectional"),
+                                ("computed_mask", computed_mask, "mask_index to be the decoder's attention_mask")):
+        model, node = variant(name, edit)
+        with pytest.raises(Exception, match=message) as error:
+            og.Engine(model)
+        assert node in str(error.value)
+        generator_tokens(model, [1, 2, 3], 8)  # the Generator path is unaffected

@@ -15,6 +15,23 @@
 namespace onnxllm::genai {
 namespace {
 
+// A paged run leaves com.microsoft Attention's mask_index out, so the node must be causal, with
+// no attention_bias, and take its mask (if any) straight from the decoder's attention_mask, which
+// the engine feeds as ones: then the mask masks nothing, as in a run without padding.
+void check_packed_attention(const Model& model, const Node& node) {
+  ONNXLLM_CHECK(node.attr_int("unidirectional", 0) == 1, kUnsupported, "the engine's paged KV cache needs ",
+                node.label(), " to be unidirectional (causal); use a Generator");
+  ONNXLLM_CHECK(!node.has_input(5) && !node.has_input(6), kUnsupported, "the engine's paged KV cache cannot apply ",
+                node.label(), "'s attention_bias or past_sequence_length; use a Generator");
+  if (!node.has_input(3)) return;
+  const int mask = model.io().attention_mask;
+  const Graph& g = model.session().graph();
+  ONNXLLM_CHECK(mask >= 0 && g.values[node.inputs[3]].name == model.session().inputs()[mask].name, kUnsupported,
+                "the engine's paged KV cache needs ", node.label(),
+                "'s mask_index to be the decoder's attention_mask input, but it is '", g.values[node.inputs[3]].name,
+                "'; use a Generator");
+}
+
 int64_t blocks_for(int64_t positions, int block_size) { return (positions + block_size - 1) / block_size; }
 
 template <typename T>
@@ -28,16 +45,21 @@ void write_ints(const AlignedBuffer& buffer, DType dtype, size_t n, T&& value) {
   }
 }
 
-// The layer's past-key input must be read by GroupQueryAttention, the op that runs paged.
+// The layer's past input (past key, or gpt2's combined past) must be read by an op that runs
+// paged: GroupQueryAttention, or com.microsoft Attention (gpt2's) when causal.
 void check_attention(const Model& model, const std::string& past_key) {
   const Graph& g = model.session().graph();
   const int v = g.find_value(past_key);
   ONNXLLM_CHECK(v >= 0, kInvalidModel, "the decoder has no input '", past_key, "'");
   for (const int n : g.values[v].consumers) {
     const Node& node = g.nodes[n];
+    if (node.domain == "com.microsoft" && node.op_type == "Attention") {
+      check_packed_attention(model, node);
+      continue;
+    }
     ONNXLLM_CHECK(node.domain == "com.microsoft" && node.op_type == "GroupQueryAttention", kUnsupported,
-                  "the engine's paged KV cache needs GroupQueryAttention to read '", past_key, "', but ", node.label(),
-                  " does (rebuild the model with onnxllm build, or use a Generator)");
+                  "the engine's paged KV cache needs GroupQueryAttention or Attention to read '", past_key, "', but ",
+                  node.label(), " does (rebuild the model with onnxllm build, or use a Generator)");
     // Sequences of a paged batch see their own positions; an exported mask (an Optimum export's
     // attention, genai/model/kv_in_place.h) is one [batch, 1, seq, total] for the whole run, left
     // out when the export's family is known to mask only what the kernel masks itself.
@@ -112,7 +134,7 @@ Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& options)
       binding_(model_->session()) {
   const DecoderIo& io = model_->io();
   const Config& config = model_->config();
-  ONNXLLM_CHECK(!io.layers.empty() && io.kv_layout == KvLayout::kSeparate, kUnsupported,
+  ONNXLLM_CHECK(!io.layers.empty(), kUnsupported,
                 "the engine needs a decoder with a per-layer key/value cache (model type '", config.model.type, "')");
   ONNXLLM_CHECK(options_.block_size >= 1 && options_.block_size <= 1024, kInvalidArgument,
                 "engine block_size must be in [1, 1024], got ", options_.block_size);
@@ -157,12 +179,15 @@ Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& options)
   }
   binding_.set_paged_kv(&paged_);
 
-  // Every past input is bound once to an empty [1, kv_heads, 0, head_size] view; presents stay empty.
+  // Every past input is bound once to an empty [1, kv_heads, 0, head_size] view (gpt2's combined
+  // past: [2, 1, kv_heads, 0, head_size]); presents stay empty.
   empty_past_ = AlignedBuffer(64);
-  const TensorView empty(empty_past_.data(), kv_dtype_, Shape{1, kv_heads_, 0, head_size_});
+  const bool combined = io.kv_layout == KvLayout::kCombined;
+  const TensorView empty(empty_past_.data(), kv_dtype_,
+                         combined ? Shape{2, 1, kv_heads_, 0, head_size_} : Shape{1, kv_heads_, 0, head_size_});
   for (const auto& layer : io.layers) {
     binding_.bind_input(layer.past_key, empty);
-    binding_.bind_input(layer.past_value, empty);
+    if (!combined) binding_.bind_input(layer.past_value, empty);
   }
 }
 

@@ -2,7 +2,8 @@
 // caches: several sequences with different past lengths and new-token counts in one ragged batch,
 // blocks in shuffled order, with rotary and a local window, under every instruction set. The
 // outputs must be the contiguous runs' bits (the paged path only changes where rows are read),
-// and the new key/value rows must land in the right rows of the right blocks.
+// and the new key/value rows must land in the right rows of the right blocks. The same for
+// com.microsoft Attention (gpt2's packed projection and combined past), which the engine runs paged.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -184,6 +185,103 @@ TEST(PagedAttention, BlockSizesHeadSizesAndWindow) {
     c.fresh = {2, 1, 11};
     check_paged(c, isa, "block 5 window isa " + std::string(isa_name(*isa)));
   }
+}
+
+// com.microsoft Attention (unidirectional) on a ragged paged batch against each sequence alone with
+// a combined [2, 1, N, past, H] past and a mask of ones: the same output bits, and the blocks hold
+// what present holds.
+void check_paged_packed(std::optional<Isa> isa, const std::string& label) {
+  const int64_t N = 3, H = 8, hidden = N * H, in_hidden = 20, block = 4;
+  const std::vector<int64_t> past = {9, 0, 4}, fresh = {1, 7, 2};
+  const int64_t seqs = 3, T = 10;
+  Rng rng(11);
+  const Tensor w = rng.normal(Shape{in_hidden, 3 * hidden}, 0.3f), bias = rng.normal(Shape{3 * hidden});
+  const std::vector<Attribute> a{int_attr("num_heads", N), int_attr("unidirectional", 1)};
+  std::vector<Tensor> x, pasts;
+  for (int64_t s = 0; s < seqs; ++s) {
+    x.push_back(rng.normal(Shape{1, fresh[s], in_hidden}));
+    pasts.push_back(rng.normal(Shape{2, 1, N, past[s], H}));
+  }
+  const int64_t width = 3, num_blocks = 10;
+  const std::vector<int32_t> tables{7, 2, 5, 0, 8, 0, 9, 3, 0};  // sequence 1: blocks 0 and 8
+  std::vector<float> pool_k(static_cast<size_t>(num_blocks * N * block * H), 999.0f), pool_v = pool_k;
+  PagedKv paged;
+  paged.kv_heads = N;
+  paged.head_size = H;
+  paged.block_size = block;
+  paged.num_blocks = num_blocks;
+  auto row_of = [&](int64_t s, int64_t h, int64_t p) {
+    return paged.row_offset(tables[s * width + p / block], h, p % block);
+  };
+  Tensor bx(DType::kFloat32, Shape{1, T, in_hidden});
+  std::vector<int32_t> token_seq, token_pos;
+  for (int64_t s = 0, t = 0; s < seqs; ++s) {
+    for (int64_t h = 0; h < N; ++h)
+      for (int64_t p = 0; p < past[s]; ++p) {
+        const float* k = pasts[s].data<float>() + (h * past[s] + p) * H;
+        std::memcpy(&pool_k[row_of(s, h, p)], k, H * sizeof(float));
+        std::memcpy(&pool_v[row_of(s, h, p)], k + N * past[s] * H, H * sizeof(float));
+      }
+    for (int64_t i = 0; i < fresh[s]; ++i, ++t) {
+      std::memcpy(bx.data<float>() + t * in_hidden, x[s].data<float>() + i * in_hidden, in_hidden * sizeof(float));
+      token_seq.push_back(static_cast<int32_t>(s));
+      token_pos.push_back(static_cast<int32_t>(past[s] + i));
+    }
+  }
+  paged.token_seq = token_seq;
+  paged.token_pos = token_pos;
+  paged.block_tables = tables;
+  paged.table_width = width;
+  paged.max_keys = 10;
+  paged.layers["past"] = PagedKvLayer{pool_k.data(), pool_v.data()};
+
+  const Tensor empty(DType::kFloat32, Shape{2, 1, N, 0, H});
+  Tensor ones(DType::kInt32, Shape{1, T});
+  std::fill(ones.data<int32_t>(), ones.data<int32_t>() + T, 1);
+  const std::vector<NodeInput> in{{"input", &bx}, {"weights", &w}, {"bias", &bias}, {"mask_index", &ones},
+                                  {"past", &empty}};
+  SessionOptions options{2, false, nullptr};
+  options.isa = isa;
+  Session session(one_node_graph("Attention", in, {"output", "present"}, a), options);
+  IoBinding binding(session);
+  for (const NodeInput& i : in) binding.bind_input(i.name, *i.tensor);
+  binding.set_paged_kv(&paged);
+  session.run(binding);
+  const TensorView& out = binding.output("output");
+  ASSERT_EQ(out.shape(), (Shape{1, T, hidden})) << label;
+  EXPECT_EQ(binding.output("present").numel(), 0) << label;
+
+  for (int64_t s = 0, t0 = 0; s < seqs; t0 += fresh[s], ++s) {
+    const int64_t total = past[s] + fresh[s];
+    Tensor mask(DType::kInt32, Shape{1, total});
+    std::fill(mask.data<int32_t>(), mask.data<int32_t>() + total, 1);
+    const std::vector<NodeInput> one{{"input", &x[s]}, {"weights", &w}, {"bias", &bias}, {"mask_index", &mask},
+                                     {"past", &pasts[s]}};
+    const auto want = run_node(one_node_graph("Attention", one, {"output", "present"}, a), one, 2, isa);
+    const std::string where = label + " sequence " + std::to_string(s);
+    ASSERT_EQ(0, std::memcmp(out.data<float>() + t0 * hidden, want[0].data<float>(), want[0].bytes())) << where;
+    for (int64_t h = 0; h < N; ++h)
+      for (int64_t p = 0; p < total; ++p) {
+        const float* k = want[1].data<float>() + (h * total + p) * H;
+        ASSERT_EQ(0, std::memcmp(&pool_k[row_of(s, h, p)], k, H * sizeof(float))) << where << " key row " << p;
+        ASSERT_EQ(0, std::memcmp(&pool_v[row_of(s, h, p)], k + N * total * H, H * sizeof(float)))
+            << where << " value row " << p;
+      }
+  }
+  for (const int32_t spare : {1, 4, 6})
+    for (int64_t i = 0; i < N * block * H; ++i)
+      ASSERT_EQ(pool_k[paged.row_offset(spare, 0, 0) + i], 999.0f) << label << " spare block " << spare;
+
+  // Not causal: refused by name rather than run without its mask.
+  Session bidirectional(one_node_graph("Attention", in, {"output", "present"}, {int_attr("num_heads", N)}), options);
+  IoBinding b2(bidirectional);
+  for (const NodeInput& i : in) b2.bind_input(i.name, *i.tensor);
+  b2.set_paged_kv(&paged);
+  expect_error([&] { bidirectional.run(b2); }, ErrorCode::kUnsupported, "only when unidirectional");
+}
+
+TEST(PagedAttention, PackedAttentionGivesTheContiguousBits) {
+  for (auto isa : isas()) check_paged_packed(isa, "Attention isa " + std::string(isa_name(*isa)));
 }
 
 TEST(PagedAttention, BadBatchesAreClearErrors) {

@@ -4,13 +4,21 @@
 // masked keys add mask_filter_value. With unidirectional, query i (absolute position P + i) sees
 // keys j <= P + i. As in ONNX Runtime, a query whose every visible key is masked with float lowest
 // attends uniformly to all T keys (ORT masks future keys with lowest too, so they tie).
+//
+// Paged (the run carries a PagedKv naming this node's past input, ep/paged_kv.h; the engine's
+// runs): the input is one row of T tokens from several sequences; token t's key and value rows go
+// into its sequence's blocks at token_pos[t] and it attends to positions [0, token_pos[t]] of that
+// sequence through the block table. present is then empty. Only unidirectional nodes run paged;
+// mask_index is ignored there (a paged run has no padding: the engine feeds a mask of ones).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 
 #include "ep/cpu/cpu_provider.h"
 #include "ep/cpu/kernels/contrib/attention_common.h"
 #include "ep/kernel_registry.h"
+#include "ep/paged_kv.h"
 
 namespace onnxllm {
 namespace {
@@ -42,11 +50,19 @@ class PackedAttentionKernel final : public OpKernel {
     ONNXLLM_CHECK(n.attr_int("do_rotary", 0) == 0, kUnsupported, "Attention with do_rotary=1 is not supported");
     ONNXLLM_CHECK(n.attr_int("past_present_share_buffer", 0) == 0, kUnsupported,
                   "Attention with past_present_share_buffer=1 is not supported");
+    if (n.has_input(kPast)) past_name_ = info.graph().values[n.inputs[kPast]].name;
   }
 
   void infer(InferContext& ctx) const override {
     const AttnDims d = dims([&](int i) { return ctx.has_input(i) ? &ctx.input(i) : nullptr; });
     ctx.set_output(0, DType::kFloat32, Shape{d.batch, d.seq, d.v_hidden});
+    if (paged_layer(ctx.paged_kv())) {
+      const PagedKv& paged = *ctx.paged_kv();
+      check_paged(ctx, d, paged);
+      if (ctx.num_outputs() >= 2) ctx.set_output(1, DType::kFloat32, Shape{2, d.batch, heads_, 0, d.head_size});
+      ctx.request_workspace(paged_layout(d, paged).bytes(ctx.num_threads()));
+      return;
+    }
     // Keys and values are gathered into present (scratch when unnamed) or, without it, the workspace.
     const bool has_present = ctx.num_outputs() >= 2 && d.head_size == d.v_head_size;
     ONNXLLM_CHECK(has_present || !ctx.has_output(1), kUnsupported, "Attention present needs equal K and V head sizes, got ",
@@ -57,6 +73,10 @@ class PackedAttentionKernel final : public OpKernel {
 
   void compute(const ComputeContext& ctx) const noexcept override {
     const AttnDims d = dims([&](int i) { return ctx.has_input(i) ? &ctx.input(i) : nullptr; });
+    if (const PagedKvLayer* layer = paged_layer(ctx.paged_kv())) {
+      compute_paged(ctx, d, *ctx.paged_kv(), *layer);
+      return;
+    }
     const bool kv_in_workspace = !ctx.has_output(1);
     const ScratchLayout scratch = layout(d, kv_in_workspace);
     float* qkv = scratch.shared(ctx.workspace());
@@ -110,6 +130,75 @@ class PackedAttentionKernel final : public OpKernel {
   }
 
  private:
+  // This node's layer in the run's paged cache, or null (no paged cache, or not one of its layers).
+  const PagedKvLayer* paged_layer(const PagedKv* paged) const {
+    return paged && !past_name_.empty() ? paged->layer(past_name_) : nullptr;
+  }
+
+  // The paged batch against this node (PagedKv::check has checked it on its own).
+  void check_paged(const InferContext& ctx, const AttnDims& d, const PagedKv& paged) const {
+    ONNXLLM_CHECK(d.batch == 1 && d.seq == paged.num_tokens() && d.past == 0, kInvalidArgument,
+                  "paged Attention needs the input as one row of the step's ", paged.num_tokens(),
+                  " tokens and an empty past, got ", d.batch, " x ", d.seq, " with ", d.past, " past rows");
+    ONNXLLM_CHECK(paged.kv_heads == heads_ && paged.head_size == d.head_size && d.head_size == d.v_head_size &&
+                      paged.dtype == DType::kFloat32,
+                  kInvalidArgument, "the paged KV cache has ", paged.kv_heads, " heads of size ", paged.head_size, " (",
+                  dtype_name(paged.dtype), ") but layer '", past_name_, "' has ", heads_, " of size ", d.head_size,
+                  " (float32)");
+    ONNXLLM_CHECK(unidirectional_ && !ctx.has_input(kAttentionBias), kUnsupported,
+                  "Attention runs on a paged KV cache only when unidirectional and without attention_bias");
+  }
+
+  // The step's Q/K/V rows (shared), and per thread one row of scores over the longest sequence.
+  static ScratchLayout paged_layout(const AttnDims& d, const PagedKv& paged) {
+    return ScratchLayout(static_cast<size_t>(d.seq * d.qkv_width), static_cast<size_t>(paged.max_keys));
+  }
+
+  // Projections as compute()'s, the new key and value rows into their blocks, then each (token,
+  // head) attends to its sequence's positions through the block table: the same attend_row over
+  // the same keys as an unpaged run, so the same bits.
+  void compute_paged(const ComputeContext& ctx, const AttnDims& d, const PagedKv& paged,
+                     const PagedKvLayer& layer) const noexcept {
+    const ScratchLayout scratch = paged_layout(d, paged);
+    float* qkv = scratch.shared(ctx.workspace());
+    const float* bias = ctx.has_input(kBias) ? ctx.input(kBias).data<float>() : nullptr;
+    gemm_bias(ctx.input(kInput).data<float>(), ctx.input(kWeights).data<float>(), bias, qkv, d.seq, d.in_hidden,
+              d.qkv_width, ctx.pool());
+    const int64_t hk = d.head_size;
+    float* pool_k = static_cast<float*>(layer.k);
+    float* pool_v = static_cast<float*>(layer.v);
+    ctx.pool().parallel_for(d.seq * heads_, 8, [&](int64_t t0, int64_t t1) {
+      for (int64_t task = t0; task < t1; ++task) {
+        const int64_t t = task / heads_, h = task % heads_;
+        const int64_t s = paged.token_seq[t], p = paged.token_pos[t];
+        const int64_t offset = paged.row_offset(paged.block_tables[s * paged.table_width + p / paged.block_size], h,
+                                                p % paged.block_size);
+        const float* row = qkv + t * d.qkv_width;
+        std::memcpy(pool_k + offset, row + d.q_hidden + h * hk, static_cast<size_t>(hk) * sizeof(float));
+        std::memcpy(pool_v + offset, row + 2 * d.q_hidden + h * hk, static_cast<size_t>(hk) * sizeof(float));
+      }
+    });
+    SoftmaxParams params;
+    params.isa = isa_;
+    params.scale = scale_ != 0.0f ? scale_ : 1.0f / std::sqrt(static_cast<float>(hk));
+    float* out_all = ctx.output(0).data<float>();
+    ctx.pool().run([&](int thread, int threads) {
+      float* scores = scratch.thread_slice(ctx.workspace(), thread);
+      int64_t t0, t1;
+      thread_range(d.seq * heads_, thread, threads, &t0, &t1);
+      for (int64_t task = t0; task < t1; ++task) {
+        const int64_t t = task / heads_, h = task % heads_;
+        const int64_t offset = paged.row_offset(0, h, 0);
+        KvRows kv{pool_k + offset, pool_v + offset, hk, hk};
+        kv.blocks = paged.block_tables.data() + paged.token_seq[t] * paged.table_width;
+        kv.block_rows = paged.block_size;
+        kv.block_stride = paged.row_offset(1, 0, 0);
+        attend_row(qkv + t * d.qkv_width + h * hk, hk, kv, hk, 0, paged.token_pos[t] + 1, nullptr, params, scores,
+                   out_all + t * d.v_hidden + h * hk);
+      }
+    });
+  }
+
   ScratchLayout layout(const AttnDims& d, bool kv_in_workspace) const {
     size_t shared = static_cast<size_t>(d.batch * d.seq * d.qkv_width);
     if (kv_in_workspace) shared += static_cast<size_t>(d.batch * heads_ * d.total * (d.head_size + d.v_head_size));
@@ -219,6 +308,7 @@ class PackedAttentionKernel final : public OpKernel {
   bool unidirectional_ = false;
   float scale_ = 0.0f;
   float mask_filter_value_ = -10000.0f;
+  std::string past_name_;  // finds this node's layer in a paged run
 };
 
 }  // namespace
