@@ -235,7 +235,7 @@ TEST(MatMulNBitsQ8, ScalarMatchesReferenceAndSimdIsBitIdentical) {
   for (int64_t bs : {16, 32, 64, 128})
     for (int64_t k : {16, 32, 93, 256, 1234})
       for (int64_t n : {1, 17, 32, 290})
-        for (int64_t m : {1, 2, 3, 5, 8, 13, 16, 33}) {
+        for (int64_t m : {1, 2, 3, 5, 8, 9, 13, 16, 24, 33}) {
           ++variant;
           const bool with_zp = variant % 2 == 0, with_bias = variant % 3 == 0, half = variant % 5 != 0;
           const QuantWeight w = test::random_weight(k, n, 4, bs, with_zp, seed++);
