@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <span>
 
 #include "core/allocator.h"
 #include "core/error.h"
@@ -533,15 +534,20 @@ void Engine::choose(Choice& c, const TensorView& out, int64_t vocab) noexcept {
   Request& r = *c.request;
   std::lock_guard rlock(r.mutex_);
   try {
-    r.logits_.resize(static_cast<size_t>(vocab));
+    // Float32 logits are searched where the run left them (the row is this request's alone and
+    // nothing reads it after the step): the copy per request was 1.7% of a 16-client step's
+    // samples (in one process alternately: x1.02, within the host's noise).
+    std::span<float> row;
     if (out.dtype() == DType::kFloat32) {
-      std::memcpy(r.logits_.data(), out.data<float>() + c.at * vocab, static_cast<size_t>(vocab) * sizeof(float));
+      row = std::span<float>(out.data<float>() + c.at * vocab, static_cast<size_t>(vocab));
     } else {
+      r.logits_.resize(static_cast<size_t>(vocab));
       const Float16* src = out.data<Float16>() + c.at * vocab;
       for (int64_t i = 0; i < vocab; ++i) r.logits_[static_cast<size_t>(i)] = static_cast<float>(src[i]);
+      row = r.logits_;
     }
-    if (r.logprobs_top_ >= 0) r.raw_logits_ = r.logits_;
-    r.search_->generate(r.logits_);
+    if (r.logprobs_top_ >= 0) r.raw_logits_.assign(row.begin(), row.end());
+    r.search_->generate(row);
     const int32_t next = r.search_->next_tokens()[0];
     r.unseen_.push_back(next);
     if (r.logprobs_top_ >= 0) r.unseen_logprobs_.push_back(token_logprobs(r.raw_logits_, next, r.logprobs_top_));

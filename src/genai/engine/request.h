@@ -88,7 +88,7 @@ class Request {
   std::vector<uint64_t> block_hash_;  // hash of each published block
   uint64_t admitted_at_ = 0;          // order of (re)admission, for preemption
   bool running_ = false;
-  std::vector<float> logits_;         // scratch, vocabulary size
+  std::vector<float> logits_;         // float16 logits as float (float32 ones are searched in place)
   std::vector<float> raw_logits_;     // with logprobs: the logits before the search changes them
 };
 
