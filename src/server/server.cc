@@ -54,8 +54,17 @@ struct Choice {
   std::string finish;   // "" while running; "stop", "length", "tool_calls"
   Json logprobs = Json::array();
   size_t logprobs_sent = 0;
+  size_t text_offset = 0;  // characters before the next streamed logprobs entry's token
+  std::vector<int32_t> recent;  // the last few tokens: logprobs' token texts are decoded after them
   Clock::time_point last_token;
 };
+
+// Characters (code points) in UTF-8 text, as len() counts a Python string.
+size_t char_count(const std::string& s) {
+  size_t n = 0;
+  for (const char ch : s) n += (static_cast<unsigned char>(ch) & 0xC0) != 0x80;
+  return n;
+}
 
 }  // namespace
 
@@ -197,13 +206,27 @@ struct Server::Impl {
     return request;
   }
 
-  std::string token_text(int32_t id) const { return tokenizer->decode(std::span<const int32_t>(&id, 1)); }
+  // The text token `id` adds after `context`: decode(context + id) minus decode(context), so a
+  // SentencePiece word keeps its leading space (decoding one token alone drops it, as Hugging
+  // Face's decode does) and the tokens of a logprobs list spell the text. When the context's
+  // text is not a prefix (a character split across tokens), the token decoded alone.
+  // `before` is decode(context).
+  std::string token_text(const std::vector<int32_t>& context, const std::string& before, int32_t id) const {
+    std::vector<int32_t> ids = context;
+    ids.push_back(id);
+    const std::string after = tokenizer->decode(ids);
+    if (after.size() >= before.size() && after.compare(0, before.size(), before) == 0) return after.substr(before.size());
+    return tokenizer->decode(std::span<const int32_t>(&id, 1));
+  }
 
-  Json logprob_entry(int32_t id, const genai::TokenLogprobs& lp, bool chat) const {
+  Json logprob_entry(const std::vector<int32_t>& context, int32_t id, const genai::TokenLogprobs& lp,
+                     bool chat) const {
+    const std::string before = tokenizer->decode(context);
     Json top = Json::array();
-    for (const auto& [t, v] : lp.top) top.push_back({{"token", token_text(t)}, {"logprob", v}});
-    if (chat) return {{"token", token_text(id)}, {"logprob", lp.logprob}, {"top_logprobs", top}};
-    return {{"token", token_text(id)}, {"logprob", lp.logprob}, {"top", top}};
+    for (const auto& [t, v] : lp.top) top.push_back({{"token", token_text(context, before, t)}, {"logprob", v}});
+    const std::string text = token_text(context, before, id);
+    if (chat) return {{"token", text}, {"logprob", lp.logprob}, {"top_logprobs", top}};
+    return {{"token", text}, {"logprob", lp.logprob}, {"top", top}};
   }
 
   // Takes a choice's new tokens: text through the stream, EOS and stop sequences end it.
@@ -221,7 +244,12 @@ struct Server::Impl {
         c.finish = "stop";
         break;
       }
-      if (r.logprobs) c.logprobs.push_back(logprob_entry(id, lp, r.chat));
+      if (r.logprobs) {
+        c.logprobs.push_back(logprob_entry(c.recent, id, lp, r.chat));
+        // Four tokens before: enough for a word's space and a character's bytes.
+        if (c.recent.size() == 4) c.recent.erase(c.recent.begin());
+        c.recent.push_back(id);
+      }
       c.held += c.stream->step(id);
       release_text(c, r);
     }
@@ -293,6 +321,7 @@ struct Server::Impl {
         Choice c;
         c.request = make_request(job->req, job->ids, i);
         c.stream = std::make_unique<TokenizerStream>(tokenizer, true);
+        c.recent.assign(job->ids.end() - std::min<std::ptrdiff_t>(4, std::ssize(job->ids)), job->ids.end());
         c.last_token = Clock::now();
         job->choices.push_back(std::move(c));
       }
@@ -347,22 +376,27 @@ struct Server::Impl {
       if (job.req.logprobs) out["logprobs"] = {{"content", c.logprobs}};
       return out;
     }
-    std::string text = job.req.echo ? tokenizer->decode(job.ids) + c.text : c.text;
-    Json out = {{"index", i}, {"text", text}, {"logprobs", nullptr}, {"finish_reason", finish}};
-    if (job.req.logprobs) out["logprobs"] = completion_logprobs(c.logprobs);
+    const std::string prompt = job.req.echo ? tokenizer->decode(job.ids) : std::string();
+    Json out = {{"index", i}, {"text", prompt + c.text}, {"logprobs", nullptr}, {"finish_reason", finish}};
+    size_t offset = char_count(prompt);
+    if (job.req.logprobs) out["logprobs"] = completion_logprobs(c.logprobs, &offset);
     return out;
   }
 
-  static Json completion_logprobs(const Json& entries) {
-    Json tokens = Json::array(), values = Json::array(), tops = Json::array();
+  // The completions API's logprobs of `entries`; text_offset counts characters from *offset (the
+  // text before the first entry's token), which moves past the entries' tokens, as vLLM counts.
+  static Json completion_logprobs(const Json& entries, size_t* offset) {
+    Json tokens = Json::array(), values = Json::array(), tops = Json::array(), offsets = Json::array();
     for (const Json& e : entries) {
       tokens.push_back(e["token"]);
       values.push_back(e["logprob"]);
       Json top = Json::object();
       for (const Json& t : e["top"]) top[t["token"].get<std::string>()] = t["logprob"];
       tops.push_back(top);
+      offsets.push_back(*offset);
+      *offset += char_count(e["token"].get<std::string>());
     }
-    return {{"tokens", tokens}, {"token_logprobs", values}, {"top_logprobs", tops}, {"text_offset", Json::array()}};
+    return {{"tokens", tokens}, {"token_logprobs", values}, {"top_logprobs", tops}, {"text_offset", offsets}};
   }
 
   Json response(const Job& job) const {
@@ -410,7 +444,7 @@ struct Server::Impl {
         if (job.req.logprobs && c.logprobs.size() > c.logprobs_sent) {
           Json part(c.logprobs.begin() + static_cast<std::ptrdiff_t>(c.logprobs_sent), c.logprobs.end());
           c.logprobs_sent = c.logprobs.size();
-          choice["logprobs"] = job.req.chat ? Json{{"content", part}} : completion_logprobs(part);
+          choice["logprobs"] = job.req.chat ? Json{{"content", part}} : completion_logprobs(part, &c.text_offset);
         }
         event(chunk(job, Json::array({choice})));
       }

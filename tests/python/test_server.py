@@ -149,10 +149,25 @@ def test_n_stop_seed_and_logprobs(server):
                                                     "messages": [{"role": "user", "content": "Once upon a time"}]})
     content = lp["choices"][0]["logprobs"]["content"]
     assert len(content) == 5
+    # Each token as it reads in the text (a word keeps its leading space).
+    assert "".join(entry["token"] for entry in content) == lp["choices"][0]["message"]["content"]
     for entry in content:
         assert entry["logprob"] <= 0 and len(entry["top_logprobs"]) == 3
         # Greedy: the chosen token is the most likely one.
         assert entry["top_logprobs"][0]["logprob"] == pytest.approx(entry["logprob"])
+    # The completions API's logprobs: text_offset is each token's character offset in the
+    # returned text (after the echoed prompt with echo), and the tokens spell the completion
+    # (decoded one at a time they lost every word's space: ",therewasalittleg").
+    for echo in (False, True):
+        _, _, lp = server.post("/v1/completions", {**base, "max_tokens": 6, "temperature": 0, "logprobs": 2,
+                                                   "echo": echo})
+        choice = lp["choices"][0]
+        lp = choice["logprobs"]
+        start = len("Once upon a time") if echo else 0
+        assert choice["text"][:start] == "Once upon a time"[:start]
+        assert len(lp["tokens"]) == len(lp["token_logprobs"]) == len(lp["top_logprobs"]) == 6
+        assert lp["text_offset"] == [start + len("".join(lp["tokens"][:k])) for k in range(6)]
+        assert "".join(lp["tokens"]) == choice["text"][start:]
 
 
 BAD_REQUESTS = [
