@@ -296,7 +296,7 @@ struct Server::Impl {
     int64_t created = 0;
     uint64_t seen_step = 0;
     bool admitted = false;
-    bool role_sent = false;
+    bool opened = false;  // the first chunk sent: chat's role, or a completion's echoed prompt
     bool done_sent = false;
   };
 
@@ -424,13 +424,20 @@ struct Server::Impl {
   std::string stream_events(Job& job) {
     std::string out;
     auto event = [&](const Json& j) { out += "data: " + dump(j) + "\n\n"; };
-    if (job.req.chat && !job.role_sent) {
+    if (!job.opened && (job.req.chat || job.req.echo)) {
       Json choices = Json::array();
-      for (size_t i = 0; i < job.choices.size(); ++i)
-        choices.push_back({{"index", i}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}});
+      const std::string prompt = job.req.chat ? std::string() : tokenizer->decode(job.ids);
+      for (size_t i = 0; i < job.choices.size(); ++i) {
+        if (job.req.chat) {
+          choices.push_back({{"index", i}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}});
+        } else {
+          choices.push_back({{"index", i}, {"text", prompt}, {"logprobs", nullptr}, {"finish_reason", nullptr}});
+          job.choices[i].text_offset = char_count(prompt);
+        }
+      }
       event(chunk(job, choices));
-      job.role_sent = true;
     }
+    job.opened = true;
     const bool tools = job.req.chat && !job.req.tools.is_null();
     for (size_t i = 0; i < job.choices.size(); ++i) {
       Choice& c = job.choices[i];

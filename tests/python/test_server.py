@@ -168,6 +168,12 @@ def test_n_stop_seed_and_logprobs(server):
         assert len(lp["tokens"]) == len(lp["token_logprobs"]) == len(lp["top_logprobs"]) == 6
         assert lp["text_offset"] == [start + len("".join(lp["tokens"][:k])) for k in range(6)]
         assert "".join(lp["tokens"]) == choice["text"][start:]
+        # Streamed: the same text (the echoed prompt in the first chunk) and the same offsets.
+        _, _, text = server.request("POST", "/v1/completions", {**base, "max_tokens": 6, "temperature": 0,
+                                                                "logprobs": 2, "echo": echo, "stream": True})
+        parts = [c for e in sse_events(text) for c in e["choices"]]
+        assert "".join(c["text"] for c in parts) == choice["text"]
+        assert [o for c in parts if c["logprobs"] for o in c["logprobs"]["text_offset"]] == lp["text_offset"]
 
 
 BAD_REQUESTS = [
