@@ -11,6 +11,8 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 constexpr int kMaxChoices = 16;
+// Choices of one completions request over all its prompts (prompts x n).
+constexpr size_t kMaxPromptChoices = 64;
 constexpr int kMaxStops = 4;
 constexpr int kMaxTopLogprobs = 20;
 constexpr int kMaxJsonDepth = 64;
@@ -289,24 +291,41 @@ GenerationRequest parse_completion_request(std::string_view body) {
   r.max_tokens = 16;  // OpenAI's default for completions
   if (j.contains("max_tokens") && !j["max_tokens"].is_null()) r.max_tokens = max_tokens_of(j, "max_tokens");
   if (!j.contains("prompt")) throw_api_error(400, "Missing required parameter: 'prompt'.", "prompt", "missing_required_parameter");
+  // A string, an array of strings, an array of token ids, or an array of such arrays (OpenAI's
+  // four forms); several prompts each get n choices.
   const Json& p = j["prompt"];
-  if (p.is_string()) {
-    r.prompt = p.get<std::string>();
-  } else if (p.is_array() && p.size() == 1 && p[0].is_string()) {
-    r.prompt = p[0].get<std::string>();
-  } else if (p.is_array() && !p.empty() && std::all_of(p.begin(), p.end(), [](const Json& x) { return x.is_number_integer(); })) {
-    r.has_prompt_ids = true;
-    for (const Json& x : p) {
+  auto token_ids = [](const Json& list) {
+    std::vector<int32_t> ids;
+    for (const Json& x : list) {
       const int64_t id = x.get<int64_t>();
       if (id < 0 || id > std::numeric_limits<int32_t>::max()) throw_api_error(400, "Invalid token id in 'prompt': " + x.dump(), "prompt");
-      r.prompt_ids.push_back(static_cast<int32_t>(id));
+      ids.push_back(static_cast<int32_t>(id));
     }
-  } else if (p.is_array() && p.size() > 1) {
-    throw_api_error(400, "Several prompts in one request are not supported by onnxllm; send one request per prompt.", "prompt",
-                    "unsupported_parameter");
+    return ids;
+  };
+  auto all_of = [](const Json& list, auto&& pred) { return std::all_of(list.begin(), list.end(), pred); };
+  auto is_ids = [&](const Json& x) {
+    return x.is_array() && !x.empty() && all_of(x, [](const Json& y) { return y.is_number_integer(); });
+  };
+  if (p.is_string()) {
+    r.prompts.push_back(p.get<std::string>());
+  } else if (p.is_array() && !p.empty() && all_of(p, [](const Json& x) { return x.is_string(); })) {
+    for (const Json& x : p) r.prompts.push_back(x.get<std::string>());
+  } else if (is_ids(p)) {
+    r.has_prompt_ids = true;
+    r.prompt_ids.push_back(token_ids(p));
+  } else if (p.is_array() && !p.empty() && all_of(p, is_ids)) {
+    r.has_prompt_ids = true;
+    for (const Json& x : p) r.prompt_ids.push_back(token_ids(x));
   } else {
-    bad_type("prompt", p, "a string or an array of token ids");
+    bad_type("prompt", p, "a string, an array of strings, an array of token ids or an array of such arrays");
   }
+  const size_t prompts = r.has_prompt_ids ? r.prompt_ids.size() : r.prompts.size();
+  if (prompts * static_cast<size_t>(r.n) > kMaxPromptChoices)
+    throw_api_error(400, std::to_string(prompts) + " prompts with n = " + std::to_string(r.n) + " would make " +
+                             std::to_string(prompts * static_cast<size_t>(r.n)) + " choices; at most " +
+                             std::to_string(kMaxPromptChoices) + " are allowed in one request",
+                    "prompt");
   if (j.contains("logprobs") && !j["logprobs"].is_null()) {
     r.top_logprobs = static_cast<int>(integer(j, "logprobs", 0, 5));
     r.logprobs = true;

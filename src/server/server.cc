@@ -56,6 +56,7 @@ struct Choice {
   size_t logprobs_sent = 0;
   size_t text_offset = 0;  // characters before the next streamed logprobs entry's token
   std::vector<int32_t> recent;  // the last few tokens: logprobs' token texts are decoded after them
+  size_t prompt = 0;            // which of the job's prompts this choice continues
   Clock::time_point last_token;
 };
 
@@ -151,8 +152,10 @@ struct Server::Impl {
                       "", "invalid_api_key");
   }
 
-  std::vector<int32_t> prompt_ids(const GenerationRequest& r) {
-    std::vector<int32_t> ids;
+  // The request's prompts as token ids (one for chat), each checked against the vocabulary and
+  // the context.
+  std::vector<std::vector<int32_t>> prompt_ids(const GenerationRequest& r) {
+    std::vector<std::vector<int32_t>> prompts;
     if (r.chat) {
       if (templates.templates.empty())
         throw_api_error(400, "This model has no chat template; use /v1/completions with a plain prompt.", "messages");
@@ -167,28 +170,32 @@ struct Server::Impl {
       } catch (const Error& e) {
         throw_api_error(400, std::string("The chat template could not render these messages: ") + e.what(), "messages");
       }
-      ids = tokenizer->encode(text, false);
+      prompts.push_back(tokenizer->encode(text, false));
     } else if (r.has_prompt_ids) {
-      ids = r.prompt_ids;
-      for (const int32_t id : ids)
-        if (id >= model->config().model.vocab_size)
-          throw_api_error(400, "Token id " + std::to_string(id) + " in 'prompt' is outside the vocabulary.", "prompt");
+      prompts = r.prompt_ids;
+      for (const auto& ids : prompts)
+        for (const int32_t id : ids)
+          if (id >= model->config().model.vocab_size)
+            throw_api_error(400, "Token id " + std::to_string(id) + " in 'prompt' is outside the vocabulary.", "prompt");
     } else {
-      ids = tokenizer->encode(r.prompt, true);
+      for (const std::string& text : r.prompts) prompts.push_back(tokenizer->encode(text, true));
     }
-    if (ids.empty()) throw_api_error(400, "The prompt is empty.", r.chat ? "messages" : "prompt");
-    const int n = static_cast<int>(ids.size());
-    if (n >= context)
-      throw_api_error(400, "This model's maximum context length is " + std::to_string(context) + " tokens. However, your " +
-                               (r.chat ? "messages" : "prompt") + " resulted in " + std::to_string(n) + " tokens.",
-                      r.chat ? "messages" : "prompt", "context_length_exceeded");
-    if (r.max_tokens > 0 && n + static_cast<int64_t>(r.max_tokens) > context)
-      throw_api_error(400, "This model's maximum context length is " + std::to_string(context) + " tokens. However, you requested " +
-                               std::to_string(n + static_cast<int64_t>(r.max_tokens)) + " tokens (" + std::to_string(n) +
-                               " in the " + (r.chat ? "messages" : "prompt") + ", " + std::to_string(r.max_tokens) +
-                               " in the completion). Please reduce the length.",
-                      "max_tokens", "context_length_exceeded");
-    return ids;
+    const char* what = r.chat ? "messages" : "prompt";
+    for (const auto& ids : prompts) {
+      if (ids.empty()) throw_api_error(400, "The prompt is empty.", what);
+      const int n = static_cast<int>(ids.size());
+      if (n >= context)
+        throw_api_error(400, "This model's maximum context length is " + std::to_string(context) + " tokens. However, your " +
+                                 what + " resulted in " + std::to_string(n) + " tokens.",
+                        what, "context_length_exceeded");
+      if (r.max_tokens > 0 && n + static_cast<int64_t>(r.max_tokens) > context)
+        throw_api_error(400, "This model's maximum context length is " + std::to_string(context) + " tokens. However, you requested " +
+                                 std::to_string(n + static_cast<int64_t>(r.max_tokens)) + " tokens (" + std::to_string(n) +
+                                 " in the " + what + ", " + std::to_string(r.max_tokens) +
+                                 " in the completion). Please reduce the length.",
+                        "max_tokens", "context_length_exceeded");
+    }
+    return prompts;
   }
 
   std::shared_ptr<genai::Request> make_request(const GenerationRequest& r, const std::vector<int32_t>& ids, int index) {
@@ -290,8 +297,8 @@ struct Server::Impl {
   // finished (or the client is gone, which cancels it).
   struct Job {
     GenerationRequest req;
-    std::vector<int32_t> ids;
-    std::vector<Choice> choices;
+    std::vector<std::vector<int32_t>> prompts;  // token ids; chat: one
+    std::vector<Choice> choices;                // prompt p's n choices at p * n ...
     std::string id;
     int64_t created = 0;
     uint64_t seen_step = 0;
@@ -303,7 +310,7 @@ struct Server::Impl {
   std::shared_ptr<Job> admit(GenerationRequest req) {
     auto job = std::make_shared<Job>();
     job->req = std::move(req);
-    job->ids = prompt_ids(job->req);
+    job->prompts = prompt_ids(job->req);
     job->id = random_id(job->req.chat ? "chatcmpl-" : "cmpl-");
     job->created = unix_seconds();
     {
@@ -317,20 +324,23 @@ struct Server::Impl {
     }
     job->admitted = true;
     try {
-      for (int i = 0; i < job->req.n; ++i) {
-        Choice c;
-        c.request = make_request(job->req, job->ids, i);
-        c.stream = std::make_unique<TokenizerStream>(tokenizer, true);
-        c.recent.assign(job->ids.end() - std::min<std::ptrdiff_t>(4, std::ssize(job->ids)), job->ids.end());
-        c.last_token = Clock::now();
-        job->choices.push_back(std::move(c));
-      }
+      for (size_t p = 0; p < job->prompts.size(); ++p)
+        for (int i = 0; i < job->req.n; ++i) {
+          const auto& ids = job->prompts[p];
+          Choice c;
+          c.prompt = p;
+          c.request = make_request(job->req, ids, static_cast<int>(job->choices.size()));
+          c.stream = std::make_unique<TokenizerStream>(tokenizer, true);
+          c.recent.assign(ids.end() - std::min<std::ptrdiff_t>(4, std::ssize(ids)), ids.end());
+          c.last_token = Clock::now();
+          job->choices.push_back(std::move(c));
+        }
       for (auto& c : job->choices) engine->add_request(c.request);
     } catch (const Error& e) {
       finish_job(*job);
       throw_api_error(400, e.what());
     }
-    metrics.prompt_tokens.fetch_add(static_cast<int64_t>(job->ids.size()) * job->req.n, std::memory_order_relaxed);
+    metrics.prompt_tokens.fetch_add(prompt_tokens(*job) * job->req.n, std::memory_order_relaxed);
     wake_engine();
     return job;
   }
@@ -350,10 +360,17 @@ struct Server::Impl {
     return std::all_of(job.choices.begin(), job.choices.end(), [](const Choice& c) { return !c.finish.empty(); });
   }
 
+  // Each prompt once, whatever n is (as OpenAI counts).
+  static int64_t prompt_tokens(const Job& job) {
+    int64_t n = 0;
+    for (const auto& ids : job.prompts) n += static_cast<int64_t>(ids.size());
+    return n;
+  }
+
   Json usage(const Job& job) const {
-    int completion = 0;
+    int64_t completion = 0;
     for (const auto& c : job.choices) completion += c.tokens;
-    const int prompt = static_cast<int>(job.ids.size());
+    const int64_t prompt = prompt_tokens(job);
     return {{"prompt_tokens", prompt}, {"completion_tokens", completion}, {"total_tokens", prompt + completion}};
   }
 
@@ -376,7 +393,7 @@ struct Server::Impl {
       if (job.req.logprobs) out["logprobs"] = {{"content", c.logprobs}};
       return out;
     }
-    const std::string prompt = job.req.echo ? tokenizer->decode(job.ids) : std::string();
+    const std::string prompt = job.req.echo ? tokenizer->decode(job.prompts[c.prompt]) : std::string();
     Json out = {{"index", i}, {"text", prompt + c.text}, {"logprobs", nullptr}, {"finish_reason", finish}};
     size_t offset = char_count(prompt);
     if (job.req.logprobs) out["logprobs"] = completion_logprobs(c.logprobs, &offset);
@@ -426,11 +443,11 @@ struct Server::Impl {
     auto event = [&](const Json& j) { out += "data: " + dump(j) + "\n\n"; };
     if (!job.opened && (job.req.chat || job.req.echo)) {
       Json choices = Json::array();
-      const std::string prompt = job.req.chat ? std::string() : tokenizer->decode(job.ids);
       for (size_t i = 0; i < job.choices.size(); ++i) {
         if (job.req.chat) {
           choices.push_back({{"index", i}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}});
         } else {
+          const std::string prompt = tokenizer->decode(job.prompts[job.choices[i].prompt]);
           choices.push_back({{"index", i}, {"text", prompt}, {"logprobs", nullptr}, {"finish_reason", nullptr}});
           job.choices[i].text_offset = char_count(prompt);
         }

@@ -176,6 +176,38 @@ def test_n_stop_seed_and_logprobs(server):
         assert [o for c in parts if c["logprobs"] for o in c["logprobs"]["text_offset"]] == lp["text_offset"]
 
 
+def test_several_prompts_in_one_completion(server):
+    """OpenAI's batched prompts: prompt p's n choices come at indices p * n ..., each the text that
+    prompt gets alone; usage counts each prompt once."""
+    prompts = ["Once upon a time", "The little dog", "Lily and Tom"]
+    alone = []
+    for p in prompts:
+        _, _, body = server.post("/v1/completions", {"model": server.model, "prompt": p, "max_tokens": 8,
+                                                     "temperature": 0})
+        alone.append((body["choices"][0]["text"], body["usage"]["prompt_tokens"]))
+    status, _, body = server.post("/v1/completions", {"model": server.model, "prompt": prompts, "max_tokens": 8,
+                                                      "temperature": 0, "n": 2, "echo": True})
+    assert status == 200, body
+    assert [c["index"] for c in body["choices"]] == list(range(6))
+    assert [c["text"] for c in body["choices"]] == [p + t for p, (t, _) in zip(prompts, alone) for _ in range(2)]
+    assert body["usage"]["prompt_tokens"] == sum(n for _, n in alone)
+    assert body["usage"]["completion_tokens"] == 6 * 8
+    # Token-id prompts, streamed: each choice's deltas add up to its text.
+    ids = [[1, 300, 301], [1, 45]]
+    _, _, text = server.request("POST", "/v1/completions", {"model": server.model, "prompt": ids, "max_tokens": 5,
+                                                            "temperature": 0, "stream": True})
+    got = {}
+    for e in sse_events(text):
+        for c in e["choices"]:
+            got[c["index"]] = got.get(c["index"], "") + c["text"]
+    for i, p in enumerate(ids):
+        _, _, one = server.post("/v1/completions", {"model": server.model, "prompt": p, "max_tokens": 5,
+                                                    "temperature": 0})
+        assert got[i] == one["choices"][0]["text"]
+    status, _, body = server.post("/v1/completions", {"model": server.model, "prompt": ["a"] * 5, "n": 16})
+    assert status == 400 and "at most 64" in body["error"]["message"]
+
+
 BAD_REQUESTS = [
     ("malformed JSON", "/v1/chat/completions", b'{"model": "x", "messages": [', 400, None),
     ("not an object", "/v1/completions", b"[1, 2]", 400, None),

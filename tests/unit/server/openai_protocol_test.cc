@@ -39,14 +39,43 @@ TEST(OpenAiProtocol, ChatRequestFields) {
 
 TEST(OpenAiProtocol, CompletionPromptsAndDefaults) {
   auto r = parse_completion_request(R"({"model": "m", "prompt": "hi"})");
-  EXPECT_EQ(r.prompt, "hi");
+  EXPECT_EQ(r.prompts, (std::vector<std::string>{"hi"}));
+  EXPECT_FALSE(r.has_prompt_ids);
   EXPECT_EQ(r.max_tokens, 16);  // OpenAI's default
   EXPECT_EQ(r.temperature, 1.0f);
   r = parse_completion_request(R"({"model": "m", "prompt": [1, 2, 3], "logprobs": 2, "echo": true})");
   EXPECT_TRUE(r.has_prompt_ids);
-  EXPECT_EQ(r.prompt_ids, (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_EQ(r.prompt_ids, (std::vector<std::vector<int32_t>>{{1, 2, 3}}));
   EXPECT_EQ(r.top_logprobs, 2);
   EXPECT_TRUE(r.echo);
+  // Several prompts: strings, or token id lists.
+  r = parse_completion_request(R"({"model": "m", "prompt": ["a", "b c"], "n": 2})");
+  EXPECT_EQ(r.prompts, (std::vector<std::string>{"a", "b c"}));
+  r = parse_completion_request(R"({"model": "m", "prompt": [[1, 2], [3]]})");
+  EXPECT_TRUE(r.has_prompt_ids);
+  EXPECT_EQ(r.prompt_ids, (std::vector<std::vector<int32_t>>{{1, 2}, {3}}));
+}
+
+TEST(OpenAiProtocol, BadPromptsNameWhatIsWrong) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"model": "m", "prompt": []})", "an array of such arrays"},
+      {R"({"model": "m", "prompt": ["a", 1]})", "an array of such arrays"},
+      {R"({"model": "m", "prompt": [[1, 2], []]})", "an array of such arrays"},
+      {R"({"model": "m", "prompt": [[1, "x"]]})", "an array of such arrays"},
+      {R"({"model": "m", "prompt": [[1, -2]]})", "Invalid token id"},
+      {R"({"model": "m", "prompt": 5})", "an array of such arrays"},
+      {R"({"model": "m", "prompt": ["a", "b", "c", "d", "e"], "n": 16})", "80 choices; at most 64"},
+  };
+  for (const auto& [body, text] : cases) {
+    try {
+      parse_completion_request(body);
+      ADD_FAILURE() << body << " was accepted";
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status, 400) << body;
+      EXPECT_EQ(e.param, "prompt") << body;
+      EXPECT_NE(e.message.find(text), std::string::npos) << body << ": " << e.message;
+    }
+  }
 }
 
 TEST(OpenAiProtocol, BadRequestsNameTheParameter) {
@@ -77,7 +106,7 @@ TEST(OpenAiProtocol, BadRequestsNameTheParameter) {
     const auto j = nlohmann::json::parse(e.json());
     EXPECT_EQ(j["error"]["type"], "invalid_request_error");
   }
-  EXPECT_EQ(error_of([] { parse_completion_request(R"({"model": "m", "prompt": ["a", "b"]})"); }).param, "prompt");
+  EXPECT_EQ(error_of([] { parse_completion_request(R"({"model": "m", "prompt": ["a", [1]]})"); }).param, "prompt");
   EXPECT_EQ(error_of([] { parse_completion_request(R"({"model": "m"})"); }).param, "prompt");
   // Nesting deep enough to exhaust a recursive parser's stack is refused before parsing.
   const std::string deep = R"({"model": "m", "prompt": )" + std::string(100000, '[') + std::string(100000, ']') + "}";
