@@ -11,6 +11,7 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 constexpr int kMaxChoices = 16;
+constexpr size_t kMaxLogitBias = 300;  // OpenAI's limit
 // Choices of one completions request over all its prompts (prompts x n).
 constexpr size_t kMaxPromptChoices = 64;
 constexpr int kMaxStops = 4;
@@ -130,13 +131,27 @@ void parse_common(const Json& j, GenerationRequest& r) {
     for (const auto& x : r.stop)
       if (x.empty()) throw_api_error(400, "'stop' sequences must not be empty.", "stop");
   }
-  for (const char* key : {"presence_penalty", "frequency_penalty"})
-    if (present(key) && number(j, key, -2.0, 2.0) != 0.0)
-      throw_api_error(400, std::string("'") + key + "' other than 0 is not supported by onnxllm", key, "unsupported_parameter");
+  if (present("presence_penalty")) r.presence_penalty = static_cast<float>(number(j, "presence_penalty", -2.0, 2.0));
+  if (present("frequency_penalty")) r.frequency_penalty = static_cast<float>(number(j, "frequency_penalty", -2.0, 2.0));
   if (present("logit_bias")) {
-    if (!j["logit_bias"].is_object()) bad_type("logit_bias", j["logit_bias"], "an object");
-    if (!j["logit_bias"].empty())
-      throw_api_error(400, "'logit_bias' is not supported by onnxllm", "logit_bias", "unsupported_parameter");
+    // {"token id": bias}: keys are decimal token ids, biases in [-100, 100], as OpenAI takes them.
+    const Json& bias = j["logit_bias"];
+    if (!bias.is_object()) bad_type("logit_bias", bias, "an object");
+    if (bias.size() > kMaxLogitBias)
+      throw_api_error(400, "'logit_bias' takes at most " + std::to_string(kMaxLogitBias) + " tokens.", "logit_bias");
+    for (const auto& [key, value] : bias.items()) {
+      const bool digits = !key.empty() && key.size() <= 10 &&
+                          std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+      const int64_t id = digits ? std::stoll(key) : -1;
+      if (id < 0 || id > std::numeric_limits<int32_t>::max())
+        throw_api_error(400, "Invalid key in 'logit_bias': '" + key + "' is not a token id.", "logit_bias");
+      if (!value.is_number()) bad_type("logit_bias", value, "a number");
+      const double v = value.get<double>();
+      if (!(v >= -100.0 && v <= 100.0))
+        throw_api_error(400, "Invalid value for 'logit_bias': the bias of token " + key + " must be in [-100, 100].",
+                        "logit_bias", "invalid_value");
+      r.logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(v));
+    }
   }
   if (present("user") && !j["user"].is_string()) bad_type("user", j["user"], "a string");
 }

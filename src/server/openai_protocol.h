@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -48,6 +49,9 @@ struct GenerationRequest {
   bool logprobs = false;  // chat: logprobs true; completions: logprobs >= 0
   int top_logprobs = 0;
   bool echo = false;  // completions
+  float presence_penalty = 0.0f;  // [-2, 2]
+  float frequency_penalty = 0.0f;
+  std::vector<std::pair<int32_t, float>> logit_bias;  // token id, bias in [-100, 100]
 };
 
 // Parse a /v1/chat/completions or /v1/completions body; throws ApiError.

@@ -209,6 +209,8 @@ struct Server::Impl {
     params.set_search_options(search.dump());
     auto request = std::make_shared<genai::Request>(params);
     if (r.logprobs) request->set_logprobs(r.top_logprobs);
+    if (r.presence_penalty != 0.0f || r.frequency_penalty != 0.0f || !r.logit_bias.empty())
+      request->set_logit_adjustments(r.presence_penalty, r.frequency_penalty, r.logit_bias);
     request->add_tokens(ids);
     return request;
   }
@@ -311,6 +313,9 @@ struct Server::Impl {
     auto job = std::make_shared<Job>();
     job->req = std::move(req);
     job->prompts = prompt_ids(job->req);
+    for (const auto& [id, bias] : job->req.logit_bias)
+      if (id >= model->config().model.vocab_size)
+        throw_api_error(400, "Token id " + std::to_string(id) + " in 'logit_bias' is outside the vocabulary.", "logit_bias");
     job->id = random_id(job->req.chat ? "chatcmpl-" : "cmpl-");
     job->created = unix_seconds();
     {

@@ -176,6 +176,54 @@ def test_n_stop_seed_and_logprobs(server):
         assert [o for c in parts if c["logprobs"] for o in c["logprobs"]["text_offset"]] == lp["text_offset"]
 
 
+def adjusted_greedy_text(model_dir, prompt, max_new, presence=0.0, frequency=0.0, bias=None):
+    """The reference for OpenAI's penalties and logit_bias, through og.Generator's get_logits /
+    set_logits: each generated token's logit minus presence + frequency x its count so far, plus
+    the bias; then greedy."""
+    import numpy as np
+
+    model = og.Model(str(model_dir))
+    tokenizer = og.Tokenizer(model)
+    ids = list(tokenizer.encode(prompt))
+    params = og.GeneratorParams(model)
+    params.set_search_options(do_sample=False, max_length=len(ids) + max_new)
+    generator = og.Generator(model, params)
+    generator.append_tokens(ids)
+    counts, out = {}, []
+    for _ in range(max_new):
+        logits = np.array(generator.get_logits(), dtype=np.float32)
+        row = logits.reshape(-1)
+        for t, b in (bias or {}).items():
+            row[t] += np.float32(b)
+        for t, c in counts.items():
+            row[t] -= np.float32(presence) + np.float32(frequency) * np.float32(c)
+        generator.set_logits(logits)
+        generator.generate_next_token()
+        token = int(generator.get_next_tokens()[0])
+        counts[token] = counts.get(token, 0) + 1
+        out.append(token)
+    return tokenizer.decode(out), out
+
+
+def test_penalties_and_logit_bias(server, chat_model):
+    base = {"model": server.model, "prompt": "Once upon a time", "max_tokens": 60, "temperature": 0}
+    plain, plain_ids = adjusted_greedy_text(chat_model, "Once upon a time", 60)
+    assert len(set(plain_ids)) < len(plain_ids)  # greedy repeats itself, so the penalties matter
+    for presence, frequency in ((0.0, 1.5), (2.0, 0.0), (-1.0, 0.5)):
+        want, _ = adjusted_greedy_text(chat_model, "Once upon a time", 60, presence, frequency)
+        assert want != plain
+        _, _, body = server.post("/v1/completions", {**base, "presence_penalty": presence,
+                                                     "frequency_penalty": frequency})
+        assert body["choices"][0]["text"] == want, (presence, frequency)
+    want, _ = adjusted_greedy_text(chat_model, "Once upon a time", 60, bias={plain_ids[2]: -100.0, 300: 4.0})
+    _, _, body = server.post("/v1/completions", {**base, "logit_bias": {str(plain_ids[2]): -100, "300": 4}})
+    assert body["choices"][0]["text"] == want != plain
+    for bad, param in (({"logit_bias": {"x1": 1}}, "logit_bias"), ({"logit_bias": {"5": 100.5}}, "logit_bias"),
+                       ({"logit_bias": {"99999": 1}}, "logit_bias"), ({"frequency_penalty": -2.5}, "frequency_penalty")):
+        status, _, body = server.post("/v1/completions", {**base, **bad})
+        assert status == 400 and body["error"]["param"] == param, body
+
+
 def test_several_prompts_in_one_completion(server):
     """OpenAI's batched prompts: prompt p's n choices come at indices p * n ..., each the text that
     prompt gets alone; usage counts each prompt once."""

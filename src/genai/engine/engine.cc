@@ -547,8 +547,12 @@ void Engine::choose(Choice& c, const TensorView& out, int64_t vocab) noexcept {
       row = r.logits_;
     }
     if (r.logprobs_top_ >= 0) r.raw_logits_.assign(row.begin(), row.end());
+    for (const auto& [id, bias] : r.bias_) row[static_cast<size_t>(id)] += bias;
+    for (const auto& [id, count] : r.generated_counts_)
+      row[static_cast<size_t>(id)] -= r.presence_ + r.frequency_ * static_cast<float>(count);
     r.search_->generate(row);
     const int32_t next = r.search_->next_tokens()[0];
+    if (r.presence_ != 0.0f || r.frequency_ != 0.0f) ++r.generated_counts_[next];
     r.unseen_.push_back(next);
     if (r.logprobs_top_ >= 0) r.unseen_logprobs_.push_back(token_logprobs(r.raw_logits_, next, r.logprobs_top_));
   } catch (const std::exception& e) {

@@ -1,5 +1,7 @@
 #include "genai/engine/request.h"
 
+#include <cmath>
+
 #include "core/error.h"
 #include "genai/generator/generator.h"
 
@@ -56,6 +58,23 @@ void Request::set_logprobs(int top) {
   ONNXLLM_CHECK(top >= -1 && top <= 20, kInvalidArgument, "Request.set_logprobs: top must be in [-1, 20], got ", top);
   ONNXLLM_CHECK(engine_ == nullptr, kInvalidArgument, "Request.set_logprobs: set it before adding the request to an engine");
   logprobs_top_ = top;
+}
+
+void Request::set_logit_adjustments(float presence, float frequency, std::vector<std::pair<int32_t, float>> bias) {
+  std::lock_guard lock(mutex_);
+  ONNXLLM_CHECK(std::isfinite(presence) && std::isfinite(frequency), kInvalidArgument,
+                "Request.set_logit_adjustments: the penalties must be finite, got ", presence, " and ", frequency);
+  for (const auto& [id, value] : bias) {
+    ONNXLLM_CHECK(id >= 0 && id < vocab_size_, kInvalidArgument, "Request.set_logit_adjustments: token ", id,
+                  " is outside the vocabulary [0, ", vocab_size_, ")");
+    ONNXLLM_CHECK(std::isfinite(value), kInvalidArgument, "Request.set_logit_adjustments: the bias of token ", id,
+                  " is not finite");
+  }
+  ONNXLLM_CHECK(engine_ == nullptr, kInvalidArgument,
+                "Request.set_logit_adjustments: set them before adding the request to an engine");
+  presence_ = presence;
+  frequency_ = frequency;
+  bias_ = std::move(bias);
 }
 
 bool Request::is_done() const {

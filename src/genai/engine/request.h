@@ -15,6 +15,8 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "genai/generator/generator_params.h"
@@ -49,6 +51,12 @@ class Request {
   // Before the request runs: record each token's log probability and the `top` (0..20) most likely
   // tokens; -1 (the default) records none.
   void set_logprobs(int top);
+  // Before the request runs: OpenAI's presence and frequency penalties and logit bias, added to
+  // the logits before the search options (temperature, top-p, ...): each token this request has
+  // generated loses presence + frequency x its count (the prompt's tokens do not count, as in
+  // vLLM), and bias[id] is added to id's logit. Throws kInvalidArgument for ids outside the
+  // vocabulary or values that are not finite.
+  void set_logit_adjustments(float presence, float frequency, std::vector<std::pair<int32_t, float>> bias);
   // Generation stopped: an EOS token, max_length, removal from its engine, or an error.
   bool is_done() const;
   // The current turn is complete (add_tokens may continue it unless max_length is reached).
@@ -78,6 +86,9 @@ class Request {
   std::deque<int32_t> unseen_;
   std::deque<TokenLogprobs> unseen_logprobs_;  // with logprobs on, one per unseen token
   int logprobs_top_ = -1;
+  float presence_ = 0.0f, frequency_ = 0.0f;
+  std::vector<std::pair<int32_t, float>> bias_;
+  std::unordered_map<int32_t, int> generated_counts_;  // with a penalty: each generated token's count
   void* opaque_ = nullptr;
 
   // Engine state (engine thread only, under the engine's lock).

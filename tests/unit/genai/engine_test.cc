@@ -337,9 +337,17 @@ TEST(Engine, BadUseIsAClearError) {
                "token 1 (128) is outside the vocabulary [0, 128)");
   expect_error([&] { empty->add_tokens(std::vector<int32_t>(21, 3)); }, ErrorCode::kInvalidArgument,
                "exceed max_length (20)");
+  expect_error([&] { empty->set_logit_adjustments(0.0f, 0.0f, {{128, 1.0f}}); }, ErrorCode::kInvalidArgument,
+               "token 128 is outside the vocabulary [0, 128)");
+  expect_error([&] { empty->set_logit_adjustments(0.0f, 0.0f, {{3, std::nanf("")}}); }, ErrorCode::kInvalidArgument,
+               "the bias of token 3 is not finite");
+  expect_error([&] { empty->set_logit_adjustments(INFINITY, 0.0f, {}); }, ErrorCode::kInvalidArgument,
+               "the penalties must be finite");
   auto r = make_request(model, {4, 5, 6}, 20);
   engine.add_request(r);
   expect_error([&] { engine.add_request(r); }, ErrorCode::kInvalidArgument, "already in this engine");
+  expect_error([&] { r->set_logit_adjustments(1.0f, 0.0f, {}); }, ErrorCode::kInvalidArgument,
+               "set them before adding the request to an engine");
   ASSERT_NE(engine.step(), nullptr);
   expect_error([&] { r->add_tokens(std::vector<int32_t>{7}); }, ErrorCode::kInvalidArgument, "is generating");
   expect_error([&] { r->get_unseen_token(), r->get_unseen_token(); }, ErrorCode::kInvalidArgument, "no unseen tokens");
