@@ -406,7 +406,10 @@ def write_folder(folder, kind, c, layout, seed=0, position_ids=True, external=Tr
 
 def write_tokenizer(folder, vocab_size):
     """A character tokenizer.json (BPE without merges: one token per character) and its config."""
-    chars = [chr(0x21 + i) for i in range(vocab_size - 3)]
+    # Code points from '!' on, past the surrogates (not characters: JSON cannot hold them alone),
+    # so a 152K vocabulary works too.
+    points = (c for c in range(0x21, 0x110000) if not 0xD800 <= c <= 0xDFFF)
+    chars = [chr(next(points)) for _ in range(vocab_size - 3)]
     vocab = dict([("<unk>", 0), ("<s>", 1), ("</s>", 2)] + [(ch, i + 3) for i, ch in enumerate(chars)])
     tok = {"version": "1.0",
            "added_tokens": [{"id": i, "content": t, "special": True, "normalized": False, "single_word": False,
