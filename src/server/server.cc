@@ -231,11 +231,22 @@ struct Server::Impl {
   Json logprob_entry(const std::vector<int32_t>& context, int32_t id, const genai::TokenLogprobs& lp,
                      bool chat) const {
     const std::string before = tokenizer->decode(context);
+    // Chat entries carry the token's UTF-8 bytes too, as OpenAI's do.
+    auto entry = [&](int32_t token, float logprob) {
+      const std::string text = token_text(context, before, token);
+      Json e = {{"token", text}, {"logprob", logprob}};
+      if (chat) {
+        Json bytes = Json::array();
+        for (const char ch : text) bytes.push_back(static_cast<unsigned char>(ch));
+        e["bytes"] = bytes;
+      }
+      return e;
+    };
     Json top = Json::array();
-    for (const auto& [t, v] : lp.top) top.push_back({{"token", token_text(context, before, t)}, {"logprob", v}});
-    const std::string text = token_text(context, before, id);
-    if (chat) return {{"token", text}, {"logprob", lp.logprob}, {"top_logprobs", top}};
-    return {{"token", text}, {"logprob", lp.logprob}, {"top", top}};
+    for (const auto& [t, v] : lp.top) top.push_back(entry(t, v));
+    Json out = entry(id, lp.logprob);
+    out[chat ? "top_logprobs" : "top"] = top;
+    return out;
   }
 
   // Takes a choice's new tokens: text through the stream, EOS and stop sequences end it.

@@ -149,8 +149,11 @@ def test_n_stop_seed_and_logprobs(server):
                                                     "messages": [{"role": "user", "content": "Once upon a time"}]})
     content = lp["choices"][0]["logprobs"]["content"]
     assert len(content) == 5
-    # Each token as it reads in the text (a word keeps its leading space).
+    # Each token as it reads in the text (a word keeps its leading space), with its UTF-8 bytes.
     assert "".join(entry["token"] for entry in content) == lp["choices"][0]["message"]["content"]
+    for entry in content:
+        assert entry["bytes"] == list(entry["token"].encode())
+        assert all(t["bytes"] == list(t["token"].encode()) for t in entry["top_logprobs"])
     for entry in content:
         assert entry["logprob"] <= 0 and len(entry["top_logprobs"]) == 3
         # Greedy: the chosen token is the most likely one.
