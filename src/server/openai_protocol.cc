@@ -285,6 +285,22 @@ GenerationRequest parse_chat_request(std::string_view body) {
     if (!(c.is_string() && (c == "auto" || c == "none" || c == "required")) && !c.is_object())
       bad_type("tool_choice", c, "'auto', 'none', 'required' or an object");
     if (c == "none") r.tools = nullptr;
+    if (c.is_object()) {
+      // A named function: the model is offered that tool alone (nothing constrains its output to
+      // call it, as nothing does for "required").
+      if (c.value("type", "") != "function" || !c.contains("function") || !c["function"].is_object() ||
+          !c["function"].contains("name") || !c["function"]["name"].is_string())
+        bad_type("tool_choice", c, "a {\"type\": \"function\", \"function\": {\"name\": ...}} object");
+      const std::string name = c["function"]["name"].get<std::string>();
+      Json chosen = Json::array();
+      if (r.tools.is_array())
+        for (const Json& t : r.tools)
+          if (t["function"]["name"] == name) chosen.push_back(t);
+      if (chosen.empty())
+        throw_api_error(400, "Invalid value for 'tool_choice': no function named '" + name + "' in 'tools'.",
+                        "tool_choice", "invalid_value");
+      r.tools = chosen;
+    }
   }
   if (j.contains("response_format") && !j["response_format"].is_null()) {
     const Json& f = j["response_format"];

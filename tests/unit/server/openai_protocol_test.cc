@@ -37,6 +37,27 @@ TEST(OpenAiProtocol, ChatRequestFields) {
   EXPECT_EQ(r.top_logprobs, 4);
 }
 
+TEST(OpenAiProtocol, NamedToolChoiceOffersThatToolAlone) {
+  const std::string tools = R"("tools": [{"type": "function", "function": {"name": "a"}},
+      {"type": "function", "function": {"name": "b"}}])";
+  const std::string head = R"({"model": "m", "messages": [{"role": "user", "content": "x"}], )" + tools;
+  auto r = parse_chat_request(head + R"(, "tool_choice": {"type": "function", "function": {"name": "b"}}})");
+  ASSERT_EQ(r.tools.size(), 1u);
+  EXPECT_EQ(r.tools[0]["function"]["name"], "b");
+  EXPECT_EQ(parse_chat_request(head + R"(, "tool_choice": "auto"})").tools.size(), 2u);
+  EXPECT_TRUE(parse_chat_request(head + R"(, "tool_choice": "none"})").tools.is_null());
+  for (const char* choice : {R"({"type": "function", "function": {"name": "c"}})", R"({"type": "function"})",
+                             R"({"type": "tool", "function": {"name": "a"}})"}) {
+    try {
+      parse_chat_request(head + R"(, "tool_choice": )" + choice + "}");
+      ADD_FAILURE() << choice << " was accepted";
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status, 400) << choice;
+      EXPECT_EQ(e.param, "tool_choice") << choice;
+    }
+  }
+}
+
 TEST(OpenAiProtocol, CompletionPromptsAndDefaults) {
   auto r = parse_completion_request(R"({"model": "m", "prompt": "hi"})");
   EXPECT_EQ(r.prompts, (std::vector<std::string>{"hi"}));
