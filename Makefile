@@ -65,9 +65,10 @@ pip-test: configure
 
 # Benchmarks (google-benchmark), not part of `make test`.
 bench: configure oracle
-	ninja -C $(BUILD) bench_matmul_nbits bench_attention bench_moe bench_thread_pool bench_sampler tokenizer_bench
+	ninja -C $(BUILD) bench_matmul_nbits bench_attention bench_moe bench_thread_pool bench_sampler bench_stream_compute tokenizer_bench
 	$(BUILD)/bin/bench_thread_pool
 	$(BUILD)/bin/bench_matmul_nbits
+	$(BUILD)/bin/bench_stream_compute
 	$(BUILD)/bin/bench_attention
 	$(BUILD)/bin/bench_moe
 	$(BUILD)/bin/bench_sampler

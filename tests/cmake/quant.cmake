@@ -9,3 +9,5 @@ onnxllm_test(unit_kernels_quant SOURCES
 onnxllm_benchmark(bench_matmul_nbits ${CMAKE_CURRENT_SOURCE_DIR}/bench/matmul_nbits_bench.cc DEPS onnxllm_ep_cpu)
 # QMoE, packed experts against the scalar path (`make bench`).
 onnxllm_benchmark(bench_moe ${CMAKE_CURRENT_SOURCE_DIR}/bench/moe_bench.cc DEPS onnxllm_runtime)
+# Whether the host overlaps DRAM reads with VNNI arithmetic (what the int8 kernel's batches meet; `make bench`).
+onnxllm_benchmark(bench_stream_compute ${CMAKE_CURRENT_SOURCE_DIR}/bench/stream_compute_bench.cc DEPS onnxllm_ep_cpu)
