@@ -47,7 +47,7 @@ DType node_dtype(const Node& node, const Graph& graph) {
   if (node.domain.empty()) {
     if (node.op_type == "Where") input = 1;
     if (node.op_type == "Constant" || node.op_type == "ConstantOfShape") return DType::kUndefined;
-  } else if (node.domain == "com.microsoft" && node.op_type == "EmbedLayerNormalization") {
+  } else if (node.is("com.microsoft", "EmbedLayerNormalization")) {
     input = 2;
   }
   return node.has_input(input) ? graph.value(node.inputs[input]).dtype : DType::kUndefined;

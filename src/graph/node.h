@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "graph/attribute.h"
@@ -23,6 +24,8 @@ class Node {
 
   // "MatMul node 'name'" for messages; domain-qualified when not ai.onnx.
   std::string label() const;
+  // This op of this domain ("" for ai.onnx).
+  bool is(std::string_view op_domain, std::string_view op) const { return domain == op_domain && op_type == op; }
 
   const Attribute* find_attr(const std::string& attr_name) const;
   bool has_attr(const std::string& attr_name) const { return find_attr(attr_name) != nullptr; }

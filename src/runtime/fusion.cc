@@ -29,7 +29,7 @@ using SiblingKey = std::tuple<int, int64_t, int64_t, int>;
 
 // nullopt when the node cannot join a group.
 std::optional<SiblingKey> sibling_key(const Graph& g, const Node& node) {
-  if (node.domain != "com.microsoft" || node.op_type != "MatMulNBits" || !node.has_input(0) || node.num_outputs() != 1 ||
+  if (!node.is("com.microsoft", "MatMulNBits") || !node.has_input(0) || node.num_outputs() != 1 ||
       !node.has_output(0))
     return std::nullopt;
   if (!is_constant(g, node, 1) || !is_constant(g, node, 2) || node.has_input(3) || node.has_input(4) ||
@@ -705,7 +705,7 @@ int fuse_gated_siblings(Graph& g) {
     for (int gate = 0; gate < 2; ++gate) {
       const int gv = s.outputs[gate], uv = s.outputs[1 - gate];
       const Node* act = only_consumer(gv);
-      if (!act || act->domain != "com.microsoft" || act->op_type != "QuickGelu" || !act->has_output(0)) continue;
+      if (!act || !act->is("com.microsoft", "QuickGelu") || !act->has_output(0)) continue;
       const Node* mul = only_consumer(act->outputs[0]);
       if (!mul || !mul->domain.empty() || mul->op_type != "Mul" || mul->num_inputs() != 2 || !mul->has_output(0) ||
           only_consumer(uv) != mul)

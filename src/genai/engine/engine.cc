@@ -54,11 +54,11 @@ void check_attention(const Model& model, const std::string& past_key) {
   ONNXLLM_CHECK(v >= 0, kInvalidModel, "the decoder has no input '", past_key, "'");
   for (const int n : g.values[v].consumers) {
     const Node& node = g.nodes[n];
-    if (node.domain == "com.microsoft" && node.op_type == "Attention") {
+    if (node.is("com.microsoft", "Attention")) {
       check_packed_attention(model, node);
       continue;
     }
-    ONNXLLM_CHECK(node.domain == "com.microsoft" && node.op_type == "GroupQueryAttention", kUnsupported,
+    ONNXLLM_CHECK(node.is("com.microsoft", "GroupQueryAttention"), kUnsupported,
                   "the engine's paged KV cache needs GroupQueryAttention or Attention to read '", past_key, "', but ",
                   node.label(), " does (rebuild the model with onnxllm build, or use a Generator)");
     // Sequences of a paged batch see their own positions; an exported mask (an Optimum export's

@@ -8,7 +8,7 @@ namespace onnxllm::genai {
 
 namespace {
 
-bool is_gqa(const Node& n) { return n.domain == "com.microsoft" && n.op_type == "GroupQueryAttention"; }
+bool is_gqa(const Node& n) { return n.is("com.microsoft", "GroupQueryAttention"); }
 
 }  // namespace
 

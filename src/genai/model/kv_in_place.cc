@@ -57,7 +57,7 @@ std::optional<LayerMatch> match_layer(const Graph& g, const KvInPlaceNames::Laye
   const Value& v = g.values[m.present_value];
   if (k.consumers.size() != 1 || v.consumers.size() != 1 || k.consumers[0] != v.consumers[0]) return std::nullopt;
   const Node& a = g.nodes[k.consumers[0]];
-  if (a.domain != "com.microsoft" || a.op_type != "MultiHeadAttention" || a.num_inputs() < 3 ||
+  if (!a.is("com.microsoft", "MultiHeadAttention") || a.num_inputs() < 3 ||
       a.inputs[1] != m.present_key || a.inputs[2] != m.present_value || !a.has_input(0))
     return std::nullopt;
   for (int i = 3; i < a.num_inputs(); ++i)  // only the attention bias (input 5) besides Q, K and V

@@ -33,7 +33,7 @@ int64_t matmul_depth(const Graph& g, const Node& n) {
     const Shape& b = g.values[n.inputs[1]].initializer->view.shape();
     return b.rank() == 2 ? b[0] : 0;
   }
-  if (n.domain == "com.microsoft" && n.op_type == "MatMulNBits" && n.has_input(1) && is_constant(g, n.inputs[1]))
+  if (n.is("com.microsoft", "MatMulNBits") && n.has_input(1) && is_constant(g, n.inputs[1]))
     return n.attr_int("K", 0);
   return 0;
 }

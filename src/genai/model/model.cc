@@ -168,7 +168,7 @@ Model::Model(Config config, std::shared_ptr<Graph> decoder, const ModelOptions& 
   // waits for that rewrite.
   auto names = kv_in_place_names(config_, *decoder);
   const bool has_gqa = std::any_of(decoder->nodes.begin(), decoder->nodes.end(), [](const Node& n) {
-    return n.domain == "com.microsoft" && n.op_type == "GroupQueryAttention";
+    return n.is("com.microsoft", "GroupQueryAttention");
   });
   const bool half_later = kv_cache == DType::kFloat16 && !has_gqa && names;
   if (kv_cache == DType::kFloat16 && !half_later) use_half_kv_cache(*decoder);
