@@ -53,9 +53,21 @@ struct PagedKv {
   int64_t row_offset(int64_t block, int64_t kv_head, int64_t row) const {
     return ((block * kv_heads + kv_head) * block_size + row) * head_size;
   }
+  // Element offset of token t's row of `kv_head` (its sequence's block for its position).
+  int64_t token_row_offset(int64_t t, int64_t kv_head) const {
+    const int64_t p = token_pos[static_cast<size_t>(t)];
+    return row_offset(block_tables[static_cast<size_t>(token_seq[static_cast<size_t>(t)] * table_width + p / block_size)],
+                      kv_head, p % block_size);
+  }
   // Throws kInvalidArgument naming the first inconsistency (sizes, sequence and block ids out of
   // range, a position past its table, max_keys too small).
   void check() const;
 };
+
+// The layer of `paged` an attention node reads through its past input `past_name`, or null (no
+// paged run, no past input, or not one of the run's layers).
+inline const PagedKvLayer* find_paged_layer(const PagedKv* paged, const std::string& past_name) {
+  return paged && !past_name.empty() ? paged->layer(past_name) : nullptr;
+}
 
 }  // namespace onnxllm

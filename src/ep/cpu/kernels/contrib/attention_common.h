@@ -13,6 +13,7 @@
 #include "core/thread_pool.h"
 #include "ep/cpu/isa/cpu_isa.h"
 #include "ep/cpu/kernels/kernel_utils.h"
+#include "ep/paged_kv.h"
 
 namespace onnxllm {
 
@@ -46,6 +47,14 @@ struct KvRows {
   // last), so that the loops prefetch across blocks as they do along a contiguous cache.
   const void* next_k = nullptr;
   const void* next_v = nullptr;
+
+  // Rows through sequence `seq`'s block table of `paged` (k and v then point at the pools' block
+  // 0 for the head).
+  void use_blocks(const PagedKv& paged, int64_t seq) {
+    blocks = paged.block_tables.data() + seq * paged.table_width;
+    block_rows = paged.block_size;
+    block_stride = paged.row_offset(1, 0, 0);
+  }
 };
 
 // A block of query rows that share one head's keys (e.g. the query heads of one GQA group, for

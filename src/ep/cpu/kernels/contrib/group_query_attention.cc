@@ -152,9 +152,7 @@ class GroupQueryAttentionKernel final : public OpKernel {
   }
 
   // This node's layer in the run's paged cache, or null (no paged cache, or not one of its layers).
-  const PagedKvLayer* paged_layer(const PagedKv* paged) const {
-    return paged && !past_key_name_.empty() ? paged->layer(past_key_name_) : nullptr;
-  }
+  const PagedKvLayer* paged_layer(const PagedKv* paged) const { return find_paged_layer(paged, past_key_name_); }
 
   // The paged batch against this node (PagedKv::check has checked it on its own).
   void check_paged(const InferContext& ctx, const GqaDims& d, const PagedKv& paged) const {
@@ -395,10 +393,8 @@ class GroupQueryAttentionKernel final : public OpKernel {
     ctx.pool().parallel_for(d.seq * d.kv_heads, 8, [&](int64_t t0, int64_t t1) {
       for (int64_t task = t0; task < t1; ++task) {
         const int64_t t = task / d.kv_heads, kh = task % d.kv_heads;
-        const int64_t s = paged.token_seq[t], p = paged.token_pos[t];
-        const int64_t block = paged.block_tables[s * paged.table_width + p / paged.block_size];
-        T* row = static_cast<T*>(pool) + paged.row_offset(block, kh, p % paged.block_size);
-        store_row(ctx, d, new_row(ctx, d, is_key ? 1 : 2, 0, t, kh), row, rotate, p);
+        T* row = static_cast<T*>(pool) + paged.token_row_offset(t, kh);
+        store_row(ctx, d, new_row(ctx, d, is_key ? 1 : 2, 0, t, kh), row, rotate, paged.token_pos[t]);
       }
     });
   }
@@ -536,11 +532,7 @@ class GroupQueryAttentionKernel final : public OpKernel {
               (paged ? paged->row_offset(0, kvh, 0) : (b * d.kv_heads + kvh) * d.present_len * h) * element;
           KvRows kv{static_cast<const char*>(cache_k) + cache_offset, static_cast<const char*>(cache_v) + cache_offset,
                     h, h, d.cache};
-          if (paged) {
-            kv.blocks = paged->block_tables.data() + first.seq * paged->table_width;
-            kv.block_rows = paged->block_size;
-            kv.block_stride = paged->row_offset(1, 0, 0);
-          }
+          if (paged) kv.use_blocks(*paged, first.seq);
           attend_block(qb, h, kv, h, begin, end, params, scores);
           if (n > 1)
             for (int64_t k = 0; k < n; ++k)

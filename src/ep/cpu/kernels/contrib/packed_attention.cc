@@ -131,9 +131,7 @@ class PackedAttentionKernel final : public OpKernel {
 
  private:
   // This node's layer in the run's paged cache, or null (no paged cache, or not one of its layers).
-  const PagedKvLayer* paged_layer(const PagedKv* paged) const {
-    return paged && !past_name_.empty() ? paged->layer(past_name_) : nullptr;
-  }
+  const PagedKvLayer* paged_layer(const PagedKv* paged) const { return find_paged_layer(paged, past_name_); }
 
   // The paged batch against this node (PagedKv::check has checked it on its own).
   void check_paged(const InferContext& ctx, const AttnDims& d, const PagedKv& paged) const {
@@ -170,9 +168,7 @@ class PackedAttentionKernel final : public OpKernel {
     ctx.pool().parallel_for(d.seq * heads_, 8, [&](int64_t t0, int64_t t1) {
       for (int64_t task = t0; task < t1; ++task) {
         const int64_t t = task / heads_, h = task % heads_;
-        const int64_t s = paged.token_seq[t], p = paged.token_pos[t];
-        const int64_t offset = paged.row_offset(paged.block_tables[s * paged.table_width + p / paged.block_size], h,
-                                                p % paged.block_size);
+        const int64_t offset = paged.token_row_offset(t, h);
         const float* row = qkv + t * d.qkv_width;
         std::memcpy(pool_k + offset, row + d.q_hidden + h * hk, static_cast<size_t>(hk) * sizeof(float));
         std::memcpy(pool_v + offset, row + 2 * d.q_hidden + h * hk, static_cast<size_t>(hk) * sizeof(float));
@@ -190,9 +186,7 @@ class PackedAttentionKernel final : public OpKernel {
         const int64_t t = task / heads_, h = task % heads_;
         const int64_t offset = paged.row_offset(0, h, 0);
         KvRows kv{pool_k + offset, pool_v + offset, hk, hk};
-        kv.blocks = paged.block_tables.data() + paged.token_seq[t] * paged.table_width;
-        kv.block_rows = paged.block_size;
-        kv.block_stride = paged.row_offset(1, 0, 0);
+        kv.use_blocks(paged, paged.token_seq[t]);
         attend_row(qkv + t * d.qkv_width + h * hk, hk, kv, hk, 0, paged.token_pos[t] + 1, nullptr, params, scores,
                    out_all + t * d.v_hidden + h * hk);
       }
