@@ -26,7 +26,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     require(r.max_tokens == -1 || r.max_tokens >= 1, "max_tokens out of range");
     require(r.stop.size() <= 4, "too many stops");
     require(!r.chat || !r.messages.empty(), "chat without messages");
-    require(r.chat || r.has_prompt_ids || r.prompt_ids.empty(), "prompt ids without a flag");
+    require(r.chat || r.prompts.empty() != r.prompt_ids.empty(), "a completion without exactly one prompt form");
+    require((r.prompts.size() + r.prompt_ids.size()) * static_cast<size_t>(r.n) <= 64, "too many choices");
+    require(r.presence_penalty >= -2 && r.presence_penalty <= 2 && r.frequency_penalty >= -2 && r.frequency_penalty <= 2,
+            "a penalty out of range");
+    for (const auto& [id, bias] : r.logit_bias) require(id >= 0 && bias >= -100 && bias <= 100, "a logit bias out of range");
   } catch (const ApiError& e) {
     require(e.status >= 400 && e.status < 500, "a parse error that is not 4xx");
     require(!e.message.empty(), "an error without a message");

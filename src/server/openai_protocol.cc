@@ -343,15 +343,13 @@ GenerationRequest parse_completion_request(std::string_view body) {
   } else if (p.is_array() && !p.empty() && all_of(p, [](const Json& x) { return x.is_string(); })) {
     for (const Json& x : p) r.prompts.push_back(x.get<std::string>());
   } else if (is_ids(p)) {
-    r.has_prompt_ids = true;
     r.prompt_ids.push_back(token_ids(p));
   } else if (p.is_array() && !p.empty() && all_of(p, is_ids)) {
-    r.has_prompt_ids = true;
     for (const Json& x : p) r.prompt_ids.push_back(token_ids(x));
   } else {
     bad_type("prompt", p, "a string, an array of strings, an array of token ids or an array of such arrays");
   }
-  const size_t prompts = r.has_prompt_ids ? r.prompt_ids.size() : r.prompts.size();
+  const size_t prompts = r.prompts.size() + r.prompt_ids.size();  // one of them is empty
   if (prompts * static_cast<size_t>(r.n) > kMaxPromptChoices)
     throw_api_error(400, std::to_string(prompts) + " prompts with n = " + std::to_string(r.n) + " would make " +
                              std::to_string(prompts * static_cast<size_t>(r.n)) + " choices; at most " +

@@ -33,11 +33,10 @@ struct GenerationRequest {
   std::string model;
   nlohmann::ordered_json messages;  // chat: as the chat template wants them
   nlohmann::ordered_json tools;     // chat: null without tools
-  // Completions: one or more prompts, as text or as token ids (has_prompt_ids); each gets n
-  // choices, prompt p's at indices p * n ... p * n + n - 1.
+  // Completions: one or more prompts, as text or as token ids (one of the two lists is empty);
+  // each gets n choices, prompt p's at indices p * n ... p * n + n - 1.
   std::vector<std::string> prompts;
   std::vector<std::vector<int32_t>> prompt_ids;
-  bool has_prompt_ids = false;
   int max_tokens = -1;  // -1: until the context is full
   float temperature = 1.0f;
   float top_p = 1.0f;

@@ -56,7 +56,6 @@ struct Choice {
   size_t logprobs_sent = 0;
   size_t text_offset = 0;  // characters before the next streamed logprobs entry's token
   std::vector<int32_t> recent;  // the last few tokens: logprobs' token texts are decoded after them
-  size_t prompt = 0;            // which of the job's prompts this choice continues
   Clock::time_point last_token;
 };
 
@@ -171,7 +170,7 @@ struct Server::Impl {
         throw_api_error(400, std::string("The chat template could not render these messages: ") + e.what(), "messages");
       }
       prompts.push_back(tokenizer->encode(text, false));
-    } else if (r.has_prompt_ids) {
+    } else if (!r.prompt_ids.empty()) {
       prompts = r.prompt_ids;
       for (const auto& ids : prompts)
         for (const int32_t id : ids)
@@ -344,7 +343,6 @@ struct Server::Impl {
         for (int i = 0; i < job->req.n; ++i) {
           const auto& ids = job->prompts[p];
           Choice c;
-          c.prompt = p;
           c.request = make_request(job->req, ids, static_cast<int>(job->choices.size()));
           c.stream = std::make_unique<TokenizerStream>(tokenizer, true);
           c.recent.assign(ids.end() - std::min<std::ptrdiff_t>(4, std::ssize(ids)), ids.end());
@@ -374,6 +372,11 @@ struct Server::Impl {
 
   bool all_finished(const Job& job) const {
     return std::all_of(job.choices.begin(), job.choices.end(), [](const Choice& c) { return !c.finish.empty(); });
+  }
+
+  // The prompt choice i continues (prompt p's n choices are p * n ...).
+  static const std::vector<int32_t>& prompt_of(const Job& job, size_t i) {
+    return job.prompts[i / static_cast<size_t>(job.req.n)];
   }
 
   // Each prompt once, whatever n is (as OpenAI counts).
@@ -409,7 +412,7 @@ struct Server::Impl {
       if (job.req.logprobs) out["logprobs"] = {{"content", c.logprobs}};
       return out;
     }
-    const std::string prompt = job.req.echo ? tokenizer->decode(job.prompts[c.prompt]) : std::string();
+    const std::string prompt = job.req.echo ? tokenizer->decode(prompt_of(job, i)) : std::string();
     Json out = {{"index", i}, {"text", prompt + c.text}, {"logprobs", nullptr}, {"finish_reason", finish}};
     size_t offset = char_count(prompt);
     if (job.req.logprobs) out["logprobs"] = completion_logprobs(c.logprobs, &offset);
@@ -463,7 +466,7 @@ struct Server::Impl {
         if (job.req.chat) {
           choices.push_back({{"index", i}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}});
         } else {
-          const std::string prompt = tokenizer->decode(job.prompts[job.choices[i].prompt]);
+          const std::string prompt = tokenizer->decode(prompt_of(job, i));
           choices.push_back({{"index", i}, {"text", prompt}, {"logprobs", nullptr}, {"finish_reason", nullptr}});
           job.choices[i].text_offset = char_count(prompt);
         }

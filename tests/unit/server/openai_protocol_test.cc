@@ -61,11 +61,11 @@ TEST(OpenAiProtocol, NamedToolChoiceOffersThatToolAlone) {
 TEST(OpenAiProtocol, CompletionPromptsAndDefaults) {
   auto r = parse_completion_request(R"({"model": "m", "prompt": "hi"})");
   EXPECT_EQ(r.prompts, (std::vector<std::string>{"hi"}));
-  EXPECT_FALSE(r.has_prompt_ids);
+  EXPECT_TRUE(r.prompt_ids.empty());
   EXPECT_EQ(r.max_tokens, 16);  // OpenAI's default
   EXPECT_EQ(r.temperature, 1.0f);
   r = parse_completion_request(R"({"model": "m", "prompt": [1, 2, 3], "logprobs": 2, "echo": true})");
-  EXPECT_TRUE(r.has_prompt_ids);
+  EXPECT_TRUE(r.prompts.empty());
   EXPECT_EQ(r.prompt_ids, (std::vector<std::vector<int32_t>>{{1, 2, 3}}));
   EXPECT_EQ(r.top_logprobs, 2);
   EXPECT_TRUE(r.echo);
@@ -73,7 +73,7 @@ TEST(OpenAiProtocol, CompletionPromptsAndDefaults) {
   r = parse_completion_request(R"({"model": "m", "prompt": ["a", "b c"], "n": 2})");
   EXPECT_EQ(r.prompts, (std::vector<std::string>{"a", "b c"}));
   r = parse_completion_request(R"({"model": "m", "prompt": [[1, 2], [3]]})");
-  EXPECT_TRUE(r.has_prompt_ids);
+  EXPECT_TRUE(r.prompts.empty());
   EXPECT_EQ(r.prompt_ids, (std::vector<std::vector<int32_t>>{{1, 2}, {3}}));
 }
 
