@@ -20,12 +20,17 @@ def greedy_params(model, max_length):
     return params
 
 
-def generator_tokens(model, tokens, max_length):
-    generator = og.Generator(model, greedy_params(model, max_length))
+def generated_tokens(model, params, tokens):
+    """What og.Generator makes after `tokens` under `params`."""
+    generator = og.Generator(model, params)
     generator.append_tokens(tokens)
     while not generator.is_done():
         generator.generate_next_token()
     return list(generator.get_sequence(0))[len(tokens):]
+
+
+def generator_tokens(model, tokens, max_length):
+    return generated_tokens(model, greedy_params(model, max_length), tokens)
 
 
 def test_continuous_batching_from_another_thread(stories_dir):
@@ -124,13 +129,7 @@ def test_gpt2_packed_attention_runs_paged(gpt2_dir):
             p.set_search_options(max_length=len(prompt) + 24, **search)
             return p
 
-        want = []
-        for prompt in prompts:
-            generator = og.Generator(model, params(prompt))
-            generator.append_tokens(prompt)
-            while not generator.is_done():
-                generator.generate_next_token()
-            want.append(list(generator.get_sequence(0))[len(prompt):])
+        want = [generated_tokens(model, params(prompt), prompt) for prompt in prompts]
         engine = og.Engine(model)
         got = {i: [] for i in range(len(prompts))}
         for batch in (range(len(prompts) - 1), [len(prompts) - 1]):
