@@ -14,6 +14,7 @@
 // rate. Separate broadcasts and split accumulator chains measured within noise of this (in-process
 // A/B, bit-identical results); so did an earlier 16-row tile, in cache only (tile_rows' kRows2).
 #include "ep/cpu/kernels/contrib/matmul_nbits_q8.h"
+#include "ep/cpu/kernels/stream_touch.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 
@@ -93,7 +94,10 @@ void tile_rows(const NBitsQ8Layout& l, const uint8_t* tile, const QuantizedA& a,
     // group's header here; each data line in the chunk loop below, one per chunk, not a block's
     // four at once: x0.94-0.99 at M = 1 and x0.92-0.94 at M = 8 streaming with 2 threads (both
     // versions in one process, called alternately).
-    if (prefetch && j == 0) _mm_prefetch(reinterpret_cast<const char*>(group + l.tile_bytes), _MM_HINT_NTA);
+    if (prefetch && j == 0) {
+      _mm_prefetch(reinterpret_cast<const char*>(group + l.tile_bytes), _MM_HINT_NTA);
+      touch_stream_ahead(group, l.group_bytes);  // a thread's tiles are one contiguous stream
+    }
     if (++j == l.group_blocks) j = 0, group += l.group_bytes;
     const __m512 scale = load_scales(l, scales);
 #pragma GCC unroll 2

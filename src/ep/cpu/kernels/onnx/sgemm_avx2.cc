@@ -9,6 +9,8 @@
 
 #include <cmath>
 
+#include "ep/cpu/kernels/stream_touch.h"
+
 namespace onnxllm {
 namespace {
 
@@ -21,7 +23,10 @@ void block(const SgemmArgs& g, int64_t i0, int64_t j) {
     for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm256_setzero_ps();
   const float* a = g.a + i0 * g.lda;
   const float* b = g.b + j;
+  // A decode pass over a packed panel (rows of B back to back) is one contiguous stream.
+  const bool stream = kRows == 1 && g.ldb == kVecs * kV;
   for (int64_t p = 0; p < g.k; ++p, b += g.ldb) {
+    if (stream) touch_stream_ahead(b, kVecs * kV * static_cast<int64_t>(sizeof(float)));
     __m256 bv[kVecs];
     for (int v = 0; v < kVecs; ++v) bv[v] = _mm256_loadu_ps(b + v * kV);
     for (int r = 0; r < kRows; ++r) {

@@ -7,6 +7,8 @@
 
 #include <immintrin.h>
 
+#include "ep/cpu/kernels/stream_touch.h"
+
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12 false positive in AVX-512 intrinsics
 
 namespace onnxllm {
@@ -24,7 +26,10 @@ void block(const SgemmArgs& g, int64_t i0, int64_t j, __mmask16 last) {
     for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_setzero_ps();
   const float* a = g.a + i0 * g.lda;
   const float* b = g.b + j;
+  // A decode pass over a packed panel (rows of B back to back) is one contiguous stream.
+  const bool stream = kRows == 1 && g.ldb == kVecs * kV;
   for (int64_t p = 0; p < g.k; ++p, b += g.ldb) {
+    if (stream) touch_stream_ahead(b, kVecs * kV * static_cast<int64_t>(sizeof(float)));
     __m512 bv[kVecs];
     for (int v = 0; v < kVecs; ++v)
       bv[v] = v == kVecs - 1 ? _mm512_maskz_loadu_ps(last, b + v * kV) : _mm512_loadu_ps(b + v * kV);
