@@ -4,7 +4,7 @@
 // the scalar kernel's, lane by lane. Compiled with ${ONNXLLM_AVX2_FLAGS}, called only when the CPU
 // has them.
 #include "ep/cpu/kernels/contrib/matmul_nbits_q8.h"
-#include "ep/cpu/kernels/stream_touch.h"
+#include "core/stream_touch.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 

@@ -14,7 +14,7 @@
 // rate. Separate broadcasts and split accumulator chains measured within noise of this (in-process
 // A/B, bit-identical results); so did an earlier 16-row tile, in cache only (tile_rows' kRows2).
 #include "ep/cpu/kernels/contrib/matmul_nbits_q8.h"
-#include "ep/cpu/kernels/stream_touch.h"
+#include "core/stream_touch.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 

@@ -9,7 +9,7 @@
 
 #include <cmath>
 
-#include "ep/cpu/kernels/stream_touch.h"
+#include "core/stream_touch.h"
 
 namespace onnxllm {
 namespace {

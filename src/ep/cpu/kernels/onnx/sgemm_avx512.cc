@@ -7,7 +7,7 @@
 
 #include <immintrin.h>
 
-#include "ep/cpu/kernels/stream_touch.h"
+#include "core/stream_touch.h"
 
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12 false positive in AVX-512 intrinsics
 
