@@ -4,7 +4,8 @@
 // ahead, asked into L2, gets the next pages going first. Measured on the Zen 5 VM (2 threads,
 // Qwen2.5-0.5B-shaped models, both versions in one process called alternately): float32 decode
 // x1.32-1.46 and int4 (int8 VNNI) decode x1.16 against none, the AVX2 kernels (ONNXLLM_ISA=avx2)
-// x1.25 and x1.12; 32-128 KiB ahead alike for float32;
+// x1.25 and x1.12; 32-128 KiB ahead alike for float32; int8 batches (M > 1) lost with it, so the
+// int8 kernels touch at M = 1 only;
 // one line per 1 KiB gained less (x1.05-1.10), one per 8 KiB less again (x1.16 where one per page
 // gave x1.35), and every line of a far tile lost (x0.87-0.97).
 #pragma once

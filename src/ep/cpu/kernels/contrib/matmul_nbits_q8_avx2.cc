@@ -34,8 +34,8 @@ void tile_rows(const NBitsQ8Layout& l, const uint8_t* tile, const QuantizedA& a,
   __m256 acc[kRows][2];
   for (int r = 0; r < kRows; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   for (int64_t blk = 0; blk < l.blocks; ++blk) {
-    // A thread's tiles are one contiguous stream; the first row pass walks it.
-    if (r0 == 0 && blk % l.group_blocks == 0) touch_stream_ahead(tile + l.group_at(blk), l.group_bytes);
+    // A thread's tiles are one contiguous stream; M = 1 only, as in the AVX-512 kernel.
+    if (kRows == 1 && r0 == 0 && blk % l.group_blocks == 0) touch_stream_ahead(tile + l.group_at(blk), l.group_bytes);
     const uint8_t* d = tile + l.data_at(blk);
     __m256i isum[kRows][2];
     for (int r = 0; r < kRows; ++r) isum[r][0] = isum[r][1] = _mm256_setzero_si256();

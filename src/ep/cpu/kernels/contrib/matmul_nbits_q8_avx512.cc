@@ -96,7 +96,9 @@ void tile_rows(const NBitsQ8Layout& l, const uint8_t* tile, const QuantizedA& a,
     // versions in one process, called alternately).
     if (prefetch && j == 0) {
       _mm_prefetch(reinterpret_cast<const char*>(group + l.tile_bytes), _MM_HINT_NTA);
-      touch_stream_ahead(group, l.group_bytes);  // a thread's tiles are one contiguous stream
+      // A thread's tiles are one contiguous stream. Batches (M > 1) compute long enough per tile
+      // that the touch only got in the way: x0.94-0.96 at batch 8, x0.86 with 16 engine clients.
+      if (kRows == 1) touch_stream_ahead(group, l.group_bytes);
     }
     if (++j == l.group_blocks) j = 0, group += l.group_bytes;
     const __m512 scale = load_scales(l, scales);
