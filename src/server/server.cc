@@ -53,6 +53,7 @@ struct Choice {
   int tokens = 0;       // generated tokens
   std::string finish;   // "" while running; "stop", "length", "tool_calls"
   Json logprobs = Json::array();
+  Json prompt_logprobs;  // echo with logprobs: the prompt's entries, taken with the first token
   size_t logprobs_sent = 0;
   size_t text_offset = 0;  // characters before the next streamed logprobs entry's token
   std::vector<int32_t> recent;  // the last few tokens: logprobs' token texts are decoded after them
@@ -208,6 +209,7 @@ struct Server::Impl {
     params.set_search_options(search.dump());
     auto request = std::make_shared<genai::Request>(params);
     if (r.logprobs) request->set_logprobs(r.top_logprobs);
+    if (r.logprobs && r.echo) request->set_prompt_logprobs(r.top_logprobs);
     if (r.presence_penalty != 0.0f || r.frequency_penalty != 0.0f || !r.logit_bias.empty())
       request->set_logit_adjustments(r.presence_penalty, r.frequency_penalty, r.logit_bias);
     request->add_tokens(ids);
@@ -246,6 +248,25 @@ struct Server::Impl {
     Json out = entry(id, lp.logprob);
     out[chat ? "top_logprobs" : "top"] = top;
     return out;
+  }
+
+  // Echo with logprobs: the prompt's entries once the engine has them (with the first token, or
+  // fewer when the request ended first), as OpenAI's: the first token has no logprob and no top.
+  void take_prompt_logprobs(Choice& c, const std::vector<int32_t>& prompt) const {
+    if (!c.prompt_logprobs.is_null() || !(c.request->has_unseen_tokens() || c.request->is_done())) return;
+    const std::vector<genai::TokenLogprobs> entries = c.request->prompt_logprobs();
+    c.prompt_logprobs = Json::array();
+    std::vector<int32_t> context;
+    for (size_t p = 0; p < prompt.size() && p <= entries.size(); ++p) {
+      if (p == 0) {
+        c.prompt_logprobs.push_back({{"token", token_text({}, "", prompt[0])}, {"logprob", nullptr}, {"top", nullptr}});
+      } else {
+        c.prompt_logprobs.push_back(logprob_entry(context, prompt[p], entries[p - 1], false));
+      }
+      if (context.size() == 4) context.erase(context.begin());
+      context.push_back(prompt[p]);
+    }
+    c.recent = context;  // the generated tokens' texts continue the prompt's
   }
 
   // Takes a choice's new tokens: text through the stream, EOS and stop sequences end it.
@@ -415,7 +436,14 @@ struct Server::Impl {
     const std::string prompt = job.req.echo ? tokenizer->decode(prompt_of(job, i)) : std::string();
     Json out = {{"index", i}, {"text", prompt + c.text}, {"logprobs", nullptr}, {"finish_reason", finish}};
     size_t offset = char_count(prompt);
-    if (job.req.logprobs) out["logprobs"] = completion_logprobs(c.logprobs, &offset);
+    if (job.req.logprobs && !c.prompt_logprobs.is_null()) {
+      Json entries = c.prompt_logprobs;
+      entries.insert(entries.end(), c.logprobs.begin(), c.logprobs.end());
+      offset = 0;
+      out["logprobs"] = completion_logprobs(entries, &offset);
+    } else if (job.req.logprobs) {
+      out["logprobs"] = completion_logprobs(c.logprobs, &offset);
+    }
     return out;
   }
 
@@ -426,9 +454,13 @@ struct Server::Impl {
     for (const Json& e : entries) {
       tokens.push_back(e["token"]);
       values.push_back(e["logprob"]);
-      Json top = Json::object();
-      for (const Json& t : e["top"]) top[t["token"].get<std::string>()] = t["logprob"];
-      tops.push_back(top);
+      if (e["top"].is_null()) {  // an echoed prompt's first token
+        tops.push_back(nullptr);
+      } else {
+        Json top = Json::object();
+        for (const Json& t : e["top"]) top[t["token"].get<std::string>()] = t["logprob"];
+        tops.push_back(top);
+      }
       offsets.push_back(*offset);
       *offset += char_count(e["token"].get<std::string>());
     }
@@ -461,13 +493,22 @@ struct Server::Impl {
     std::string out;
     auto event = [&](const Json& j) { out += "data: " + dump(j) + "\n\n"; };
     if (!job.opened && (job.req.chat || job.req.echo)) {
+      // An echo with logprobs opens with the prompt's entries, known with the first tokens.
+      if (job.req.echo && job.req.logprobs &&
+          std::any_of(job.choices.begin(), job.choices.end(), [](const Choice& c) { return c.prompt_logprobs.is_null(); }))
+        return out;
       Json choices = Json::array();
       for (size_t i = 0; i < job.choices.size(); ++i) {
         if (job.req.chat) {
           choices.push_back({{"index", i}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}});
         } else {
           const std::string prompt = tokenizer->decode(prompt_of(job, i));
-          choices.push_back({{"index", i}, {"text", prompt}, {"logprobs", nullptr}, {"finish_reason", nullptr}});
+          Json choice = {{"index", i}, {"text", prompt}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+          if (job.req.logprobs) {
+            size_t offset = 0;
+            choice["logprobs"] = completion_logprobs(job.choices[i].prompt_logprobs, &offset);
+          }
+          choices.push_back(choice);
           job.choices[i].text_offset = char_count(prompt);
         }
       }
@@ -541,7 +582,10 @@ struct Server::Impl {
         [this, job](size_t, httplib::DataSink& sink) {
           for (;;) {
             if (!sink.is_writable()) return cancel(*job);
-            for (auto& c : job->choices) pump(c, job->req);
+            for (size_t i = 0; i < job->choices.size(); ++i) {
+              if (job->req.echo && job->req.logprobs) take_prompt_logprobs(job->choices[i], prompt_of(*job, i));
+              pump(job->choices[i], job->req);
+            }
             bool last = false;
             const std::string out = next_output(*job, &last);
             if (!out.empty() && !sink.write(out.data(), out.size())) return cancel(*job);

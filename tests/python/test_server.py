@@ -132,7 +132,24 @@ def test_greedy_text_equals_the_generator(server, chat_model):
     assert events[-1]["choices"] == [] and events[-1]["usage"]["completion_tokens"] == 24
 
 
-def test_n_stop_seed_and_logprobs(server):
+def prompt_logprobs_reference(model_dir, prompt):
+    """og.Generator's log_softmax at each prompt token after the first, given the tokens before it."""
+    import numpy as np
+
+    model = og.Model(str(model_dir))
+    ids = list(og.Tokenizer(model).encode(prompt))
+    out = []
+    for k in range(1, len(ids)):
+        params = og.GeneratorParams(model)
+        params.set_search_options(max_length=len(ids) + 1)
+        generator = og.Generator(model, params)
+        generator.append_tokens(ids[:k])
+        row = np.array(generator.get_logits(), dtype=np.float64).reshape(-1)
+        out.append(row[ids[k]] - row.max() - np.log(np.exp(row - row.max()).sum()))
+    return ids, out
+
+
+def test_n_stop_seed_and_logprobs(server, chat_model):
     base = {"model": server.model, "prompt": "Once upon a time", "max_tokens": 30}
     _, _, greedy = server.post("/v1/completions", {**base, "temperature": 0, "n": 3})
     texts = [c["text"] for c in greedy["choices"]]
@@ -159,18 +176,27 @@ def test_n_stop_seed_and_logprobs(server):
         # Greedy: the chosen token is the most likely one.
         assert entry["top_logprobs"][0]["logprob"] == pytest.approx(entry["logprob"])
     # The completions API's logprobs: text_offset is each token's character offset in the
-    # returned text (after the echoed prompt with echo), and the tokens spell the completion
-    # (decoded one at a time they lost every word's space: ",therewasalittleg").
+    # returned text, and the tokens spell it (decoded one at a time they lost every word's space:
+    # ",therewasalittleg"). With echo the prompt's tokens come first, as OpenAI's and vLLM's: the
+    # first with no logprob and no top, the others with og.Generator's log_softmax given the
+    # tokens before them.
+    prompt_ids, prompt_want = prompt_logprobs_reference(chat_model, "Once upon a time")
     for echo in (False, True):
         _, _, lp = server.post("/v1/completions", {**base, "max_tokens": 6, "temperature": 0, "logprobs": 2,
                                                    "echo": echo})
         choice = lp["choices"][0]
         lp = choice["logprobs"]
-        start = len("Once upon a time") if echo else 0
-        assert choice["text"][:start] == "Once upon a time"[:start]
-        assert len(lp["tokens"]) == len(lp["token_logprobs"]) == len(lp["top_logprobs"]) == 6
-        assert lp["text_offset"] == [start + len("".join(lp["tokens"][:k])) for k in range(6)]
-        assert "".join(lp["tokens"]) == choice["text"][start:]
+        n = len(prompt_ids) + 6 if echo else 6
+        assert choice["text"].startswith("Once upon a time") == echo
+        assert len(lp["tokens"]) == len(lp["token_logprobs"]) == len(lp["top_logprobs"]) == n
+        assert lp["text_offset"] == [len("".join(lp["tokens"][:k])) for k in range(n)]
+        assert "".join(lp["tokens"]) == choice["text"]
+        if echo:
+            assert lp["token_logprobs"][0] is None and lp["top_logprobs"][0] is None
+            assert lp["token_logprobs"][1:len(prompt_ids)] == pytest.approx(prompt_want, abs=1e-4)
+            for k in range(1, n):
+                top = lp["top_logprobs"][k]
+                assert len(top) == 2 and max(top.values()) >= lp["token_logprobs"][k] - 1e-6
         # Streamed: the same text (the echoed prompt in the first chunk) and the same offsets.
         _, _, text = server.request("POST", "/v1/completions", {**base, "max_tokens": 6, "temperature": 0,
                                                                 "logprobs": 2, "echo": echo, "stream": True})

@@ -309,7 +309,9 @@ void Engine::admit(Request& r) {
   // choose the next token).
   const auto tokens = r.search_->sequences().row(0);
   const int bs = blocks_.block_size();
-  const int reusable = (r.length() - 1) / bs;
+  if (r.prompt_logprobs_top_ >= 0 && r.prompt_length_ == 0) r.prompt_length_ = r.length();
+  // Prompt logprobs need every prompt position's logits, so nothing comes from the cache then.
+  const int reusable = r.collecting_prompt_logprobs() ? 0 : (r.length() - 1) / bs;
   uint64_t parent = 0;
   for (int b = 0; b < reusable; ++b) {
     const auto content = tokens.subspan(static_cast<size_t>(b) * bs, static_cast<size_t>(bs));
@@ -361,6 +363,7 @@ bool Engine::reserve(Request& r, int end_position, const Request* keep) {
 bool Engine::schedule() {
   batch_.clear();
   int budget = options_.max_step_tokens;
+  int prompt_rows = kPromptLogprobsRows;
   const int bs = blocks_.block_size();
   // Pass 0: one token for each decoding request; pass 1: prompt chunks. A request is decoding in
   // both passes or in neither, so none is scheduled twice.
@@ -374,6 +377,13 @@ bool Engine::schedule() {
       if ((pass == 0) != decoding) continue;
       if (!r.running_) admit(r);
       int count = std::min(r.length() - r.computed_, budget);
+      // Every token of such a chunk has a vocabulary row of logits: the step's rows are bounded.
+      const bool all_logits = r.collecting_prompt_logprobs();
+      if (all_logits) {
+        count = std::min(count, prompt_rows);
+        if (count == 0) continue;
+        prompt_rows -= count;
+      }
       if (!reserve(r, r.computed_ + count, &r)) {
         // Take what the blocks already held allow; with nothing running and nothing held, the
         // request can never fit.
@@ -389,7 +399,7 @@ bool Engine::schedule() {
           continue;
         }
       }
-      batch_.push_back(Scheduled{rp, r.computed_, count, r.computed_ + count == r.length()});
+      batch_.push_back(Scheduled{rp, r.computed_, count, r.computed_ + count == r.length(), all_logits});
       budget -= count;
     }
   }
@@ -423,8 +433,8 @@ void Engine::run_batch() {
     for (int p = s.start; p < s.start + s.count; ++p) {
       token_seq_.push_back(static_cast<int32_t>(i));
       token_pos_.push_back(p);
+      if (s.all_logits || (s.logits && p + 1 == s.start + s.count)) logit_at[rows++] = static_cast<int64_t>(token_seq_.size()) - 1;
     }
-    if (s.logits) logit_at[rows++] = static_cast<int64_t>(token_seq_.size()) - 1;
     std::copy(s.request->blocks_.begin(), s.request->blocks_.end(), tables_.begin() + static_cast<int64_t>(i) * width);
   }
   paged_.token_seq = token_seq_;
@@ -490,20 +500,31 @@ void Engine::commit() {
     std::lock_guard rlock(r.mutex_);
     stats_.tokens_computed += s.count;
     token += static_cast<size_t>(s.count);
-    // Split LM head: [rows, 1, vocab], a row per request with logits (removed ones included);
-    // else [1, tokens, vocab] and the request's last token.
-    const int64_t at = !s.logits ? -1 : split ? static_cast<int64_t>(row++) : static_cast<int64_t>(token) - 1;
+    // Split LM head: [rows, 1, vocab], rows in token order for the tokens with logits (removed
+    // requests' included); else [1, tokens, vocab], a row per token.
+    const int64_t first = split ? static_cast<int64_t>(row) : static_cast<int64_t>(token - static_cast<size_t>(s.count));
+    const int64_t rows = s.all_logits ? s.count : s.logits ? 1 : 0;
+    if (split) row += static_cast<size_t>(rows);
+    const int64_t at = !s.logits ? -1 : split ? first + rows - 1 : static_cast<int64_t>(token) - 1;
     if (r.closed_) continue;  // removed while running: take_inbox frees it
     r.computed_ = s.start + s.count;
     publish_full_blocks(r);
-    if (!s.logits) continue;
-    Choice& c = choices_.emplace_back(Choice{s.request, at, {}});
     // A failed request, not a throw halfway through committing the batch.
-    if (out.numel() < (at + 1) * vocab)
-      c.error = str_cat("the decoder's logits are ", out.describe(), "; a row of ", vocab,
-                        " (model.vocab_size) was expected per sequence");
-    else if (out.dtype() != DType::kFloat32 && out.dtype() != DType::kFloat16)
-      c.error = str_cat("the decoder's logits are ", dtype_name(out.dtype()), "; float32 or float16 was expected");
+    std::string error;
+    if (rows > 0 && out.numel() < (first + rows) * vocab)
+      error = str_cat("the decoder's logits are ", out.describe(), "; a row of ", vocab,
+                      " (model.vocab_size) was expected per sequence");
+    else if (rows > 0 && out.dtype() != DType::kFloat32 && out.dtype() != DType::kFloat16)
+      error = str_cat("the decoder's logits are ", dtype_name(out.dtype()), "; float32 or float16 was expected");
+    if (s.all_logits && error.empty()) record_prompt_logprobs(r, s, out, first, vocab);
+    if (!s.logits) {
+      if (!error.empty()) {
+        fail(r, error);
+        ready_.push_back(s.request);
+      }
+      continue;
+    }
+    choices_.push_back(Choice{s.request, at, error});
   }
   // Each request's logits copy and choice on the pool: with 16 requests one thread spent about
   // 6% of a greedy step here (16 rows of a 152K vocabulary copied and searched) while the
@@ -527,6 +548,24 @@ void Engine::commit() {
   }
   choices_.clear();
   batch_.clear();
+}
+
+void Engine::record_prompt_logprobs(Request& r, const Scheduled& s, const TensorView& out, int64_t first,
+                                    int64_t vocab) {
+  const auto tokens = r.search_->sequences().row(0);
+  std::vector<float> row(static_cast<size_t>(vocab));
+  for (int k = 0; k < s.count; ++k) {
+    // Entry p (token p + 1 given [0, p]); a recomputed prefix (after preemption) has its entries.
+    const int p = s.start + k;
+    if (p + 1 >= r.prompt_length_ || p != static_cast<int>(r.prompt_logprobs_.size())) continue;
+    const int64_t at = (first + k) * vocab;
+    if (out.dtype() == DType::kFloat32) {
+      std::copy_n(out.data<float>() + at, vocab, row.begin());
+    } else {
+      for (int64_t i = 0; i < vocab; ++i) row[static_cast<size_t>(i)] = static_cast<float>(out.data<Float16>()[at + i]);
+    }
+    r.prompt_logprobs_.push_back(token_logprobs(row, tokens[static_cast<size_t>(p) + 1], r.prompt_logprobs_top_));
+  }
 }
 
 void Engine::choose(Choice& c, const TensorView& out, int64_t vocab) noexcept {

@@ -78,7 +78,8 @@ class Engine {
     std::shared_ptr<Request> request;
     int start = 0;   // first position run
     int count = 0;   // tokens run
-    bool logits = false;
+    bool logits = false;       // the last token's logits choose the next token
+    bool all_logits = false;   // every token's logits (prompt logprobs)
   };
 
   void take_inbox();           // under mutex_
@@ -99,6 +100,11 @@ class Engine {
   };
   static void choose(Choice& c, const TensorView& out, int64_t vocab) noexcept;
   void publish_full_blocks(Request& r);
+  // The prompt logprobs of s's tokens from the step's logits rows from `first` (under r's lock).
+  static void record_prompt_logprobs(Request& r, const Scheduled& s, const TensorView& out, int64_t first, int64_t vocab);
+  // Prompt tokens per step, over all requests recording prompt logprobs: each is a vocabulary row
+  // of logits (32 x 152K floats: 19 MB).
+  static constexpr int kPromptLogprobsRows = 32;
 
   std::shared_ptr<const Model> model_;
   EngineOptions options_;

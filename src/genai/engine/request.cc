@@ -60,6 +60,19 @@ void Request::set_logprobs(int top) {
   logprobs_top_ = top;
 }
 
+void Request::set_prompt_logprobs(int top) {
+  std::lock_guard lock(mutex_);
+  ONNXLLM_CHECK(top >= -1 && top <= 20, kInvalidArgument, "Request.set_prompt_logprobs: top must be in [-1, 20], got ", top);
+  ONNXLLM_CHECK(engine_ == nullptr, kInvalidArgument,
+                "Request.set_prompt_logprobs: set it before adding the request to an engine");
+  prompt_logprobs_top_ = top;
+}
+
+std::vector<TokenLogprobs> Request::prompt_logprobs() const {
+  std::lock_guard lock(mutex_);
+  return prompt_logprobs_;
+}
+
 void Request::set_logit_adjustments(float presence, float frequency, std::vector<std::pair<int32_t, float>> bias) {
   std::lock_guard lock(mutex_);
   ONNXLLM_CHECK(std::isfinite(presence) && std::isfinite(frequency), kInvalidArgument,

@@ -51,6 +51,14 @@ class Request {
   // Before the request runs: record each token's log probability and the `top` (0..20) most likely
   // tokens; -1 (the default) records none.
   void set_logprobs(int top);
+  // Before the request runs: also record, for each token of the prompt after the first, its log
+  // probability given the tokens before it and the `top` (0..20) most likely tokens there (the
+  // completions API's echo with logprobs). The prompt is what the request holds when it first
+  // runs; its prefix is then computed, not taken from the prefix cache. -1 records none.
+  void set_prompt_logprobs(int top);
+  // The prompt's entries recorded so far, token 1 onwards; all of them once a token has been
+  // generated (empty without set_prompt_logprobs).
+  std::vector<TokenLogprobs> prompt_logprobs() const;
   // Before the request runs: OpenAI's presence and frequency penalties and logit bias, added to
   // the logits before the search options (temperature, top-p, ...): each token this request has
   // generated loses presence + frequency x its count (the prompt's tokens do not count, as in
@@ -74,6 +82,10 @@ class Request {
   // Engine side, called with mutex_ held.
   int length() const { return search_->length(); }
   bool wants_tokens() const;  // tokens are waiting to be computed
+  // Prompt logprobs are still to be recorded: every prompt position needs its logits row.
+  bool collecting_prompt_logprobs() const {
+    return prompt_logprobs_top_ >= 0 && static_cast<int>(prompt_logprobs_.size()) + 1 < prompt_length_;
+  }
 
   mutable std::mutex mutex_;
   std::unique_ptr<Search> search_;
@@ -86,6 +98,9 @@ class Request {
   std::deque<int32_t> unseen_;
   std::deque<TokenLogprobs> unseen_logprobs_;  // with logprobs on, one per unseen token
   int logprobs_top_ = -1;
+  int prompt_logprobs_top_ = -1;
+  int prompt_length_ = 0;  // with prompt logprobs: the tokens held when the request first ran
+  std::vector<TokenLogprobs> prompt_logprobs_;  // entry p: token p + 1 given tokens [0, p]
   float presence_ = 0.0f, frequency_ = 0.0f;
   std::vector<std::pair<int32_t, float>> bias_;
   std::unordered_map<int32_t, int> generated_counts_;  // with a penalty: each generated token's count

@@ -130,6 +130,77 @@ TEST(Engine, LogprobsAreTheGeneratorsLogSoftmax) {
   EXPECT_EQ(step, expected.size());
 }
 
+// Prompt logprobs (the completions API's echo with logprobs): entry p is log_softmax of the
+// Generator's logits after prompt[0..p] at prompt[p + 1], with the 2 most likely tokens. Two such
+// requests run together (they share the step's 32 rows of prompt logits, so their 70 and 45 tokens
+// take several steps) beside a plain request whose blocks are in the prefix cache: the recording
+// requests compute their whole prompt, and a later plain request still hits the cache.
+TEST(Engine, PromptLogprobsAreTheGeneratorsLogSoftmax) {
+  const auto model = load(build("prompt_logprobs", "fp32"));
+  std::mt19937 rng(23);
+  const auto long_prompt = random_prompt(rng, 70);
+  auto short_prompt = long_prompt;
+  short_prompt.resize(45);
+  short_prompt[44] = 5;  // not a prefix of the long one
+  auto expected = [&](const std::vector<int32_t>& prompt) {
+    std::vector<std::pair<double, std::vector<int32_t>>> out;  // logprob, top 2 ids
+    for (size_t p = 0; p + 1 < prompt.size(); ++p) {
+      Generator g(greedy(model, static_cast<int>(prompt.size()) + 1));
+      g.append_tokens(std::span<const int32_t>(prompt.data(), p + 1));
+      const TensorView logits = g.get_logits();
+      const float* x = logits.data<float>();
+      const int64_t vocab = logits.numel();
+      const double max = *std::max_element(x, x + vocab);
+      double sum = 0.0;
+      for (int64_t i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(x[i]) - max);
+      std::vector<int32_t> ids(static_cast<size_t>(vocab));
+      for (int64_t i = 0; i < vocab; ++i) ids[static_cast<size_t>(i)] = static_cast<int32_t>(i);
+      std::stable_sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return x[a] > x[b]; });
+      out.push_back({x[prompt[p + 1]] - max - std::log(sum), {ids[0], ids[1]}});
+    }
+    return out;
+  };
+  const auto want_long = expected(long_prompt), want_short = expected(short_prompt);
+
+  Engine engine(model);
+  engine.add_request(make_request(model, long_prompt, 72));
+  drain(engine);
+  const int64_t hits = engine.stats().prefix.hits;
+  ASSERT_GT(hits + engine.stats().prefix.misses, 0);
+  std::vector<std::shared_ptr<Request>> recording;
+  const std::vector<int32_t>* prompts[] = {&long_prompt, &short_prompt};
+  for (const auto* prompt : prompts) {
+    auto r = std::make_shared<Request>(greedy(model, static_cast<int>(prompt->size()) + 2));
+    r->set_prompt_logprobs(2);
+    r->add_tokens(*prompt);
+    engine.add_request(r);
+    recording.push_back(r);
+  }
+  drain(engine);
+  EXPECT_EQ(engine.stats().prefix.hits, hits) << "a recording request took blocks from the prefix cache";
+  for (size_t i = 0; i < 2; ++i) {
+    const auto& want = i == 0 ? want_long : want_short;
+    const auto got = recording[i]->prompt_logprobs();
+    ASSERT_EQ(got.size(), want.size()) << "request " << i;
+    for (size_t p = 0; p < want.size(); ++p) {
+      EXPECT_NEAR(got[p].logprob, want[p].first, 1e-5) << "request " << i << " position " << p;
+      ASSERT_EQ(got[p].top.size(), 2u);
+      EXPECT_EQ(got[p].top[0].first, want[p].second[0]) << "request " << i << " position " << p;
+      EXPECT_EQ(got[p].top[1].first, want[p].second[1]) << "request " << i << " position " << p;
+    }
+    EXPECT_EQ(recording[i]->tokens().size(), (i == 0 ? long_prompt : short_prompt).size() + 2);
+  }
+  engine.add_request(make_request(model, long_prompt, 72));
+  drain(engine);
+  EXPECT_GT(engine.stats().prefix.hits, hits) << "the cached prompt was not reused after the recording requests";
+
+  auto late = make_request(model, long_prompt, 72);
+  expect_error([&] { late->set_prompt_logprobs(21); }, ErrorCode::kInvalidArgument, "top must be in [-1, 20]");
+  engine.add_request(late);
+  expect_error([&] { late->set_prompt_logprobs(1); }, ErrorCode::kInvalidArgument, "before adding the request to an engine");
+  EXPECT_TRUE(make_request(model, long_prompt, 72)->prompt_logprobs().empty());
+}
+
 TEST(Engine, AloneMatchesTheGenerator) {
   for (const std::string precision : {"fp32", "int4"}) {
     const auto model = load(build("alone_" + precision, precision));
