@@ -329,17 +329,41 @@ TEST(Engine, PreemptionWhenTheKvPoolRunsOut) {
   Engine engine(model, options);
   std::mt19937 rng(29);
   std::vector<std::pair<std::vector<int32_t>, std::shared_ptr<Request>>> items;
+  // Every other request records prompt logprobs too; a roomy engine gives the same entries (one
+  // per prompt token after the first, none twice when a prompt is computed again).
+  Engine roomy(model);
+  std::vector<std::shared_ptr<Request>> unpreempted;
   for (int i = 0; i < 6; ++i) {
     auto prompt = random_prompt(rng, 10 + 3 * i);
     auto r = make_request(model, prompt, static_cast<int>(prompt.size()) + 40);
+    if (i % 2) {
+      r = std::make_shared<Request>(greedy(model, static_cast<int>(prompt.size()) + 40));
+      r->set_prompt_logprobs(1);
+      r->add_tokens(prompt);
+      auto twin = std::make_shared<Request>(greedy(model, static_cast<int>(prompt.size()) + 40));
+      twin->set_prompt_logprobs(1);
+      twin->add_tokens(prompt);
+      roomy.add_request(twin);
+      unpreempted.push_back(twin);
+    }
     engine.add_request(r);
     items.emplace_back(std::move(prompt), std::move(r));
   }
   drain(engine);
+  drain(roomy);
   EXPECT_GT(engine.stats().preemptions, 0);
   for (const auto& [prompt, r] : items) {
     EXPECT_TRUE(r->error().empty()) << r->error();
     EXPECT_EQ(r->tokens(), reference(model, prompt, static_cast<int>(prompt.size()) + 40));
+  }
+  for (size_t k = 0; k < unpreempted.size(); ++k) {
+    const auto got = items[2 * k + 1].second->prompt_logprobs(), want = unpreempted[k]->prompt_logprobs();
+    ASSERT_EQ(got.size(), items[2 * k + 1].first.size() - 1);
+    ASSERT_EQ(want.size(), got.size());
+    for (size_t p = 0; p < got.size(); ++p) {
+      EXPECT_NEAR(got[p].logprob, want[p].logprob, 1e-6) << "request " << 2 * k + 1 << " position " << p;
+      EXPECT_EQ(got[p].top, want[p].top);
+    }
   }
   // A request that cannot fit even alone fails with a message instead of waiting forever.
   auto huge = make_request(model, random_prompt(rng, 200), 230);
