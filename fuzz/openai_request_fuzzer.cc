@@ -30,6 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     require((r.prompts.size() + r.prompt_ids.size()) * static_cast<size_t>(r.n) <= 64, "too many choices");
     require(r.presence_penalty >= -2 && r.presence_penalty <= 2 && r.frequency_penalty >= -2 && r.frequency_penalty <= 2,
             "a penalty out of range");
+    require(!r.tool_call_required || (r.chat && r.tools.is_array() && !r.tools.empty()), "a tool call required without tools");
     for (const auto& [id, bias] : r.logit_bias) require(id >= 0 && bias >= -100 && bias <= 100, "a logit bias out of range");
   } catch (const ApiError& e) {
     require(e.status >= 400 && e.status < 500, "a parse error that is not 4xx");

@@ -285,9 +285,11 @@ GenerationRequest parse_chat_request(std::string_view body) {
     if (!(c.is_string() && (c == "auto" || c == "none" || c == "required")) && !c.is_object())
       bad_type("tool_choice", c, "'auto', 'none', 'required' or an object");
     if (c == "none") r.tools = nullptr;
+    // "required" and a named function: the server starts the reply with a tool call when the
+    // chat template's convention is known (server.cc, forced_reply).
+    if (c == "required") r.tool_call_required = !r.tools.is_null();
     if (c.is_object()) {
-      // A named function: the model is offered that tool alone (nothing constrains its output to
-      // call it, as nothing does for "required").
+      // A named function: the model is offered that tool alone.
       if (c.value("type", "") != "function" || !c.contains("function") || !c["function"].is_object() ||
           !c["function"].contains("name") || !c["function"]["name"].is_string())
         bad_type("tool_choice", c, "a {\"type\": \"function\", \"function\": {\"name\": ...}} object");
@@ -300,6 +302,7 @@ GenerationRequest parse_chat_request(std::string_view body) {
         throw_api_error(400, "Invalid value for 'tool_choice': no function named '" + name + "' in 'tools'.",
                         "tool_choice", "invalid_value");
       r.tools = chosen;
+      r.tool_call_required = true;
     }
   }
   if (j.contains("response_format") && !j["response_format"].is_null()) {

@@ -33,6 +33,7 @@ struct GenerationRequest {
   std::string model;
   nlohmann::ordered_json messages;  // chat: as the chat template wants them
   nlohmann::ordered_json tools;     // chat: null without tools
+  bool tool_call_required = false;  // chat: tool_choice "required" or a named function (with tools)
   // Completions: one or more prompts, as text or as token ids (one of the two lists is empty);
   // each gets n choices, prompt p's at indices p * n ... p * n + n - 1.
   std::vector<std::string> prompts;

@@ -78,6 +78,10 @@ struct Server::Impl {
     tokenizer = Tokenizer::load(config.tokenizer_dir());
     // No template is allowed (/v1/chat/completions then answers 400); a broken one is an error.
     templates = ChatTemplateConfig::load(config.tokenizer_dir(), /*require_template=*/false);
+    // Tool calls written as <tool_call>{...}</tool_call> (Qwen, Hermes): the tag is one added
+    // token, or the tools template writes it.
+    tool_call_tags = tokenizer->encode(kToolCallTag, false).size() == 1 ||
+                     (!templates.templates.empty() && templates.select("", true).find(kToolCallTag) != std::string::npos);
     genai::EngineOptions eo;
     eo.max_batch = o.max_batch;
     eo.kv_memory_bytes = o.kv_memory;
@@ -152,6 +156,14 @@ struct Server::Impl {
                       "", "invalid_api_key");
   }
 
+  // The start of the reply the server writes for the model: with tool_choice "required" or a
+  // named function and a known tool-call convention, the opening tag, so that the model writes a
+  // call (the named function is the only tool offered); else nothing, and the choice is the
+  // model's. The tag counts as a prompt token, and the reply's text starts with it.
+  std::string forced_reply(const GenerationRequest& r) const {
+    return r.chat && r.tool_call_required && tool_call_tags ? kToolCallTag : "";
+  }
+
   // The request's prompts as token ids (one for chat), each checked against the vocabulary and
   // the context.
   std::vector<std::vector<int32_t>> prompt_ids(const GenerationRequest& r) {
@@ -170,7 +182,7 @@ struct Server::Impl {
       } catch (const Error& e) {
         throw_api_error(400, std::string("The chat template could not render these messages: ") + e.what(), "messages");
       }
-      prompts.push_back(tokenizer->encode(text, false));
+      prompts.push_back(tokenizer->encode(text + forced_reply(r), false));
     } else if (!r.prompt_ids.empty()) {
       prompts = r.prompt_ids;
       for (const auto& ids : prompts)
@@ -422,11 +434,15 @@ struct Server::Impl {
       Json message = {{"role", "assistant"}, {"content", c.text}};
       if (!job.req.tools.is_null()) {
         std::string content;
-        Json calls = parse_tool_calls(c.text, &content, "call_" + job.id.substr(9) + "_" + std::to_string(i) + "_");
+        const std::string forced = forced_reply(job.req);
+        Json calls = parse_tool_calls(forced + c.text, &content,
+                                      "call_" + job.id.substr(9) + "_" + std::to_string(i) + "_");
         if (!calls.empty()) {
           message["content"] = content.empty() ? Json(nullptr) : Json(content);
           message["tool_calls"] = calls;
           finish = "tool_calls";
+        } else if (!forced.empty()) {
+          message["content"] = content;  // the reply as written, the forced tag included
         }
       }
       Json out = {{"index", i}, {"message", message}, {"logprobs", nullptr}, {"finish_reason", finish}};
@@ -651,6 +667,8 @@ struct Server::Impl {
   std::shared_ptr<const genai::Model> model;
   std::shared_ptr<Tokenizer> tokenizer;
   ChatTemplateConfig templates;  // empty without a chat template
+  static constexpr const char* kToolCallTag = "<tool_call>";
+  bool tool_call_tags = false;  // the model's tool calls are <tool_call> blocks (above)
   std::unique_ptr<genai::Engine> engine;
   std::string name;
   int context = 0;

@@ -18,7 +18,7 @@ TOOL_CALL = ["<tool_call>", '{"name": "get_weather", "arguments": {"city": "Pari
 TEMPLATE = "{% for m in messages %}{{ m['content'] }}{% endfor %}{% if tools %}~{% endif %}"
 
 
-def write(folder):
+def write(folder, template=TEMPLATE):
     folder.mkdir(parents=True, exist_ok=True)
     chars = [chr(c) for c in range(0x20, 0x7F)]
     specials = ["<unk>", "<s>", "</s>"]
@@ -35,7 +35,7 @@ def write(folder):
     (folder / "tokenizer.json").write_text(json.dumps(tok))
     (folder / "tokenizer_config.json").write_text(json.dumps({
         "tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
-        "clean_up_tokenization_spaces": False, "chat_template": TEMPLATE}))
+        "clean_up_tokenization_spaces": False, "chat_template": template}))
 
     nxt = np.zeros(size, dtype=np.int64)
     letters = [vocab[chr(ord("a") + i)] for i in range(26)]

@@ -447,6 +447,46 @@ def test_tool_calls(tool_server):
     assert status == 200, body
 
 
+def test_tool_choice_required_and_named(tool_server, tmp_path_factory):
+    """tool_choice "required" or a named function starts the reply with the <tool_call> tag: a
+    scripted model whose template never prompts a call (no '~') calls get_weather only then."""
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}},
+             {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object"}}}]
+    messages = [{"role": "user", "content": "What is the weather in Paris?"}]
+    quiet = Server(scripted_model.write(tmp_path_factory.mktemp("serve") / "scripted-quiet",
+                                        template="{% for m in messages %}{{ m['content'] }}{% endfor %}"))
+    try:
+        base = {"model": quiet.model, "messages": messages, "tools": tools, "temperature": 0, "max_tokens": 40}
+        _, _, body = quiet.post("/v1/chat/completions", {**base, "tool_choice": "auto"})
+        choice = body["choices"][0]
+        assert "tool_calls" not in choice["message"] and choice["finish_reason"] == "length"
+        auto_usage = body["usage"]["prompt_tokens"]
+        for tool_choice in ("required", {"type": "function", "function": {"name": "get_weather"}}):
+            for stream in (False, True):
+                status, _, out = quiet.request("POST", "/v1/chat/completions",
+                                               {**base, "tool_choice": tool_choice, "stream": stream})
+                assert status == 200, out
+                if stream:
+                    events = sse_events(out)
+                    finish = [c["finish_reason"] for e in events for c in e["choices"] if c["finish_reason"]]
+                    calls = [t for e in events for c in e["choices"] for t in c["delta"].get("tool_calls", [])]
+                    assert finish == ["tool_calls"] and calls[0]["function"]["name"] == "get_weather"
+                    continue
+                body = json.loads(out)
+                choice = body["choices"][0]
+                assert choice["finish_reason"] == "tool_calls", choice
+                [call] = choice["message"]["tool_calls"]
+                assert call["function"]["name"] == "get_weather"
+                assert json.loads(call["function"]["arguments"]) == {"city": "Paris"}
+                assert body["usage"]["prompt_tokens"] == auto_usage + 1  # the forced tag
+    finally:
+        assert quiet.stop() == 0
+    # The scripted template's own '~' prompt: "required" adds the tag after it, the same call.
+    _, _, body = tool_server.post("/v1/chat/completions", {"model": tool_server.model, "messages": messages,
+                                                           "tools": tools, "tool_choice": "required", "temperature": 0})
+    assert body["choices"][0]["finish_reason"] == "tool_calls"
+
+
 def test_official_openai_client(server, chat_model, tool_server):
     module = ORACLE_DIR / "openai"
     if not (module / "node_modules/openai/package.json").exists():

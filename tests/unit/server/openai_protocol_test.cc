@@ -44,8 +44,15 @@ TEST(OpenAiProtocol, NamedToolChoiceOffersThatToolAlone) {
   auto r = parse_chat_request(head + R"(, "tool_choice": {"type": "function", "function": {"name": "b"}}})");
   ASSERT_EQ(r.tools.size(), 1u);
   EXPECT_EQ(r.tools[0]["function"]["name"], "b");
+  EXPECT_TRUE(r.tool_call_required);
   EXPECT_EQ(parse_chat_request(head + R"(, "tool_choice": "auto"})").tools.size(), 2u);
+  EXPECT_FALSE(parse_chat_request(head + R"(, "tool_choice": "auto"})").tool_call_required);
+  EXPECT_TRUE(parse_chat_request(head + R"(, "tool_choice": "required"})").tool_call_required);
   EXPECT_TRUE(parse_chat_request(head + R"(, "tool_choice": "none"})").tools.is_null());
+  EXPECT_FALSE(parse_chat_request(head + R"(, "tool_choice": "none"})").tool_call_required);
+  // "required" without tools asks for nothing.
+  EXPECT_FALSE(parse_chat_request(R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "tool_choice": "required"})")
+                   .tool_call_required);
   for (const char* choice : {R"({"type": "function", "function": {"name": "c"}})", R"({"type": "function"})",
                              R"({"type": "tool", "function": {"name": "a"}})"}) {
     try {
