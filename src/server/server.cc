@@ -343,6 +343,7 @@ struct Server::Impl {
   struct Job {
     GenerationRequest req;
     std::vector<std::vector<int32_t>> prompts;  // token ids; chat: one
+    std::vector<std::string> echoes;            // completions with echo: each prompt's text
     std::vector<Choice> choices;                // prompt p's n choices at p * n ...
     std::string id;
     int64_t created = 0;
@@ -356,6 +357,8 @@ struct Server::Impl {
     auto job = std::make_shared<Job>();
     job->req = std::move(req);
     job->prompts = prompt_ids(job->req);
+    if (job->req.echo)
+      for (const auto& ids : job->prompts) job->echoes.push_back(tokenizer->decode(ids));
     for (const auto& [id, bias] : job->req.logit_bias)
       if (id >= model->config().model.vocab_size)
         throw_api_error(400, "Token id " + std::to_string(id) + " in 'logit_bias' is outside the vocabulary.", "logit_bias");
@@ -412,6 +415,9 @@ struct Server::Impl {
     return job.prompts[i / static_cast<size_t>(job.req.n)];
   }
 
+  // The echoed text of choice i's prompt (decoded once per prompt, not per choice).
+  static const std::string& echo_of(const Job& job, size_t i) { return job.echoes[i / static_cast<size_t>(job.req.n)]; }
+
   // Each prompt once, whatever n is (as OpenAI counts).
   static int64_t prompt_tokens(const Job& job) {
     int64_t n = 0;
@@ -449,7 +455,7 @@ struct Server::Impl {
       if (job.req.logprobs) out["logprobs"] = {{"content", c.logprobs}};
       return out;
     }
-    const std::string prompt = job.req.echo ? tokenizer->decode(prompt_of(job, i)) : std::string();
+    const std::string prompt = job.req.echo ? echo_of(job, i) : std::string();
     Json out = {{"index", i}, {"text", prompt + c.text}, {"logprobs", nullptr}, {"finish_reason", finish}};
     size_t offset = char_count(prompt);
     if (job.req.logprobs && !c.prompt_logprobs.is_null()) {
@@ -518,7 +524,7 @@ struct Server::Impl {
         if (job.req.chat) {
           choices.push_back({{"index", i}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}});
         } else {
-          const std::string prompt = tokenizer->decode(prompt_of(job, i));
+          const std::string& prompt = echo_of(job, i);
           Json choice = {{"index", i}, {"text", prompt}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
           if (job.req.logprobs) {
             size_t offset = 0;
