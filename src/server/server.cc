@@ -262,6 +262,13 @@ struct Server::Impl {
     return out;
   }
 
+  // Appends id to a logprobs entry's context, the tokens its text is decoded after: the last four,
+  // enough for a word's space and a character's bytes.
+  static void remember(std::vector<int32_t>& context, int32_t id) {
+    if (context.size() == 4) context.erase(context.begin());
+    context.push_back(id);
+  }
+
   // Echo with logprobs: the prompt's entries once the engine has them (with the first token, or
   // fewer when the request ended first), as OpenAI's: the first token has no logprob and no top.
   void take_prompt_logprobs(Choice& c, const std::vector<int32_t>& prompt) const {
@@ -275,8 +282,7 @@ struct Server::Impl {
       } else {
         c.prompt_logprobs.push_back(logprob_entry(context, prompt[p], entries[p - 1], false));
       }
-      if (context.size() == 4) context.erase(context.begin());
-      context.push_back(prompt[p]);
+      remember(context, prompt[p]);
     }
     c.recent = context;  // the generated tokens' texts continue the prompt's
   }
@@ -298,9 +304,7 @@ struct Server::Impl {
       }
       if (r.logprobs) {
         c.logprobs.push_back(logprob_entry(c.recent, id, lp, r.chat));
-        // Four tokens before: enough for a word's space and a character's bytes.
-        if (c.recent.size() == 4) c.recent.erase(c.recent.begin());
-        c.recent.push_back(id);
+        remember(c.recent, id);
       }
       c.held += c.stream->step(id);
       release_text(c, r);

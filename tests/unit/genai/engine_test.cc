@@ -77,6 +77,27 @@ void drain(Engine& engine, std::map<Request*, std::vector<int32_t>>* seen = null
   EXPECT_FALSE(engine.has_pending_requests());
 }
 
+// log_softmax of a row of float logits, in double.
+std::vector<double> log_softmax(const TensorView& logits) {
+  const float* x = logits.data<float>();
+  const int64_t vocab = logits.numel();
+  const double max = *std::max_element(x, x + vocab);
+  double sum = 0.0;
+  for (int64_t i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(x[i]) - max);
+  std::vector<double> out(static_cast<size_t>(vocab));
+  for (int64_t i = 0; i < vocab; ++i) out[static_cast<size_t>(i)] = x[i] - max - std::log(sum);
+  return out;
+}
+
+// The k largest entries (id, value), best first, ties to the lower id.
+std::vector<std::pair<int32_t, double>> best(const std::vector<double>& values, size_t k) {
+  std::vector<std::pair<int32_t, double>> all;
+  for (size_t i = 0; i < values.size(); ++i) all.emplace_back(static_cast<int32_t>(i), values[i]);
+  std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  all.resize(std::min(k, all.size()));
+  return all;
+}
+
 // A request's logprobs against log_softmax of the Generator's logits in double: the chosen
 // token's within 1e-5, the top 3 the three largest (ties to lower ids) with theirs.
 TEST(Engine, LogprobsAreTheGeneratorsLogSoftmax) {
@@ -93,18 +114,10 @@ TEST(Engine, LogprobsAreTheGeneratorsLogSoftmax) {
   Generator g(greedy(model, max_length));
   g.append_tokens(prompt);
   while (!g.is_done()) {
-    const TensorView logits = g.get_logits();
-    const float* x = logits.data<float>();
-    const int64_t vocab = logits.numel();
-    const double max = *std::max_element(x, x + vocab);
-    double sum = 0.0;
-    for (int64_t i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(x[i]) - max);
-    std::vector<std::pair<int32_t, double>> all;
-    for (int64_t i = 0; i < vocab; ++i) all.emplace_back(static_cast<int32_t>(i), x[i] - max - std::log(sum));
-    std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    const std::vector<double> lp = log_softmax(g.get_logits());
     g.generate_next_token();
     const int32_t token = g.get_sequence(0).back();
-    expected.push_back({token, x[token] - max - std::log(sum), {all.begin(), all.begin() + 3}});
+    expected.push_back({token, lp[static_cast<size_t>(token)], best(lp, 3)});
   }
   Engine engine(model);
   auto r = std::make_shared<Request>(greedy(model, max_length));
@@ -147,16 +160,9 @@ TEST(Engine, PromptLogprobsAreTheGeneratorsLogSoftmax) {
     for (size_t p = 0; p + 1 < prompt.size(); ++p) {
       Generator g(greedy(model, static_cast<int>(prompt.size()) + 1));
       g.append_tokens(std::span<const int32_t>(prompt.data(), p + 1));
-      const TensorView logits = g.get_logits();
-      const float* x = logits.data<float>();
-      const int64_t vocab = logits.numel();
-      const double max = *std::max_element(x, x + vocab);
-      double sum = 0.0;
-      for (int64_t i = 0; i < vocab; ++i) sum += std::exp(static_cast<double>(x[i]) - max);
-      std::vector<int32_t> ids(static_cast<size_t>(vocab));
-      for (int64_t i = 0; i < vocab; ++i) ids[static_cast<size_t>(i)] = static_cast<int32_t>(i);
-      std::stable_sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return x[a] > x[b]; });
-      out.push_back({x[prompt[p + 1]] - max - std::log(sum), {ids[0], ids[1]}});
+      const std::vector<double> lp = log_softmax(g.get_logits());
+      const auto top = best(lp, 2);
+      out.push_back({lp[static_cast<size_t>(prompt[p + 1])], {top[0].first, top[1].first}});
     }
     return out;
   };
