@@ -282,7 +282,9 @@ std::optional<std::pair<int64_t, int64_t>> heads_of(const Matcher& m, int v, int
 }
 
 // transformers' repeat_kv as exported, Reshape(Expand(Unsqueeze(kv, [2]), [B, Nkv, n_rep, T, H]),
-// [B, Nkv * n_rep, T, H]) (the Expand shape a constant or a Concat of the five dims): kv, or -1.
+// [B, Nkv * n_rep, T, H]): kv, or -1. The Expand shape is a constant or a Concat of the five dims,
+// or (onnxruntime-genai's builder, make_repeat_kv) Where(Equal(s, -1s), 1s, s) of s = that Concat
+// flattened by a Reshape.
 int repeat_kv_source(const Matcher& m, int v) {
   const Node* reshape = m.op(v, "Reshape");
   const Node* expand = reshape ? m.op(reshape->inputs[0], "Expand") : nullptr;
@@ -290,11 +292,25 @@ int repeat_kv_source(const Matcher& m, int v) {
   if (!unsqueeze) return -1;
   const auto axes = unsqueeze->has_input(1) ? m.ints(unsqueeze->inputs[1]) : unsqueeze->attr_ints("axes");
   if (axes != std::vector<int64_t>{2}) return -1;
-  const int shape = expand->inputs[1];
+  int shape = expand->inputs[1];
+  if (const Node* where = m.op(shape, "Where"); where && where->num_inputs() == 3)
+    if (const Node* flat = m.op(where->inputs[2], "Reshape")) shape = flat->inputs[0];
   const auto constant = m.ints(shape);
   const Node* concat = m.op(shape, "Concat");
   if (!(constant && constant->size() == 5) && !(concat && concat->inputs.size() == 5)) return -1;
   return unsqueeze->inputs[0];
+}
+
+// kv when v is repeat_kv's output (repeat_kv_source) as genai's MultiHeadAttention exports read it,
+// Reshape(Transpose(that, [0, 2, 1, 3]), [0, 0, N * H]); else -1.
+int repeated_bsd_source(const Matcher& m, int v) {
+  const Node* flat = m.op(v, "Reshape");
+  if (!flat) return -1;
+  const auto dims = m.ints(flat->inputs[1]);
+  if (!dims || dims->size() != 3 || (*dims)[0] != 0 || (*dims)[1] != 0) return -1;
+  const Node* t = m.op(flat->inputs[0], "Transpose");
+  if (!t || t->attr_ints("perm") != std::vector<int64_t>{0, 2, 1, 3}) return -1;
+  return repeat_kv_source(m, t->inputs[0]);
 }
 
 }  // namespace
@@ -572,6 +588,25 @@ int fuse_attention(Graph& g) {
   return apply(g, out);
 }
 
+int share_repeated_kv(Graph& g) {
+  Matcher m(g);
+  std::map<int, std::vector<Node>> out;
+  for (int i = 0; i < static_cast<int>(g.nodes.size()); ++i) {
+    const Node& a = g.nodes[i];
+    if (!a.is("com.microsoft", "MultiHeadAttention") || a.num_inputs() < 3 || !a.has_input(1) || !a.has_input(2)) continue;
+    bool plain = true;  // per-head K/V with fewer heads: without bias and past (the kernel's extension)
+    for (const int in : {3, 6, 7, 8, 9}) plain = plain && !a.has_input(in);
+    if (!plain) continue;
+    const int k = repeated_bsd_source(m, a.inputs[1]), v = repeated_bsd_source(m, a.inputs[2]);
+    if (k < 0 || v < 0 || !m.is_float32(k) || !m.is_float32(v)) continue;
+    Node shared = a;
+    shared.inputs[1] = k;
+    shared.inputs[2] = v;
+    out[i] = {std::move(shared)};
+  }
+  return apply(g, out);
+}
+
 int gather_before_transpose(Graph& g) {
   std::map<int, std::vector<Node>> out;
   for (int t = 0; t < static_cast<int>(g.nodes.size()); ++t) {
@@ -737,6 +772,7 @@ int run_fusions(Graph& g) {
   n += fuse_gated_siblings(g);  // after QuickGelu exists
   n += fuse_rotary(g);
   n += fuse_attention(g);
+  n += share_repeated_kv(g);
   n += fuse_matmul_siblings(g);  // last: the patterns above look for MatMul nodes
   for (Node& node : g.nodes)
     for (Attribute& a : node.attributes) {

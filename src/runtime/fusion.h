@@ -61,6 +61,13 @@ int fuse_rotary(Graph& g);
 // its query heads.
 int fuse_attention(Graph& g);
 
+// com.microsoft.MultiHeadAttention without bias or past whose K and V are repeated per query head
+// as onnxruntime-genai's builder wrote them for CPU before ORT had GroupQueryAttention there
+// (make_repeat_kv: Unsqueeze, Expand, Reshape, then Transpose and Reshape to [B, T, N * H]) reads
+// kv [B, Nkv, T, H] itself instead: the same values without the copy, and a layer that
+// update_kv_in_place can append in place (and the engine can page). Returns the nodes rewritten.
+int share_repeated_kv(Graph& g);
+
 // Runs before constant folding. Gather(Transpose(W, [1, 0]), ids) with W a 2-D float32 constant
 // (a tied embedding: the LM head's [hidden, vocab] weight, transposed for the token lookup) becomes
 // com.onnxllm.GatherColumns(W, ids): the same values, read from the LM head's packed copy of W,

@@ -187,7 +187,41 @@ class Body:
         return self.op("Reshape", [out, self.ints(0, 0, -1)]), present_k, present_v
 
 
-def llama_body(c, prefix, consts, with_past, past_from_cache=False):
+    def genai_repeat_kv(self, present, n_heads, n_kv, d):
+        """onnxruntime-genai's builder.py make_repeat_kv (its MultiHeadAttention exports of GQA models
+        for CPU, before ORT had GroupQueryAttention there) after the Concat: present [B, n_kv, T, d]
+        -> [B, T, n_heads * d], the Expand shape computed from present's shape through its
+        Reshape / ConstantOfShape / Equal / Where chain."""
+        rep = n_heads // n_kv
+        shape = self.op("Shape", [present])
+        dims = [self.op("Unsqueeze", [self.op("Gather", [shape, self.const(i, np.int64)], axis=0), self.ints(0)])
+                for i in range(4)]
+        five = self.op("Concat", [dims[0], dims[1], self.ints(rep), dims[2], dims[3]], axis=0)
+        four = self.op("Concat", [dims[0], self.op("Mul", [dims[1], self.const(rep, np.int64)]), dims[2], dims[3]], axis=0)
+        flat = self.op("Reshape", [five, self.ints(-1)])
+        ones = self.op("ConstantOfShape", [self.op("Shape", [flat])],
+                       value=numpy_helper.from_array(np.array([1], dtype=np.int64)))
+        minus = self.op("Mul", [ones, self.const(-1, np.int64)])
+        expand_shape = self.op("Where", [self.op("Equal", [flat, minus]), ones, flat])
+        repeated = self.op("Reshape", [self.op("Expand", [self.op("Unsqueeze", [present, self.ints(2)]), expand_shape]), four])
+        return self.op("Reshape", [self.op("Transpose", [repeated], perm=[0, 2, 1, 3]), self.ints(0, 0, n_heads * d)])
+
+    def genai_mha_attention(self, q, k, v, past_k, past_v, n_heads, n_kv, d, mask, li):
+        """genai's MultiHeadAttention layer: the past Concat-ed in front, K and V repeated per query
+        head (genai_repeat_kv), com.microsoft.MultiHeadAttention on Q [B, S, n*d] with the 4-D mask
+        as attention bias."""
+        present_k = self.op("Identity", [self.op("Concat", [past_k, k], axis=2)], hint=f"present.{li}.key")
+        present_v = self.op("Identity", [self.op("Concat", [past_v, v], axis=2)], hint=f"present.{li}.value")
+        q3 = self.op("Reshape", [self.op("Transpose", [q], perm=[0, 2, 1, 3]), self.ints(0, 0, n_heads * d)])
+        out = self.name("MultiHeadAttention")
+        self.nodes.append(helper.make_node(
+            "MultiHeadAttention", [q3, self.genai_repeat_kv(present_k, n_heads, n_kv, d),
+                                   self.genai_repeat_kv(present_v, n_heads, n_kv, d), "", "", mask], [out],
+            name=self.name("/MultiHeadAttention"), domain="com.microsoft", num_heads=n_heads, scale=1.0 / math.sqrt(d)))
+        return out, present_k, present_v
+
+
+def llama_body(c, prefix, consts, with_past, past_from_cache=False, attention="eager"):
     """Returns (Body, logits, presents) reading the graph inputs by their Optimum names."""
     b = Body(prefix, consts)
     d, n, kv = c["hidden_size"], c["num_attention_heads"], c["num_key_value_heads"]
@@ -225,7 +259,8 @@ def llama_body(c, prefix, consts, with_past, past_from_cache=False):
         k = rotary(b.heads(linear(h, p + "self_attn.k_proj.weight"), kv, hd))
         v = b.heads(linear(h, p + "self_attn.v_proj.weight"), kv, hd)
         past = (f"past_key_values.{i}.key", f"past_key_values.{i}.value") if with_past else (None, None)
-        a, pk, pv = b.attention(q, k, v, past[0], past[1], n, kv, hd, mask, i)
+        attend = b.genai_mha_attention if attention == "genai_mha" else b.attention
+        a, pk, pv = attend(q, k, v, past[0], past[1], n, kv, hd, mask, i)
         x = b.op("Add", [x, linear(a, p + "self_attn.o_proj.weight")])
         h = b.rms_norm(x, p + "post_attention_layernorm.weight", eps)
         gate = linear(h, p + "mlp.gate_proj.weight")
@@ -303,9 +338,9 @@ def io_values(c, kind, with_past, position_ids, static_kv=True):
     return ins, outs
 
 
-def build_body(kind, c, prefix, consts, with_past, position_ids, past_from_cache=False):
+def build_body(kind, c, prefix, consts, with_past, position_ids, past_from_cache=False, attention="eager"):
     if kind == "llama":
-        return llama_body(c, prefix, consts, with_past, past_from_cache)
+        return llama_body(c, prefix, consts, with_past, past_from_cache, attention)
     return gpt2_body(c, prefix, consts, with_past, position_ids, past_from_cache)
 
 
@@ -340,13 +375,17 @@ def used_names(nodes):
     return out
 
 
-def single_model(kind, c, weights, with_past=True, position_ids=True, static_kv=True, past_from_cache=False):
+def single_model(kind, c, weights, with_past=True, position_ids=True, static_kv=True, past_from_cache=False,
+                 attention="eager"):
     consts = dict(weights)
-    body, logits, presents = build_body(kind, c, "", consts, with_past, position_ids, past_from_cache)
+    body, logits, presents = build_body(kind, c, "", consts, with_past, position_ids, past_from_cache, attention)
     names = rename_outputs(body, logits, presents, kind, c)
     ins, outs = io_values(c, kind, with_past, position_ids, static_kv)
     graph = helper.make_graph(body.nodes, "decoder", ins, outs, initializers(consts, used_names(body.nodes)))
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="pytorch")
+    opsets = [helper.make_opsetid("", OPSET)]
+    if any(n.domain == "com.microsoft" for n in body.nodes):
+        opsets.append(helper.make_opsetid("com.microsoft", 1))
+    model = helper.make_model(graph, opset_imports=opsets, producer_name="pytorch")
     model.ir_version = 8
     return model
 
@@ -375,16 +414,20 @@ def merged_model(kind, c, weights, position_ids=True, past_from_cache=False):
 
 
 def write_folder(folder, kind, c, layout, seed=0, position_ids=True, external=True, weights=None,
-                 static_kv=True, generation_config=None, past_from_cache=False):
+                 static_kv=True, generation_config=None, past_from_cache=False, attention="eager"):
     """An Optimum export folder of a random-weights model; returns the folder. past_from_cache: the
-    with-past graph's mask reads the past length from past_key_values.0.key (see Body.mask)."""
+    with-past graph's mask reads the past length from past_key_values.0.key (see Body.mask).
+    attention="genai_mha" (Llama, single layout): onnxruntime-genai's MultiHeadAttention layers
+    with its repeat_kv instead of eager attention."""
+    if attention != "eager" and (kind != "llama" or layout != "single"):
+        raise ValueError("attention='genai_mha' is written for the single-file Llama layout only")
     folder = pathlib.Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     if weights is None:
         weights = llama_weights(c, seed) if kind == "llama" else gpt2_weights(c, seed)
     if layout == "single":
-        save(single_model(kind, c, weights, True, position_ids, static_kv, past_from_cache), folder / "model.onnx",
-             external)
+        save(single_model(kind, c, weights, True, position_ids, static_kv, past_from_cache, attention),
+             folder / "model.onnx", external)
     elif layout == "merged":
         save(merged_model(kind, c, weights, position_ids, past_from_cache), folder / "decoder_model_merged.onnx",
              external)

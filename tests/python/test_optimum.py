@@ -297,6 +297,22 @@ def test_engine_serves_an_export(tmp_path, kind, window):
     assert engine_tokens(model, prompts, 28) == expected
 
 
+def test_genai_multi_head_attention_export(tmp_path):
+    """onnxruntime-genai's older CPU exports of GQA models: MultiHeadAttention with K and V repeated
+    per query head by its builder's repeat_kv chain after the Concat. The fusion hands the attention
+    the unrepeated cache (share_repeated_kv), so the layer appends in place and the engine pages it
+    (refused before); greedy tokens equal ONNX Runtime's on the file, and the engine's og.Generator's."""
+    folder = oe.write_folder(tmp_path / "genai-mha", "llama", oe.llama_config(), "single", attention="genai_mha")
+    expected = until_eos(ort_greedy(folder, "llama"), eos_of(folder))
+    assert len(expected) > len(PROMPT) + 3, "the random model ends too early to compare anything"
+    assert generate_ids(folder) == expected
+    model = og.Model(str(folder))
+    prompts = [PROMPT, [1, 9, 8], [1, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39], [1, 50]]
+    expected = [greedy_tokens(model, p, 28) for p in prompts]
+    assert all(len(t) > 3 for t in expected), expected
+    assert engine_tokens(model, prompts, 28) == expected
+
+
 def test_engine_refuses_positions_from_the_past(folders):
     with pytest.raises(Exception, match="needs the decoder's position_ids input"):
         og.Engine(og.Model(str(folders["gpt2", "single"])))  # written without position_ids
