@@ -1,5 +1,5 @@
 // Feeds arbitrary bytes to the server's OpenAI request parsers (the first byte picks chat or
-// completions) and the tool-call extraction. Besides crashes, checks the contract: every refusal
+// completions) and to the tool-call extraction of each convention. Besides crashes, checks the contract: every refusal
 // is an ApiError with a 4xx status, a message and valid JSON; an accepted request has values in
 // OpenAI's ranges.
 #include <cstddef>
@@ -11,6 +11,7 @@
 
 #include "fuzz/fuzz_contract.h"
 #include "server/openai_protocol.h"
+#include "server/tool_calls.h"
 
 using onnxllm::fuzz::require;
 
@@ -37,8 +38,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     require(!e.message.empty(), "an error without a message");
     require(nlohmann::json::parse(e.json()).contains("error"), "an error body that is not JSON");
   }
-  std::string content;
-  const auto calls = parse_tool_calls(std::string(body), &content, "c");
-  for (const auto& call : calls) require(call["function"]["arguments"].is_string(), "arguments not a string");
+  for (const ToolCallFormat format : {ToolCallFormat::kHermes, ToolCallFormat::kMistral, ToolCallFormat::kLlama3Json}) {
+    std::string content;
+    const auto calls = parse_tool_calls(format, std::string(body), &content, "c");
+    require(!calls.empty() || content == body, "text without calls that is not kept whole");
+    for (const auto& call : calls) {
+      require(call["function"]["arguments"].is_string(), "arguments not a string");
+      require(call["function"]["name"].is_string(), "a call without a name");
+    }
+  }
   return 0;
 }

@@ -370,40 +370,4 @@ GenerationRequest parse_completion_request(std::string_view body) {
   return r;
 }
 
-Json parse_tool_calls(const std::string& text, std::string* content, const std::string& id_prefix) {
-  static const std::string kOpen = "<tool_call>", kClose = "</tool_call>";
-  Json calls = Json::array();
-  std::string rest;
-  size_t at = 0;
-  while (true) {
-    const size_t open = text.find(kOpen, at);
-    if (open == std::string::npos) break;
-    const size_t close = text.find(kClose, open + kOpen.size());
-    if (close == std::string::npos) break;
-    const std::string inner = text.substr(open + kOpen.size(), close - open - kOpen.size());
-    Json call;
-    try {
-      call = Json::parse(inner);
-    } catch (const nlohmann::json::exception&) {
-      break;
-    }
-    if (!call.is_object() || !call.contains("name") || !call["name"].is_string()) break;
-    const Json args = call.contains("arguments") ? call["arguments"] : Json::object();
-    calls.push_back({{"id", id_prefix + std::to_string(calls.size())},
-                     {"type", "function"},
-                     {"function", {{"name", call["name"]}, {"arguments", args.is_string() ? args.get<std::string>() : args.dump()}}}});
-    rest += text.substr(at, open - at);
-    at = close + kClose.size();
-  }
-  if (calls.empty()) {
-    *content = text;
-    return calls;
-  }
-  rest += text.substr(at);
-  // Whitespace around the calls is formatting, not content.
-  const size_t b = rest.find_first_not_of(" \t\r\n"), e = rest.find_last_not_of(" \t\r\n");
-  *content = b == std::string::npos ? "" : rest.substr(b, e - b + 1);
-  return calls;
-}
-
 }  // namespace onnxllm::server

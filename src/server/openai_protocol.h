@@ -65,9 +65,4 @@ struct TokenLogprob {
   std::vector<std::pair<std::string, float>> top;
 };
 
-// Qwen / Hermes style tool calls in generated text: <tool_call>{"name": ..., "arguments": {...}}</tool_call>.
-// Returns the calls (OpenAI's tool_calls array) and the text outside them; an empty array when the
-// text holds none (or only malformed ones, which stay text).
-nlohmann::ordered_json parse_tool_calls(const std::string& text, std::string* content, const std::string& id_prefix);
-
 }  // namespace onnxllm::server

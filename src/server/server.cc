@@ -19,6 +19,7 @@
 #include "genai/tokenizer/tokenizer_stream.h"
 #include "server/metrics.h"
 #include "server/openai_protocol.h"
+#include "server/tool_calls.h"
 
 namespace onnxllm::server {
 namespace {
@@ -78,10 +79,8 @@ struct Server::Impl {
     tokenizer = Tokenizer::load(config.tokenizer_dir());
     // No template is allowed (/v1/chat/completions then answers 400); a broken one is an error.
     templates = ChatTemplateConfig::load(config.tokenizer_dir(), /*require_template=*/false);
-    // Tool calls written as <tool_call>{...}</tool_call> (Qwen, Hermes): the tag is one added
-    // token, or the tools template writes it.
-    tool_call_tags = tokenizer->encode(kToolCallTag, false).size() == 1 ||
-                     (!templates.templates.empty() && templates.select("", true).find(kToolCallTag) != std::string::npos);
+    tool_format = detect_tool_call_format(templates.templates.empty() ? "" : templates.select("", true),
+                                          [&](const std::string& s) { return tokenizer->encode(s, false).size() == 1; });
     genai::EngineOptions eo;
     eo.max_batch = o.max_batch;
     eo.kv_memory_bytes = o.kv_memory;
@@ -157,11 +156,11 @@ struct Server::Impl {
   }
 
   // The start of the reply the server writes for the model: with tool_choice "required" or a
-  // named function and a known tool-call convention, the opening tag, so that the model writes a
-  // call (the named function is the only tool offered); else nothing, and the choice is the
-  // model's. The tag counts as a prompt token, and the reply's text starts with it.
+  // named function and a known tool-call convention, its opening (tool_call_opening), so that the
+  // model writes a call (the named function is the only tool offered); else nothing, and the
+  // choice is the model's. The opening counts as prompt tokens, and the reply's text starts with it.
   std::string forced_reply(const GenerationRequest& r) const {
-    return r.chat && r.tool_call_required && tool_call_tags ? kToolCallTag : "";
+    return r.chat && r.tool_call_required ? tool_call_opening(tool_format) : "";
   }
 
   // The request's prompts as token ids (one for chat), each checked against the vocabulary and
@@ -445,7 +444,7 @@ struct Server::Impl {
       if (!job.req.tools.is_null()) {
         std::string content;
         const std::string forced = forced_reply(job.req);
-        Json calls = parse_tool_calls(forced + c.text, &content,
+        Json calls = parse_tool_calls(tool_format, forced + c.text, &content,
                                       "call_" + job.id.substr(9) + "_" + std::to_string(i) + "_");
         if (!calls.empty()) {
           message["content"] = content.empty() ? Json(nullptr) : Json(content);
@@ -677,8 +676,7 @@ struct Server::Impl {
   std::shared_ptr<const genai::Model> model;
   std::shared_ptr<Tokenizer> tokenizer;
   ChatTemplateConfig templates;  // empty without a chat template
-  static constexpr const char* kToolCallTag = "<tool_call>";
-  bool tool_call_tags = false;  // the model's tool calls are <tool_call> blocks (above)
+  ToolCallFormat tool_format = ToolCallFormat::kNone;  // how the model writes tool calls (above)
   std::unique_ptr<genai::Engine> engine;
   std::string name;
   int context = 0;

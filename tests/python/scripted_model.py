@@ -1,8 +1,8 @@
 """A genai-layout model whose output is scripted: the next token depends only on the last one
 (a lookup table), through a real GroupQueryAttention layer whose contribution is multiplied by zero,
-so it runs in the engine's paged cache like any built model. Its character tokenizer has three
-added tokens that spell a Qwen / Hermes tool call, and its chat template ends the prompt with '~'
-when tools are offered: from '~' the model writes
+so it runs in the engine's paged cache like any built model. Its character tokenizer has added tokens
+that spell a tool call (by default Qwen / Hermes', three tokens), and its chat template ends the
+prompt with '~' when tools are offered: from '~' the model writes
 
     <tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call></s>
 
@@ -16,21 +16,34 @@ from onnx import TensorProto, helper, numpy_helper
 
 TOOL_CALL = ["<tool_call>", '{"name": "get_weather", "arguments": {"city": "Paris"}}', "</tool_call>"]
 TEMPLATE = "{% for m in messages %}{{ m['content'] }}{% endfor %}{% if tools %}~{% endif %}"
+# The same call in the other conventions the server reads (src/server/tool_calls.h), each starting
+# with that convention's opening as one token, with a template that names the convention as the
+# real ones do (Mistral's [TOOL_CALLS], Llama 3's ipython role).
+CALLS = {
+    "hermes": (TOOL_CALL, TEMPLATE),
+    "mistral": (["[TOOL_CALLS]", '[{"name": "get_weather", "arguments": {"city": "Paris"}}]'],
+                "{% for m in messages %}{{ m['content'] }}{% endfor %}{% if tools %}[AVAILABLE_TOOLS]~{% endif %}"),
+    "llama3": (['{"name": "', 'get_weather", "parameters": {"city": "Paris"}}'],
+               "{% for m in messages %}{% if m['role'] == 'tool' %}<|start_header_id|>ipython<|end_header_id|>{% endif %}"
+               "{{ m['content'] }}{% endfor %}{% if tools %}~{% endif %}"),
+}
 
 
-def write(folder, template=TEMPLATE):
+def write(folder, template=TEMPLATE, call=TOOL_CALL):
+    """The model folder; from '~' the model writes the tokens of `call` in turn, then </s>."""
     folder.mkdir(parents=True, exist_ok=True)
     chars = [chr(c) for c in range(0x20, 0x7F)]
     specials = ["<unk>", "<s>", "</s>"]
     vocab = {t: i for i, t in enumerate(specials + chars)}
-    added = {t: len(vocab) + i for i, t in enumerate(TOOL_CALL)}
+    added = {t: len(vocab) + i for i, t in enumerate(call)}
     size = len(vocab) + len(added)
     tok = {"version": "1.0",
            "added_tokens": [{"id": i, "content": t, "special": True, "normalized": False, "single_word": False,
                              "lstrip": False, "rstrip": False} for i, t in enumerate(specials)] +
                            [{"id": i, "content": t, "special": False, "normalized": False, "single_word": False,
                              "lstrip": False, "rstrip": False} for t, i in added.items()],
-           "normalizer": None, "pre_tokenizer": None, "post_processor": None, "decoder": None,
+           "normalizer": None, "pre_tokenizer": None, "post_processor": None,
+           "decoder": {"type": "Fuse"},  # tokens joined as written (without a decoder, with spaces)
            "model": {"type": "BPE", "unk_token": "<unk>", "merges": [], "vocab": vocab}}
     (folder / "tokenizer.json").write_text(json.dumps(tok))
     (folder / "tokenizer_config.json").write_text(json.dumps({
@@ -41,10 +54,9 @@ def write(folder, template=TEMPLATE):
     letters = [vocab[chr(ord("a") + i)] for i in range(26)]
     for i in range(size):
         nxt[i] = letters[(i * 7) % 26]
-    nxt[vocab["~"]] = added[TOOL_CALL[0]]
-    nxt[added[TOOL_CALL[0]]] = added[TOOL_CALL[1]]
-    nxt[added[TOOL_CALL[1]]] = added[TOOL_CALL[2]]
-    nxt[added[TOOL_CALL[2]]] = vocab["</s>"]
+    chain = [vocab["~"]] + [added[t] for t in call] + [vocab["</s>"]]
+    for a, b in zip(chain, chain[1:]):
+        nxt[a] = b
     table = np.zeros((size, size), dtype=np.float32)
     table[np.arange(size), nxt] = 10.0
 

@@ -487,6 +487,46 @@ def test_tool_choice_required_and_named(tool_server, tmp_path_factory):
     assert body["choices"][0]["finish_reason"] == "tool_calls"
 
 
+@pytest.mark.parametrize("convention", ["mistral", "llama3"])
+def test_tool_call_conventions(convention, tmp_path_factory):
+    """Mistral's [TOOL_CALLS] and Llama 3's JSON replies are tool calls too (the convention told by
+    the template and vocabulary): offered tools, the scripted model's reply parses to the call, in
+    full and streamed; tool_choice "required" starts the reply with the convention's opening, and
+    a template that never prompts a call then calls get_weather."""
+    call, template = scripted_model.CALLS[convention]
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
+    messages = [{"role": "user", "content": "What is the weather in Paris?"}]
+    for prompting, tool_choice in ((template, "auto"), (template.replace("~", ""), "required")):
+        s = Server(scripted_model.write(tmp_path_factory.mktemp("serve") / convention, template=prompting, call=call))
+        try:
+            base = {"model": s.model, "messages": messages, "tools": tools, "temperature": 0, "max_tokens": 40,
+                    "tool_choice": tool_choice}
+            status, _, body = s.post("/v1/chat/completions", base)
+            assert status == 200, body
+            choice = body["choices"][0]
+            assert choice["finish_reason"] == "tool_calls", choice
+            assert choice["message"]["content"] is None
+            [tool_call] = choice["message"]["tool_calls"]
+            assert tool_call["function"]["name"] == "get_weather"
+            assert json.loads(tool_call["function"]["arguments"]) == {"city": "Paris"}
+            status, _, out = s.request("POST", "/v1/chat/completions", {**base, "stream": True})
+            assert status == 200, out
+            events = sse_events(out)
+            calls = [t for e in events for c in e["choices"] for t in c["delta"].get("tool_calls", [])]
+            assert [c["function"]["name"] for c in calls] == ["get_weather"]
+            assert json.loads(calls[0]["function"]["arguments"]) == {"city": "Paris"}
+            if tool_choice == "auto":  # without tools the same model writes text
+                _, _, body = s.post("/v1/chat/completions", {"model": s.model, "messages": messages, "max_tokens": 5,
+                                                             "temperature": 0})
+                assert body["choices"][0]["finish_reason"] == "length"
+                assert "tool_calls" not in body["choices"][0]["message"]
+            else:  # and "auto" leaves the choice to the model, which writes no call here
+                _, _, body = s.post("/v1/chat/completions", {**base, "tool_choice": "auto"})
+                assert body["choices"][0]["finish_reason"] == "length"
+        finally:
+            assert s.stop() == 0
+
+
 def test_official_openai_client(server, chat_model, tool_server):
     module = ORACLE_DIR / "openai"
     if not (module / "node_modules/openai/package.json").exists():

@@ -1,6 +1,5 @@
-// The OpenAI request parser and tool-call extraction of src/server: what OpenAI accepts parses to
-// the right fields, what it rejects is an ApiError naming the parameter, and tool calls are found
-// in generated text (or left as text when malformed).
+// The OpenAI request parser of src/server: what OpenAI accepts parses to the right fields, what it
+// rejects is an ApiError naming the parameter.
 #include <gtest/gtest.h>
 
 #include "server/openai_protocol.h"
@@ -141,27 +140,6 @@ TEST(OpenAiProtocol, BadRequestsNameTheParameter) {
   EXPECT_NE(error_of([&] { parse_completion_request(deep); }).message.find("nests deeper"), std::string::npos);
   EXPECT_NE(error_of([] { parse_completion_request("{\"model\": \"m\", \"prompt\": \"\xff\"}"); }).message.find("could not parse"),
             std::string::npos);
-}
-
-TEST(OpenAiProtocol, ToolCallsInGeneratedText) {
-  std::string content;
-  auto calls = parse_tool_calls(
-      "Let me check.\n<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>"
-      "<tool_call>{\"name\": \"now\"}</tool_call>",
-      &content, "call_");
-  ASSERT_EQ(calls.size(), 2u);
-  EXPECT_EQ(calls[0]["id"], "call_0");
-  EXPECT_EQ(calls[0]["type"], "function");
-  EXPECT_EQ(calls[0]["function"]["name"], "get_weather");
-  EXPECT_EQ(nlohmann::json::parse(calls[0]["function"]["arguments"].get<std::string>())["city"], "Paris");
-  EXPECT_EQ(calls[1]["function"]["arguments"], "{}");
-  EXPECT_EQ(content, "Let me check.");
-  // Malformed or unterminated calls stay text.
-  calls = parse_tool_calls("<tool_call>{not json}</tool_call>", &content, "c");
-  EXPECT_TRUE(calls.empty());
-  EXPECT_EQ(content, "<tool_call>{not json}</tool_call>");
-  calls = parse_tool_calls("<tool_call>{\"name\": \"x\"}", &content, "c");
-  EXPECT_TRUE(calls.empty());
 }
 
 }  // namespace
