@@ -135,9 +135,25 @@ struct Session::Profile {
     runs.seconds += seconds;
   }
 
+  bool by_node = false;  // ONNXLLM_PROFILE=node: by op and node name, not op type alone
+
+  // op_name, and with by_node the node's name with each run of digits as '#': a layer's node
+  // (/model/layers.#/mlp/down_proj/MatMul_Q#) sums over the layers.
+  std::string key(const Node& node) const {
+    std::string k = op_name(node);
+    if (!by_node) return k;
+    k += ' ';
+    for (size_t i = 0; i < node.name.size(); ++i) {
+      const bool digit = node.name[i] >= '0' && node.name[i] <= '9';
+      if (!digit) k += node.name[i];
+      else if (i == 0 || node.name[i - 1] < '0' || node.name[i - 1] > '9') k += '#';
+    }
+    return k;
+  }
+
   void add(const Node& node, double seconds) {
     std::lock_guard lock(mutex);
-    Op& op = ops[op_name(node)];
+    Op& op = ops[key(node)];
     ++op.calls;
     op.seconds += seconds;
   }
@@ -167,8 +183,11 @@ Session::Session(std::shared_ptr<Graph> graph, const SessionOptions& options)
       reuse_inference_(options.reuse_inference),
       verify_reuse_(options.verify_reuse) {
   if (const char* verify = std::getenv("ONNXLLM_VERIFY_REUSE")) verify_reuse_ = verify_reuse_ || std::string_view(verify) == "1";
-  if (const char* profile = std::getenv("ONNXLLM_PROFILE"); profile && std::string_view(profile) == "1")
+  if (const char* profile = std::getenv("ONNXLLM_PROFILE");
+      profile && (std::string_view(profile) == "1" || std::string_view(profile) == "node")) {
     profile_ = std::make_unique<Profile>();
+    profile_->by_node = std::string_view(profile) == "node";
+  }
   for (const auto& ep : options.providers) {
     ONNXLLM_CHECK(ep != nullptr, kInvalidArgument, "SessionOptions::providers holds a null provider");
     providers_.push_back(ep);

@@ -101,7 +101,8 @@ class Session {
   // (the parent level's values); outputs of the root plan go to `binding`.
   void execute(const Plan& plan, ExecutionFrame& frame, std::span<const TensorView> outer, IoBinding* binding) const;
 
-  // Wall time per op type of compute() (ONNXLLM_PROFILE=1), printed to stderr when the session ends.
+  // Wall time per op type of compute() (ONNXLLM_PROFILE=1; =node: per op and node name, layers
+  // summed), printed to stderr when the session ends.
   struct Profile;
 
   std::shared_ptr<Graph> graph_;

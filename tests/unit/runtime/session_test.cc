@@ -65,6 +65,31 @@ TEST(Session, ProfilePrintsCallsPerOpType) {
   EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
 }
 
+// ONNXLLM_PROFILE=node: by op and node name, each run of digits in the name as '#', so that
+// nodes differing only by a number (a model's layers) share a line.
+TEST(Session, ProfileByNodeFoldsNumbers) {
+  auto g = test::new_graph();
+  add_input(*g, "x", DType::kFloat32, {2}, {""});
+  g->add_node("Relu", "", {"x"}, {"a"}, "/layers.0/act");
+  g->add_node("Relu", "", {"a"}, {"b"}, "/layers.12/act");
+  g->add_node("Relu", "", {"b"}, {"y"}, "/head/act");
+  add_output(*g, "y");
+  ::setenv("ONNXLLM_PROFILE", "node", 1);
+  testing::internal::CaptureStderr();
+  {
+    Session session(g, SessionOptions{1, true, nullptr});
+    ::unsetenv("ONNXLLM_PROFILE");
+    for (int i = 0; i < 2; ++i) session.run({{"x", Tensor::from<float>(Shape{2}, std::vector<float>{-1, 2})}});
+  }
+  const std::string err = testing::internal::GetCapturedStderr();
+  for (const auto& [line, calls] : {std::pair<std::string, const char*>{"  Relu /layers.#/act ", " 4 calls"},
+                                    {"  Relu /head/act ", " 2 calls"}}) {
+    const size_t at = err.find(line);
+    ASSERT_NE(at, std::string::npos) << line << " missing from:\n" << err;
+    EXPECT_NE(err.substr(at, err.find('\n', at) - at).find(calls), std::string::npos) << err;
+  }
+}
+
 TEST(Session, BindingReusesOutputMemoryAcrossRuns) {
   Session session(small_graph(), SessionOptions{1, true, nullptr});
   IoBinding binding(session);
