@@ -221,6 +221,19 @@ class Body:
         return out, present_k, present_v
 
 
+    def genai_mha_past_attention(self, q, k, v, past_k, past_v, n_heads, n_kv, d, mask, li):
+        """genai's MultiHeadAttention layer of a model without GQA: Q, K and V as [B, S, n*d], the
+        past passed in and the presents returned by the op, the 4-D mask as attention bias."""
+        assert n_heads == n_kv, "genai passes the past into MultiHeadAttention only without GQA"
+        flat = [self.op("Reshape", [self.op("Transpose", [t], perm=[0, 2, 1, 3]), self.ints(0, 0, n_heads * d)])
+                for t in (q, k, v)]
+        out, present_k, present_v = self.name("MultiHeadAttention"), self.name(f"present.{li}.key"), self.name(f"present.{li}.value")
+        self.nodes.append(helper.make_node(
+            "MultiHeadAttention", flat + ["", "", mask, past_k, past_v], [out, present_k, present_v],
+            name=self.name("/MultiHeadAttention"), domain="com.microsoft", num_heads=n_heads, scale=1.0 / math.sqrt(d)))
+        return out, present_k, present_v
+
+
 def llama_body(c, prefix, consts, with_past, past_from_cache=False, attention="eager"):
     """Returns (Body, logits, presents) reading the graph inputs by their Optimum names."""
     b = Body(prefix, consts)
@@ -259,7 +272,7 @@ def llama_body(c, prefix, consts, with_past, past_from_cache=False, attention="e
         k = rotary(b.heads(linear(h, p + "self_attn.k_proj.weight"), kv, hd))
         v = b.heads(linear(h, p + "self_attn.v_proj.weight"), kv, hd)
         past = (f"past_key_values.{i}.key", f"past_key_values.{i}.value") if with_past else (None, None)
-        attend = b.genai_mha_attention if attention == "genai_mha" else b.attention
+        attend = {"genai_mha": b.genai_mha_attention, "genai_mha_past": b.genai_mha_past_attention}.get(attention, b.attention)
         a, pk, pv = attend(q, k, v, past[0], past[1], n, kv, hd, mask, i)
         x = b.op("Add", [x, linear(a, p + "self_attn.o_proj.weight")])
         h = b.rms_norm(x, p + "post_attention_layernorm.weight", eps)
@@ -418,9 +431,10 @@ def write_folder(folder, kind, c, layout, seed=0, position_ids=True, external=Tr
     """An Optimum export folder of a random-weights model; returns the folder. past_from_cache: the
     with-past graph's mask reads the past length from past_key_values.0.key (see Body.mask).
     attention="genai_mha" (Llama, single layout): onnxruntime-genai's MultiHeadAttention layers
-    with its repeat_kv instead of eager attention."""
+    with its repeat_kv instead of eager attention; "genai_mha_past" (no GQA): its
+    MultiHeadAttention that takes the past and returns the presents itself."""
     if attention != "eager" and (kind != "llama" or layout != "single"):
-        raise ValueError("attention='genai_mha' is written for the single-file Llama layout only")
+        raise ValueError(f"attention={attention!r} is written for the single-file Llama layout only")
     folder = pathlib.Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     if weights is None:

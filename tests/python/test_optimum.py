@@ -297,12 +297,16 @@ def test_engine_serves_an_export(tmp_path, kind, window):
     assert engine_tokens(model, prompts, 28) == expected
 
 
-def test_genai_multi_head_attention_export(tmp_path):
-    """onnxruntime-genai's older CPU exports of GQA models: MultiHeadAttention with K and V repeated
-    per query head by its builder's repeat_kv chain after the Concat. The fusion hands the attention
-    the unrepeated cache (share_repeated_kv), so the layer appends in place and the engine pages it
-    (refused before); greedy tokens equal ONNX Runtime's on the file, and the engine's og.Generator's."""
-    folder = oe.write_folder(tmp_path / "genai-mha", "llama", oe.llama_config(), "single", attention="genai_mha")
+@pytest.mark.parametrize("attention", ["genai_mha", "genai_mha_past"])
+def test_genai_multi_head_attention_export(tmp_path, attention):
+    """onnxruntime-genai's older CPU exports, MultiHeadAttention layers: of GQA models, with K and V
+    repeated per query head by its builder's repeat_kv chain after the Concat (the fusion
+    share_repeated_kv hands the attention the unrepeated cache); of other models, with the past
+    passed into the op. Either way each layer becomes GroupQueryAttention appending in place, and
+    the engine pages it (refused before); greedy tokens equal ONNX Runtime's on the file, and the
+    engine's og.Generator's."""
+    config = oe.llama_config() if attention == "genai_mha" else oe.llama_config(num_key_value_heads=4)
+    folder = oe.write_folder(tmp_path / attention, "llama", config, "single", attention=attention)
     expected = until_eos(ort_greedy(folder, "llama"), eos_of(folder))
     assert len(expected) > len(PROMPT) + 3, "the random model ends too early to compare anything"
     assert generate_ids(folder) == expected

@@ -39,6 +39,31 @@ int concat_of(const Graph& g, int past, int present) {
   return concat;
 }
 
+// genai's CPU exports of models without GQA: one MultiHeadAttention takes the past key and value
+// itself (inputs 6 and 7, read otherwise by Shape nodes only) and writes the presents (outputs 1
+// and 2); its key and value are then the new rows, [B, S, D] (the op's contract with a past).
+std::optional<LayerMatch> match_past_inside(const Graph& g, LayerMatch m) {
+  int attention = -1;
+  for (const int past : {m.past_key, m.past_value})
+    for (const int c : g.values[past].consumers) {
+      if (is_shape(g.nodes[c])) continue;
+      if (attention >= 0 && attention != c) return std::nullopt;
+      attention = c;
+    }
+  if (attention < 0) return std::nullopt;
+  const Node& a = g.nodes[attention];
+  if (!a.is("com.microsoft", "MultiHeadAttention") || a.num_inputs() < 8 || a.num_outputs() < 3 || !a.has_input(0) ||
+      !a.has_input(1) || !a.has_input(2) || a.inputs[6] != m.past_key || a.inputs[7] != m.past_value ||
+      a.outputs[1] != m.present_key || a.outputs[2] != m.present_value || !a.has_output(0))
+    return std::nullopt;
+  for (const int i : {3, 4, 8, 9})  // besides the past only the attention bias (input 5)
+    if (a.has_input(i)) return std::nullopt;
+  for (const int present : {m.present_key, m.present_value})
+    if (!g.values[present].consumers.empty()) return std::nullopt;  // read only as graph outputs
+  m.attention = attention;
+  return m;
+}
+
 std::optional<LayerMatch> match_layer(const Graph& g, const KvInPlaceNames::Layer& names) {
   LayerMatch m;
   m.past_key = g.find_value(names.past_key);
@@ -51,6 +76,7 @@ std::optional<LayerMatch> match_layer(const Graph& g, const KvInPlaceNames::Laye
     if (v < 0 || !g.values[v].is_graph_output) return std::nullopt;
   m.concat_key = concat_of(g, m.past_key, m.present_key);
   m.concat_value = concat_of(g, m.past_value, m.present_value);
+  if (m.concat_key < 0 && m.concat_value < 0) return match_past_inside(g, m);
   if (m.concat_key < 0 || m.concat_value < 0) return std::nullopt;
   // One attention reads both presents, as its key and value, and nothing else reads them.
   const Value& k = g.values[m.present_key];
@@ -176,15 +202,20 @@ bool rewrite(Graph& g, const KvInPlaceNames& names) {
       g.add_node("Reshape", "", {bsnh, flat}, {name + "_bsd"}, name + "_bsd");
       return g.find_value(name + "_bsd");
     };
-    const int key = rows_of(g.nodes[m.concat_key].inputs[1], base + "/key");
-    const int value = rows_of(g.nodes[m.concat_value].inputs[1], base + "/value");
+    // The past inside the attention: its key and value are already the new rows [B, S, D].
+    const bool inside = m.concat_key < 0;
+    const int key = inside ? g.nodes[m.attention].inputs[1] : rows_of(g.nodes[m.concat_key].inputs[1], base + "/key");
+    const int value =
+        inside ? g.nodes[m.attention].inputs[2] : rows_of(g.nodes[m.concat_value].inputs[1], base + "/value");
     // The query the fusion transposed back from [B, N, S, H]: the same, read from before the split.
     int query = g.nodes[m.attention].inputs[0];
     if (const Node* flat_q = sole_producer(g, query, "", "Reshape"))
       if (const Node* back = sole_producer(g, flat_q->inputs[0], "", "Transpose"); is_head_transpose(back))
         if (g.values[back->inputs[0]].consumers.size() == 1) query = rows_of(back->inputs[0], base + "/query");
-    removed.insert(m.concat_key);
-    removed.insert(m.concat_value);
+    if (!inside) {
+      removed.insert(m.concat_key);
+      removed.insert(m.concat_value);
+    }
     // Shapes of the pasts read the logical shape (a shared buffer holds max_length rows).
     for (const int past : {m.past_key, m.past_value}) {
       const std::vector<int> readers = g.values[past].consumers;  // constant() adds values

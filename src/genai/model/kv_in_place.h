@@ -44,7 +44,9 @@ struct KvInPlaceNames {
 // total_sequence_length = attention_mask's length, so rows land where Concat put them and the
 // bias masks padding as before. Shape nodes of the pasts get the logical past shape, [batch,
 // kv_heads, attention_mask length - input_ids length, head_size], since a shared buffer's own
-// length is max_length.
+// length is max_length. A layer also matches when one MultiHeadAttention takes its past key and
+// value itself (inputs 6 and 7, besides Shape nodes their only reader) and returns the presents
+// (onnxruntime-genai's CPU exports of models without GQA): its key and value are then the new rows.
 bool update_kv_in_place(Graph& g, const KvInPlaceNames& names);
 
 }  // namespace onnxllm::genai
