@@ -245,6 +245,11 @@ def llama_body(c, prefix, consts, with_past, past_from_cache=False, attention="e
     window = c.get("sliding_window") if c["model_type"] == "mistral" else None  # else a Llama
     mask, _, _ = b.mask("input_ids", "attention_mask", "past_key_values.0.key" if with_past and past_from_cache else None,
                         window)
+    if attention != "eager":  # genai's builder tiles its mask to [B, N, S, T], in a node of this name
+        tiled = b.name("tiled_mask")
+        b.nodes.append(helper.make_node("Tile", [mask, b.ints(1, n, 1, 1)], [tiled],
+                                        name=prefix + "/model/attn_mask_reformat/Tile"))
+        mask = tiled
     inv_freq = 1.0 / (c["rope_theta"] ** (np.arange(0, hd, 2, dtype=np.float32) / hd))
     freqs = b.op("Mul", [b.op("Unsqueeze", [b.op("Cast", ["position_ids"], to=TensorProto.FLOAT), b.ints(2)]),
                          b.const(inv_freq)])

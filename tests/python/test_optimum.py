@@ -315,6 +315,19 @@ def test_genai_multi_head_attention_export(tmp_path, attention):
     expected = [greedy_tokens(model, p, 28) for p in prompts]
     assert all(len(t) > 3 for t in expected), expected
     assert engine_tokens(model, prompts, 28) == expected
+    # As genai ships them: genai_config.json and no config.json. The engine knows the mask from
+    # genai's builder (its node names), whatever the family; renamed, it is unknown and refused.
+    cli("config", "-m", folder, "-o", folder / "genai_config.json")
+    (folder / "config.json").unlink()
+    model = og.Model(str(folder))
+    assert engine_tokens(model, prompts, 28) == expected
+    proto = onnx.load(str(folder / "model.onnx"))
+    for node in proto.graph.node:
+        if node.name.endswith("attn_mask_reformat/Tile"):
+            node.name = "/model/some_mask/Tile"
+    onnx.save(proto, str(folder / "model.onnx"), save_as_external_data=True, location="model.onnx_data")
+    with pytest.raises(Exception, match="cannot apply .* attention_bias"):
+        og.Engine(og.Model(str(folder)))
 
 
 def test_engine_refuses_positions_from_the_past(folders):

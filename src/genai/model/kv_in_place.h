@@ -25,7 +25,9 @@ struct KvInPlaceNames {
   std::vector<Layer> layers;
   int kv_heads = 0;
   int head_size = 0;
-  // What the exported mask is known to hold (from the export's config.json, not from the graph):
+  // What the exported mask is known to hold (from the export's config.json, or for genai's
+  // MultiHeadAttention exports, which have none, from its builder's mask node; not from the graph's
+  // arithmetic):
   // causal and padding masking only, plus a sliding window of local_window tokens when > 0. Then
   // each GroupQueryAttention also gets local_window_size and onnxllm_causal_bias = 1, so that a
   // paged run (the engine), which has no padding and masks the rest itself, may leave the bias out.

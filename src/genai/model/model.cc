@@ -79,6 +79,24 @@ std::string layer_name(const std::string& pattern, const char* field, int layer)
 
 bool is_index_dtype(DType t) { return t == DType::kInt32 || t == DType::kInt64; }
 
+// Whether g is an onnxruntime-genai MultiHeadAttention export: every MultiHeadAttention's attention
+// bias is its builder's mask (make_attention_mask_reformatting_for_mha, a Tile named
+// /model/attn_mask_reformat/Tile), which holds causality and padding only, in every family. Its
+// folders have no config.json to say so.
+bool genai_mha_mask(const Graph& g) {
+  bool any = false;
+  for (const Node& n : g.nodes) {
+    if (!n.is("com.microsoft", "MultiHeadAttention")) continue;
+    if (!n.has_input(5)) return false;
+    const int producer = g.values[n.inputs[5]].producer;
+    if (producer < 0) return false;
+    const Node& tile = g.nodes[producer];
+    if (!tile.domain.empty() || tile.op_type != "Tile" || tile.name != "/model/attn_mask_reformat/Tile") return false;
+    any = true;
+  }
+  return any;
+}
+
 // The names update_kv_in_place needs, when the graph keeps K and V apart per layer and the layer
 // count and KV shape are known (from the config or the first past input's declared dims).
 std::optional<KvInPlaceNames> kv_in_place_names(const Config& config, const Graph& g) {
@@ -110,6 +128,8 @@ std::optional<KvInPlaceNames> kv_in_place_names(const Config& config, const Grap
   if (const auto mask = config.dir.empty() ? std::nullopt : exported_mask(config.dir)) {
     names.causal_mask = true;
     names.local_window = mask->sliding_window;
+  } else if (genai_mha_mask(g)) {
+    names.causal_mask = true;
   }
   return names;
 }
