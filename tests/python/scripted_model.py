@@ -20,7 +20,6 @@ TEMPLATE = "{% for m in messages %}{{ m['content'] }}{% endfor %}{% if tools %}~
 # with that convention's opening as one token, with a template that names the convention as the
 # real ones do (Mistral's [TOOL_CALLS], Llama 3's ipython role).
 CALLS = {
-    "hermes": (TOOL_CALL, TEMPLATE),
     "mistral": (["[TOOL_CALLS]", '[{"name": "get_weather", "arguments": {"city": "Paris"}}]'],
                 "{% for m in messages %}{{ m['content'] }}{% endfor %}{% if tools %}[AVAILABLE_TOOLS]~{% endif %}"),
     "llama3": (['{"name": "', 'get_weather", "parameters": {"city": "Paris"}}'],

@@ -91,7 +91,7 @@ bool genai_mha_mask(const Graph& g) {
     const int producer = g.values[n.inputs[5]].producer;
     if (producer < 0) return false;
     const Node& tile = g.nodes[producer];
-    if (!tile.domain.empty() || tile.op_type != "Tile" || tile.name != "/model/attn_mask_reformat/Tile") return false;
+    if (!tile.is("", "Tile") || tile.name != "/model/attn_mask_reformat/Tile") return false;
     any = true;
   }
   return any;

@@ -3,6 +3,7 @@
 // is told from the chat template and the vocabulary.
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <set>
 
 #include "server/tool_calls.h"
@@ -24,6 +25,15 @@ std::vector<std::pair<std::string, Json>> calls_of(const Json& calls) {
 
 const Json kParis = {{"city", "Paris"}};
 
+// Each text holds no call in `format`'s convention and stays content, whole.
+void expect_no_calls(ToolCallFormat format, std::initializer_list<std::string> texts) {
+  for (const std::string& text : texts) {
+    std::string content;
+    EXPECT_TRUE(parse_tool_calls(format, text, &content, "c").empty()) << text;
+    EXPECT_EQ(content, text);
+  }
+}
+
 TEST(ToolCalls, Hermes) {
   std::string content;
   auto calls = parse_tool_calls(
@@ -37,11 +47,8 @@ TEST(ToolCalls, Hermes) {
   EXPECT_EQ(calls_of(calls), (std::vector<std::pair<std::string, Json>>{{"get_weather", kParis}, {"now", Json::object()}}));
   EXPECT_EQ(content, "Let me check.");
   // Malformed or unterminated calls stay text.
-  for (const std::string text : {"<tool_call>{not json}</tool_call>", "<tool_call>{\"name\": \"x\"}",
-                                 "<tool_call>{\"name\": 3}</tool_call>", "<tool_call>[1]</tool_call>"}) {
-    EXPECT_TRUE(parse_tool_calls(ToolCallFormat::kHermes, text, &content, "c").empty()) << text;
-    EXPECT_EQ(content, text);
-  }
+  expect_no_calls(ToolCallFormat::kHermes, {"<tool_call>{not json}</tool_call>", "<tool_call>{\"name\": \"x\"}",
+                  "<tool_call>{\"name\": 3}</tool_call>", "<tool_call>[1]</tool_call>"});
 }
 
 TEST(ToolCalls, Mistral) {
@@ -60,12 +67,9 @@ TEST(ToolCalls, Mistral) {
   EXPECT_EQ(calls_of(calls),
             (std::vector<std::pair<std::string, Json>>{{"get_weather", kParis}, {"note", {{"text", "a}]\"b"}}}}));
   EXPECT_EQ(content, "Sure.");
-  for (const std::string text : {"[TOOL_CALLS] [{\"name\": \"x\"", "[TOOL_CALLS] []", "[TOOL_CALLS] [{\"nam\": \"x\"}]",
-                                 "[TOOL_CALLS] [{\"name\": \"x\"}] and more", "[TOOL_CALLS]x[ARGS]{", "[TOOL_CALLS][ARGS]{}",
-                                 "no calls [TOOL_CALL]", "[TOOL_CALLS]"}) {
-    EXPECT_TRUE(parse_tool_calls(ToolCallFormat::kMistral, text, &content, "c").empty()) << text;
-    EXPECT_EQ(content, text);
-  }
+  expect_no_calls(ToolCallFormat::kMistral, {"[TOOL_CALLS] [{\"name\": \"x\"", "[TOOL_CALLS] []", "[TOOL_CALLS] [{\"nam\": \"x\"}]",
+                  "[TOOL_CALLS] [{\"name\": \"x\"}] and more", "[TOOL_CALLS]x[ARGS]{", "[TOOL_CALLS][ARGS]{}",
+                  "no calls [TOOL_CALL]", "[TOOL_CALLS]"});
 }
 
 TEST(ToolCalls, Llama3Json) {
@@ -79,19 +83,13 @@ TEST(ToolCalls, Llama3Json) {
                            &content, "c");
   EXPECT_EQ(calls_of(calls), (std::vector<std::pair<std::string, Json>>{{"a", Json::object()}, {"b", {{"x", 1}}}}));
   // A reply that is not only calls is text: prose, prose around JSON, JSON that is no call.
-  for (const std::string text : {"The weather is fine.", "Here: {\"name\": \"a\", \"parameters\": {}}",
-                                 "{\"name\": \"a\", \"parameters\": {}} done", "{\"city\": \"Paris\"}", "{\"name\": \"a\"",
-                                 "{\"name\": \"a\", \"parameters\": 5}"}) {
-    EXPECT_TRUE(parse_tool_calls(ToolCallFormat::kLlama3Json, text, &content, "c").empty()) << text;
-    EXPECT_EQ(content, text);
-  }
+  expect_no_calls(ToolCallFormat::kLlama3Json, {"The weather is fine.", "Here: {\"name\": \"a\", \"parameters\": {}}",
+                  "{\"name\": \"a\", \"parameters\": {}} done", "{\"city\": \"Paris\"}", "{\"name\": \"a\"",
+                  "{\"name\": \"a\", \"parameters\": 5}"});
 }
 
 TEST(ToolCalls, NoConventionLeavesTextAlone) {
-  std::string content;
-  const std::string text = "<tool_call>{\"name\": \"x\"}</tool_call>";
-  EXPECT_TRUE(parse_tool_calls(ToolCallFormat::kNone, text, &content, "c").empty());
-  EXPECT_EQ(content, text);
+  expect_no_calls(ToolCallFormat::kNone, {"<tool_call>{\"name\": \"x\"}</tool_call>"});
 }
 
 TEST(ToolCalls, FormatFromTemplateAndVocabulary) {
