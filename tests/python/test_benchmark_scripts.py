@@ -1,7 +1,7 @@
-"""benchmarks/batch_ratio.py and context_ratio.py (and their shared alternate.py) on stories260K:
-the generators they step make exactly the tokens asked for, the printed ratios are what the
-printed step times give, and bad arguments exit with a message naming them (optimum_bench.py's
-too)."""
+"""benchmarks/batch_ratio.py, context_ratio.py (and their shared alternate.py) and thread_ratio.py
+on stories260K: the generators they step make exactly the tokens asked for, the printed ratios are
+what the printed step times give, and bad arguments exit with a message naming them
+(optimum_bench.py's too)."""
 
 import re
 import statistics
@@ -9,7 +9,7 @@ import sys
 
 import onnxllm as og
 import pytest
-from conftest import SOURCE_DIR, run_python
+from conftest import CLI, SOURCE_DIR, run_python
 
 BENCHMARKS = SOURCE_DIR / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
@@ -86,6 +86,49 @@ def test_context_ratio(stories_dir):
     assert m, result.stdout
     lo, hi = quotient_range(float(m.group(1)), float(m.group(2)))
     assert lo - 0.0005 <= float(m.group(3)) <= hi + 0.0005, m.groups()
+
+
+def test_thread_ratio(stories_dir):
+    result = run("thread_ratio.py", "-m", stories_dir, "--onnxllm", CLI, "--threads", "2,1", "--prompt-len", "8",
+                 "--gen-len", "6", "--rounds", "3")
+    assert result.returncode == 0, result.stderr
+    rounds = re.findall(r"round \d/3: 2 threads ([\d.]+) tokens/s, 1 threads ([\d.]+), ratio ([\d.]+)", result.stdout)
+    assert len(rounds) == 3, result.stdout
+    few, many, ratios = [], [], []
+    for a, b, ratio in rounds:
+        lo, hi = quotient_range(float(b), float(a), half_unit=0.05)
+        assert lo - 0.005 <= float(ratio) <= hi + 0.005, (a, b, ratio)
+        few.append(float(a))
+        many.append(float(b))
+        ratios.append(float(ratio))
+    m = re.search(r"medians over 3 rounds: 2 threads ([\d.]+), 1 threads ([\d.]+); ratio of the medians ([\d.]+), "
+                  r"median of the rounds' ratios ([\d.]+)", result.stdout)
+    assert m, result.stdout
+    assert float(m.group(1)) == pytest.approx(statistics.median(few), abs=0.05)
+    assert float(m.group(2)) == pytest.approx(statistics.median(many), abs=0.05)
+    lo, hi = quotient_range(float(m.group(2)), float(m.group(1)), half_unit=0.05)
+    assert lo - 0.005 <= float(m.group(3)) <= hi + 0.005, m.groups()
+    assert float(m.group(4)) == pytest.approx(statistics.median(ratios), abs=0.01)
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--threads", "2,2"], "two different numbers >= 1, got '2,2'"),
+    (["--threads", "0,2"], "two different numbers >= 1, got '0,2'"),
+    (["--threads", "1,2,3"], "two thread counts separated by a comma, got '1,2,3'"),
+    (["--threads", "x"], "two thread counts separated by a comma, got 'x'"),
+    (["--gen-len", "2"], "--gen-len at least 3"),
+    (["--rounds", "0"], "--rounds at least 1"),
+    (["--onnxllm", "/nonexistent/onnxllm"], "/nonexistent/onnxllm is not an executable"),
+])
+def test_thread_ratio_bad_arguments(stories_dir, args, message):
+    result = run("thread_ratio.py", "-m", stories_dir, "--onnxllm", CLI, *args)
+    assert result.returncode != 0 and message in result.stderr, result.stderr
+
+
+def test_thread_ratio_failed_bench(tmp_path):
+    """A folder bench cannot load: the script stops with bench's own message."""
+    result = run("thread_ratio.py", "-m", tmp_path, "--onnxllm", CLI, "--rounds", "1")
+    assert result.returncode != 0 and "failed" in result.stderr and "genai_config.json" in result.stderr, result.stderr
 
 
 @pytest.mark.parametrize("script,args,message", [
