@@ -46,6 +46,8 @@ LABELS = {"onnxllm": "onnxllm", "ort": "ORT 1.30", "llamacpp": "llama.cpp"}
 METRICS = (("prefill_tok_s", "prefill tok/s"), ("decode_tok_s", "decode tok/s"), ("load_ms", "load ms"),
            ("peak_rss_mib", "peak RSS MiB"))
 MASK64 = (1 << 64) - 1
+# The running script's name for run_measured's and last_json_line's messages (thread_ratio.py uses them too).
+PROG = os.path.splitext(os.path.basename(sys.argv[0]))[0]
 
 
 def splitmix64_ids(seed, count, vocab):
@@ -63,7 +65,10 @@ def splitmix64_ids(seed, count, vocab):
 def run_measured(cmd, timeout):
     """Runs cmd; returns (stdout, peak RSS bytes of the child from wait4). Exits on failure."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err)
+        try:
+            proc = subprocess.Popen(cmd, stdout=out, stderr=err)
+        except OSError as e:
+            sys.exit(f"{PROG}: cannot run {cmd[0]}: {e}")
         deadline = time.monotonic() + timeout
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -72,14 +77,14 @@ def run_measured(cmd, timeout):
             if time.monotonic() > deadline:
                 proc.kill()
                 os.wait4(proc.pid, 0)
-                sys.exit(f"compare: timed out after {timeout} s: {' '.join(cmd)}")
+                sys.exit(f"{PROG}: timed out after {timeout} s: {' '.join(cmd)}")
             time.sleep(0.01)
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
     if proc.returncode != 0:
-        sys.exit(f"compare: exit {proc.returncode}: {' '.join(cmd[:4])} ...\n{stderr[-2000:]}")
+        sys.exit(f"{PROG}: exit {proc.returncode}: {' '.join(cmd[:4])} ...\n{stderr[-2000:]}")
     return stdout, usage.ru_maxrss * 1024
 
 
@@ -87,7 +92,7 @@ def last_json_line(text, what):
     for line in reversed(text.strip().splitlines()):
         if line.startswith("{"):
             return json.loads(line)
-    sys.exit(f"compare: {what} printed no JSON:\n{text[-2000:]}")
+    sys.exit(f"{PROG}: {what} printed no JSON:\n{text[-2000:]}")
 
 
 class Runner:

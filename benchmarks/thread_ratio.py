@@ -15,11 +15,11 @@ in every run (bench's --seed).
 """
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
+
+from compare import last_json_line, run_measured
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -38,21 +38,10 @@ def thread_counts(text):
 def decode_tok_s(args, threads):
     cmd = [args.onnxllm, "bench", "-m", args.model, "--threads", str(threads), "--prompt-len", str(args.prompt_len),
            "--gen-len", str(args.gen_len), "--seed", str(args.seed), "--reps", "1", "--no-bandwidth", "--json"]
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        sys.exit(f"thread_ratio: {' '.join(cmd)}: {e}")
-    if p.returncode != 0:
-        sys.exit(f"thread_ratio: {' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()[-2000:]}")
-    try:
-        j = json.loads(p.stdout.strip().splitlines()[-1])
-        ran = j["threads"]
-        tok_s = j["decode_tokens_per_s"]
-    except (IndexError, ValueError, KeyError) as e:
-        sys.exit(f"thread_ratio: no JSON result from onnxllm bench ({e}): {p.stdout[-500:]}")
-    if ran != threads:
-        sys.exit(f"thread_ratio: onnxllm bench ran {ran} threads, not {threads}")
-    return tok_s
+    j = last_json_line(run_measured(cmd, args.timeout)[0], "onnxllm bench")
+    if j.get("threads") != threads or "decode_tokens_per_s" not in j:
+        sys.exit(f"thread_ratio: onnxllm bench ran {j.get('threads')} threads, not {threads}, or gave no decode speed")
+    return j["decode_tokens_per_s"]
 
 
 def main():
@@ -70,17 +59,17 @@ def main():
         sys.exit("--prompt-len must be at least 1, --gen-len at least 3 and --rounds at least 1")
     if not os.access(args.onnxllm, os.X_OK):
         sys.exit(f"thread_ratio: {args.onnxllm} is not an executable (build it, or pass --onnxllm)")
-    few, many = args.threads
-    speeds = {few: [], many: []}
+    a, b = args.threads
+    speeds = {a: [], b: []}
     for r in range(args.rounds):
-        for t in (few, many) if r % 2 == 0 else (many, few):
+        for t in (a, b) if r % 2 == 0 else (b, a):
             speeds[t].append(decode_tok_s(args, t))
-        print(f"round {r + 1}/{args.rounds}: {few} threads {speeds[few][-1]:.1f} tokens/s, {many} threads "
-              f"{speeds[many][-1]:.1f}, ratio {speeds[many][-1] / speeds[few][-1]:.2f}", flush=True)
-    m_few, m_many = statistics.median(speeds[few]), statistics.median(speeds[many])
-    ratios = [b / a for a, b in zip(speeds[few], speeds[many])]
-    print(f"decode tokens/s, medians over {args.rounds} rounds: {few} threads {m_few:.1f}, {many} threads "
-          f"{m_many:.1f}; ratio of the medians {m_many / m_few:.2f}, median of the rounds' ratios "
+        print(f"round {r + 1}/{args.rounds}: {a} threads {speeds[a][-1]:.1f} tokens/s, {b} threads "
+              f"{speeds[b][-1]:.1f}, ratio {speeds[b][-1] / speeds[a][-1]:.2f}", flush=True)
+    median_a, median_b = statistics.median(speeds[a]), statistics.median(speeds[b])
+    ratios = [y / x for x, y in zip(speeds[a], speeds[b])]
+    print(f"decode tokens/s, medians over {args.rounds} rounds: {a} threads {median_a:.1f}, {b} threads "
+          f"{median_b:.1f}; ratio of the medians {median_b / median_a:.2f}, median of the rounds' ratios "
           f"{statistics.median(ratios):.2f}")
 
 

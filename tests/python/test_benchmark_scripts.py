@@ -119,6 +119,7 @@ def test_thread_ratio(stories_dir):
     (["--gen-len", "2"], "--gen-len at least 3"),
     (["--rounds", "0"], "--rounds at least 1"),
     (["--onnxllm", "/nonexistent/onnxllm"], "/nonexistent/onnxllm is not an executable"),
+    (["--onnxllm", "/"], "thread_ratio: cannot run /:"),  # a directory passes the X_OK check
 ])
 def test_thread_ratio_bad_arguments(stories_dir, args, message):
     result = run("thread_ratio.py", "-m", stories_dir, "--onnxllm", CLI, *args)
@@ -128,7 +129,8 @@ def test_thread_ratio_bad_arguments(stories_dir, args, message):
 def test_thread_ratio_failed_bench(tmp_path):
     """A folder bench cannot load: the script stops with bench's own message."""
     result = run("thread_ratio.py", "-m", tmp_path, "--onnxllm", CLI, "--rounds", "1")
-    assert result.returncode != 0 and "failed" in result.stderr and "genai_config.json" in result.stderr, result.stderr
+    assert result.returncode != 0 and "thread_ratio: exit" in result.stderr and "genai_config.json" in result.stderr, \
+        result.stderr
 
 
 @pytest.mark.parametrize("script,args,message", [
