@@ -150,21 +150,31 @@ BENCHMARK(BM_MatMulNBitsQ8)
 // that each call streams its own from DRAM. 96 MB was not enough on the Zen 5 VM: calls ran 1.6x
 // faster than the same shapes inside a model, served partly from a cache the guest's 32 MiB L3
 // figure does not show. With the cache-hot figures above this says whether batch M is bound by
-// the arithmetic or by memory. Args: M, K, N, threads.
+// the arithmetic or by memory; M = 1 at 1 and 2 threads, how each projection of a decode step
+// scales with threads (Zen 5 VM: gate+up and the LM head 1.5-2.0x, down 1.2-2.2x, q/k/v and o
+// 0.8-1.5x: a 0.5 MB call is over in ~10-15 us; a static split instead of the balanced one, and
+// each thread prefetching the start of its next share, measured within noise). Args: M, K, N,
+// threads.
 void BM_MatMulNBitsQ8Stream(benchmark::State& state) {
   const NBitsQ8Layout l = q8_layout(state.range(1), state.range(2));
   run_q8(state, std::max<size_t>(2, (size_t{512} << 20) / l.bytes()));
 }
 BENCHMARK(BM_MatMulNBitsQ8Stream)
     ->ArgNames({"M", "K", "N", "threads"})
-    ->Args({1, 896, 9728, 2})  // gate and up
+    ->Args({1, 896, 9728, 1})  // gate and up
+    ->Args({1, 896, 9728, 2})
     ->Args({8, 896, 9728, 2})
     ->Args({16, 896, 9728, 2})
-    ->Args({1, 4864, 896, 2})  // down
+    ->Args({1, 4864, 896, 1})  // down
+    ->Args({1, 4864, 896, 2})
     ->Args({8, 4864, 896, 2})
-    ->Args({1, 896, 1152, 2})  // q, k and v
+    ->Args({1, 896, 1152, 1})  // q, k and v
+    ->Args({1, 896, 1152, 2})
     ->Args({8, 896, 1152, 2})
-    ->Args({1, 896, 151936, 2})  // the LM head (76 MB packed)
+    ->Args({1, 896, 896, 1})  // o
+    ->Args({1, 896, 896, 2})
+    ->Args({1, 896, 151936, 1})  // the LM head (76 MB packed)
+    ->Args({1, 896, 151936, 2})
     ->Args({4, 896, 151936, 2})
     ->Args({8, 896, 151936, 2})
     ->Args({16, 896, 151936, 2});
