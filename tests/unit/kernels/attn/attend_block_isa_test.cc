@@ -33,7 +33,9 @@ TEST(AttendBlockIsa, EveryIsaBitIdenticalToScalar) {
   uint32_t seed = 1;
   int cases = 0;
   for (int64_t head : {8, 13, 64, 80})
-    for (int64_t rows : {1, 2, 3, 4, 5, 7, 8})  // every remainder of the SIMD row tiles, 4-row tiles that overlap
+    // Every remainder of the SIMD row tiles, 4-row tiles that overlap, AVX-512's 7-row tiles
+    // alone (7), with a remainder (9) and twice (14).
+    for (int64_t rows : {1, 2, 3, 4, 5, 7, 8, 9, 14})
       for (int64_t keys : {1, 5, 33, 300})
         for (int variant = 0; variant < 3; ++variant) {
           const auto q = test::gaussian(static_cast<size_t>(rows * head), 1.f, seed++);
@@ -91,7 +93,7 @@ TEST(AttendBlockIsa, EveryIsaBitIdenticalToScalar) {
           }
           ++cases;
         }
-  EXPECT_EQ(cases, 4 * 7 * 4 * 3);
+  EXPECT_EQ(cases, 4 * 9 * 4 * 3);
 }
 
 // Rows with their own key ranges (key_begin / key_end, as a prompt tile's causal rows have) give
