@@ -94,18 +94,18 @@ def test_thread_ratio(stories_dir):
     assert result.returncode == 0, result.stderr
     rounds = re.findall(r"round \d/3: 2 threads ([\d.]+) tokens/s, 1 threads ([\d.]+), ratio ([\d.]+)", result.stdout)
     assert len(rounds) == 3, result.stdout
-    few, many, ratios = [], [], []
+    speeds_a, speeds_b, ratios = [], [], []  # --threads 2,1: A is 2 threads, B is 1
     for a, b, ratio in rounds:
         lo, hi = quotient_range(float(b), float(a), half_unit=0.05)
         assert lo - 0.005 <= float(ratio) <= hi + 0.005, (a, b, ratio)
-        few.append(float(a))
-        many.append(float(b))
+        speeds_a.append(float(a))
+        speeds_b.append(float(b))
         ratios.append(float(ratio))
     m = re.search(r"medians over 3 rounds: 2 threads ([\d.]+), 1 threads ([\d.]+); ratio of the medians ([\d.]+), "
                   r"median of the rounds' ratios ([\d.]+)", result.stdout)
     assert m, result.stdout
-    assert float(m.group(1)) == pytest.approx(statistics.median(few), abs=0.05)
-    assert float(m.group(2)) == pytest.approx(statistics.median(many), abs=0.05)
+    assert float(m.group(1)) == pytest.approx(statistics.median(speeds_a), abs=0.05)
+    assert float(m.group(2)) == pytest.approx(statistics.median(speeds_b), abs=0.05)
     lo, hi = quotient_range(float(m.group(2)), float(m.group(1)), half_unit=0.05)
     assert lo - 0.005 <= float(m.group(3)) <= hi + 0.005, m.groups()
     assert float(m.group(4)) == pytest.approx(statistics.median(ratios), abs=0.01)

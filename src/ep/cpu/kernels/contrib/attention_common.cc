@@ -685,8 +685,8 @@ template <typename V, typename T, int kRows, int kVectors>
   V acc[kRows][kVectors];
   for (int r = 0; r < kRows; ++r)
     for (int c = 0; c < kVectors; ++c) acc[r][c] = Ops::load(qb.out + (m0 + r) * qb.out_stride + d0 + kLanes * c);
-  const int64_t row_bytes = std::max<int64_t>(1, kv.v_stride * static_cast<int64_t>(sizeof(T)));  // value to value
-  const int64_t touch_keys = kStreamTouchBytes / row_bytes, touch_step = std::min<int64_t>(row_bytes, 4096);
+  const int64_t value_bytes = std::max<int64_t>(1, kv.v_stride * static_cast<int64_t>(sizeof(T)));  // value to value
+  const int64_t touch_keys = kStreamTouchBytes / value_bytes, touch_step = std::min<int64_t>(value_bytes, 4096);
   for (int64_t j = j0; j < j1; ++j) {
     if (m0 == 0 && j + touch_keys < end) touch_stream_ahead(value_row<T>(kv, j) + d0, touch_step);  // as the keys
     if (m0 == 0)
