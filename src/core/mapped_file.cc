@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <system_error>
 #include <vector>
 
 #include "core/error.h"
@@ -36,11 +37,19 @@ std::string file_type_name(mode_t mode) {
   return "is not a regular file";
 }
 
-// The live mappings, for release_pages (a range must lie in one to be dropped).
+// The live mappings, for release_pages, populate and region_of (a range must lie in one).
 struct Mappings {
   std::mutex mutex;
-  std::vector<std::pair<const uint8_t*, size_t>> ranges;
+  std::vector<const MappedFile*> files;
 };
+
+// The live mapping holding all of [p, p + n), or null. Call with the mutex held.
+const MappedFile* find_mapping(const Mappings& m, const void* p, size_t n) {
+  const auto* begin = static_cast<const uint8_t*>(p);
+  for (const MappedFile* f : m.files)
+    if (begin >= f->data() && n <= f->size() && static_cast<size_t>(begin - f->data()) <= f->size() - n) return f;
+  return nullptr;
+}
 
 Mappings& mappings() {
   static Mappings m;
@@ -53,10 +62,7 @@ bool mapped_pages(const void* p, size_t n, uintptr_t* lo, uintptr_t* hi, bool ou
   Mappings& m = mappings();
   {
     std::lock_guard<std::mutex> lock(m.mutex);
-    const bool mapped = std::any_of(m.ranges.begin(), m.ranges.end(), [&](const auto& r) {
-      return begin >= r.first && n <= r.second && static_cast<size_t>(begin - r.first) <= r.second - n;
-    });
-    if (!mapped) return false;
+    if (!find_mapping(m, p, n)) return false;
   }
   const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const auto first = reinterpret_cast<uintptr_t>(begin), last = first + n;
@@ -86,6 +92,49 @@ bool MappedFile::populate(const void* p, size_t n) {
 #endif
 }
 
+MappedFile::Region MappedFile::region_of(const void* p, size_t n) {
+  Mappings& m = mappings();
+  std::lock_guard<std::mutex> lock(m.mutex);
+  const MappedFile* f = find_mapping(m, p, n);
+  if (!f) return {};
+  return {f, static_cast<int64_t>(static_cast<const uint8_t*>(p) - f->data())};
+}
+
+int MappedFile::read_fd() const {
+  int fd = fd_.load(std::memory_order_acquire);
+  if (fd != kNoFd) return fd;
+  // Opened on first use, not kept from open(): a model of one file per tensor would hold
+  // hundreds of descriptors. The path (absolute, in case the working directory changed) must still
+  // name the mapped file (same device, inode and size): one replaced since reads through the
+  // mapping instead.
+  int opened = ::open(reopen_path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  struct stat st {};
+  if (opened >= 0 && (::fstat(opened, &st) != 0 || st.st_dev != dev_ || st.st_ino != ino_ ||
+                      static_cast<size_t>(st.st_size) != size_)) {
+    ::close(opened);
+    opened = kUnusableFd;
+  }
+  if (opened < 0) opened = kUnusableFd;
+  if (fd_.compare_exchange_strong(fd, opened, std::memory_order_acq_rel)) return opened;
+  if (opened >= 0) ::close(opened);  // another thread's descriptor won
+  return fd;
+}
+
+bool MappedFile::read(const Region& region, int64_t at, size_t n, void* dst) {
+  if (!region) return false;
+  const int fd = region.file->read_fd();
+  if (fd < 0) return false;
+  auto* out = static_cast<uint8_t*>(dst);
+  const auto start = static_cast<off_t>(region.offset + at);
+  for (size_t done = 0; done < n;) {
+    const ssize_t got = ::pread(fd, out + done, n - done, start + static_cast<off_t>(done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;  // an I/O error, or the file shrank
+    done += static_cast<size_t>(got);
+  }
+  return true;
+}
+
 std::shared_ptr<MappedFile> MappedFile::open(const std::filesystem::path& path) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below).
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
@@ -98,6 +147,11 @@ std::shared_ptr<MappedFile> MappedFile::open(const std::filesystem::path& path) 
   std::shared_ptr<MappedFile> f(new MappedFile());
   f->path_ = path;
   f->size_ = static_cast<size_t>(st.st_size);
+  std::error_code ec;
+  f->reopen_path_ = std::filesystem::absolute(path, ec);
+  if (ec) f->reopen_path_ = path;
+  f->dev_ = st.st_dev;
+  f->ino_ = st.st_ino;
   if (f->size_ > 0) {
     void* p = ::mmap(nullptr, f->size_, PROT_READ, MAP_PRIVATE, fd, 0);
     if (p == MAP_FAILED) {
@@ -107,7 +161,7 @@ std::shared_ptr<MappedFile> MappedFile::open(const std::filesystem::path& path) 
     f->data_ = static_cast<const uint8_t*>(p);
     Mappings& m = mappings();
     std::lock_guard<std::mutex> lock(m.mutex);
-    m.ranges.emplace_back(f->data_, f->size_);
+    m.files.push_back(f.get());
   }
   ::close(fd);
   return f;
@@ -118,9 +172,10 @@ MappedFile::~MappedFile() {
   {
     Mappings& m = mappings();
     std::lock_guard<std::mutex> lock(m.mutex);
-    std::erase(m.ranges, std::make_pair(data_, size_));
+    std::erase(m.files, this);
   }
   ::munmap(const_cast<uint8_t*>(data_), size_);
+  if (const int fd = fd_.load(); fd >= 0) ::close(fd);
 }
 
 std::string read_file(const std::filesystem::path& path, size_t max_bytes) {

@@ -119,6 +119,83 @@ TEST(Loader, PopulateMapsAMappedWeightsPages) {
   EXPECT_EQ(heap[50000], 2.f);
 }
 
+// An embedding-shaped Gather: rows of `cols` floats, row r's element c = r * 1000 + c.
+std::shared_ptr<Graph> gather_graph(int64_t rows, int64_t cols) {
+  auto g = test::new_graph();
+  test::add_input(*g, "ids", DType::kInt64, {1, -1}, {"s"});
+  std::vector<float> table(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) table[static_cast<size_t>(r * cols + c)] = static_cast<float>(r * 1000 + c);
+  test::add_constant(*g, "table", Tensor::from<float>(Shape{rows, cols}, table));
+  g->add_node("Gather", "", {"table", "ids"}, {"y"}, "embed");
+  test::add_output(*g, "y");
+  return g;
+}
+
+// Checks y[0, i, :] is row ids[i] of gather_graph's table.
+void expect_rows(const Tensor& y, const std::vector<int64_t>& ids, int64_t cols) {
+  ASSERT_EQ(y.shape(), Shape({1, static_cast<int64_t>(ids.size()), cols}));
+  for (size_t i = 0; i < ids.size(); ++i)
+    for (int64_t c : {int64_t{0}, cols / 2, cols - 1})
+      ASSERT_EQ(y.data<float>()[static_cast<int64_t>(i) * cols + c], static_cast<float>(ids[i] * 1000 + c))
+          << "row " << i << " (id " << ids[i] << "), column " << c;
+}
+
+// Gather reads long rows of a mapped table with pread: right values, and the table's pages stay
+// out of the resident set (reads through the mapping fault in a page or more per row).
+TEST(Loader, GatherOfMappedRowsReadsThemWithoutMappingThem) {
+  const fs::path dir = test::temp_dir("loader_gather_rows");
+  ModelWriteOptions opt;
+  opt.external_data_file = "model.onnx.data";
+  const int64_t rows = 4096, cols = 1024;  // 4 KiB rows, 16 MiB
+  save_onnx_model(*gather_graph(rows, cols), dir / "model.onnx", opt);
+  auto g = load_onnx_model(dir / "model.onnx");
+  const TensorView& table = g->values[g->find_value("table")].initializer->view;
+  Session s(g, {});
+  std::vector<int64_t> ids;
+  for (int64_t i = 0; i < 200; ++i) ids.push_back((i * 2654435761) % rows);
+  ids.push_back(0);
+  ids.push_back(rows - 1);
+  Tensor x = Tensor::from<int64_t>(Shape{1, static_cast<int64_t>(ids.size())}, ids);
+  ASSERT_TRUE(MappedFile::release_pages(table.raw(), table.bytes()));
+  const int64_t before = rss_file_bytes();
+  ASSERT_GE(before, 0);
+  expect_rows(s.run({{"ids", x}})[0], ids, cols);
+  // 202 rows through the mapping would map at least 202 pages (800 KiB).
+  EXPECT_LT(rss_file_bytes() - before, 256 << 10);
+}
+
+// MappedFile::region_of / read: offsets within a mapping, refusals outside one, and a file
+// replaced at its path after mapping (read refuses; the mapping keeps the old bytes).
+TEST(Loader, MappedFileReadsItsOwnFileOnly) {
+  const fs::path dir = test::temp_dir("loader_mapped_read");
+  std::string bytes(3 * 4096 + 100, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 7 % 251);
+  write_bytes(dir / "data.bin", bytes);
+  auto f = MappedFile::open(dir / "data.bin");
+  const MappedFile::Region r = MappedFile::region_of(f->data() + 5000, 1000);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r.offset, 5000);
+  std::string got(600, '\0');
+  ASSERT_TRUE(MappedFile::read(r, 400, got.size(), got.data()));
+  EXPECT_EQ(got, bytes.substr(5400, 600));
+  EXPECT_FALSE(MappedFile::region_of(f->data() + 5000, bytes.size()));  // past the end
+  EXPECT_FALSE(MappedFile::region_of(got.data(), got.size()));          // not a mapping
+  EXPECT_FALSE(MappedFile::read(MappedFile::Region{}, 0, 1, got.data()));
+  // A second mapping reads from its own file.
+  std::string other(bytes.size(), 'x');
+  write_bytes(dir / "other.bin", other);
+  auto f2 = MappedFile::open(dir / "other.bin");
+  ASSERT_TRUE(MappedFile::read(MappedFile::region_of(f2->data(), 10), 0, 10, got.data()));
+  EXPECT_EQ(got.substr(0, 10), "xxxxxxxxxx");
+  // Replaced at the path: a fresh mapping's first read sees another inode and refuses.
+  write_bytes(dir / "new.bin", other);
+  auto f3 = MappedFile::open(dir / "data.bin");
+  fs::rename(dir / "new.bin", dir / "data.bin");
+  EXPECT_FALSE(MappedFile::read(MappedFile::region_of(f3->data(), 10), 0, 10, got.data()));
+  EXPECT_EQ(static_cast<char>(f3->data()[1]), bytes[1]);
+}
+
 TEST(Loader, MissingFileAndMissingExternalData) {
   const fs::path dir = test::temp_dir("loader_missing");
   expect_error([&] { load_onnx_model(dir / "nope.onnx"); }, ErrorCode::kNotFound, "does not exist");
