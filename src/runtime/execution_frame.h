@@ -58,6 +58,8 @@ struct ExecutionFrame {
   const std::atomic<bool>* terminate = nullptr;
   // Run option: the engine's paged KV cache for attention kernels (IoBinding::set_paged_kv).
   const PagedKv* paged_kv = nullptr;
+  // This run's kernels are timed (ONNXLLM_PROFILE, past ONNXLLM_PROFILE_SKIP's first runs).
+  bool profiled = false;
 
   FrameLevel& level(const void* plan, const std::vector<TensorView>& initial_values);
 };

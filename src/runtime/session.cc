@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -128,7 +129,13 @@ struct Session::Profile {
   std::mutex mutex;
   std::map<std::string, Op> ops;
   Op runs;  // Session::run(IoBinding&) calls and their wall time, kernels included
+  // ONNXLLM_PROFILE_SKIP: the first `skip` runs are not counted (a generator's prompt, say, so
+  // that the figures are its decode steps alone).
+  int64_t skip = 0;
+  std::atomic<int64_t> started{0};
 
+  // Whether the run starting now is counted.
+  bool begin_run() { return started.fetch_add(1, std::memory_order_relaxed) >= skip; }
   void add_run(double seconds) {
     std::lock_guard lock(mutex);
     ++runs.calls;
@@ -164,8 +171,9 @@ struct Session::Profile {
     std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
     std::fprintf(stderr, "onnxllm profile: compute() wall time by op, %.1f ms in all\n", total * 1e3);
     if (runs.calls)
-      std::fprintf(stderr, "  %lld runs, %.1f ms from run() to its return: %.1f ms outside compute()\n",
-                   static_cast<long long>(runs.calls), runs.seconds * 1e3, (runs.seconds - total) * 1e3);
+      std::fprintf(stderr, "  %lld runs, %.1f ms from run() to its return: %.1f ms outside compute()%s\n",
+                   static_cast<long long>(runs.calls), runs.seconds * 1e3, (runs.seconds - total) * 1e3,
+                   skip > 0 ? str_cat(" (the first ", skip, " runs not counted)").c_str() : "");
     for (const auto& [name, op] : sorted)
       std::fprintf(stderr, "  %-40s %8lld calls %10.2f ms %5.1f%%\n", name.c_str(), static_cast<long long>(op.calls),
                    op.seconds * 1e3, total > 0 ? 100 * op.seconds / total : 0.);
@@ -187,6 +195,14 @@ Session::Session(std::shared_ptr<Graph> graph, const SessionOptions& options)
       profile && (std::string_view(profile) == "1" || std::string_view(profile) == "node")) {
     profile_ = std::make_unique<Profile>();
     profile_->by_node = std::string_view(profile) == "node";
+    if (const char* skip = std::getenv("ONNXLLM_PROFILE_SKIP"); skip && *skip) {
+      const std::string_view s(skip);
+      int64_t n = -1;
+      const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+      ONNXLLM_CHECK(ec == std::errc() && end == s.data() + s.size() && n >= 0, kInvalidArgument,
+                    "ONNXLLM_PROFILE_SKIP must be a count of runs (0 or more), got '", s, "'");
+      profile_->skip = n;
+    }
   }
   for (const auto& ep : options.providers) {
     ONNXLLM_CHECK(ep != nullptr, kInvalidArgument, "SessionOptions::providers holds a null provider");
@@ -499,8 +515,9 @@ void Session::run(IoBinding& binding) const {
                       "' dimension ", d, " must be ", info.dims[d], " but is ", t.shape()[d]);
     }
   }
-  const auto start = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   ExecutionFrame& frame = *binding.frame_;
+  frame.profiled = profile_ && profile_->begin_run();
+  const auto start = frame.profiled ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   if (frame.paged_kv) frame.paged_kv->check();
   frame.memory.begin_run();
   frame.stats = RunStats{};
@@ -530,7 +547,7 @@ void Session::run(IoBinding& binding) const {
       slot.view = slot.owned.view();
     }
   }
-  if (profile_) profile_->add_run(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  if (frame.profiled) profile_->add_run(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 void Session::execute(const Plan& plan, ExecutionFrame& frame, std::span<const TensorView> outer,
@@ -696,9 +713,9 @@ void Session::execute(const Plan& plan, ExecutionFrame& frame, std::span<const T
       Allocator* device = step.device_allocator;  // nullptr: the arena
       void* workspace = nullptr;
       if (workspace_bytes) workspace = device ? device->allocate(workspace_bytes) : memory.allocate(workspace_bytes);
-      const auto start = profile_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+      const auto start = frame.profiled ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
       step.kernel->compute(ComputeContext(inputs, outputs, workspace, workspace_bytes, pool_.get(), frame.paged_kv));
-      if (profile_) profile_->add(node, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      if (frame.profiled) profile_->add(node, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       if (workspace) device ? device->free(workspace) : memory.free(workspace);
       for (size_t i = 0; i < n_out; ++i) {
         if (step.outputs[i] >= 0 || level.step_outputs[i].empty()) continue;

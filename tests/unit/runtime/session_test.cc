@@ -65,6 +65,32 @@ TEST(Session, ProfilePrintsCallsPerOpType) {
   EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
 }
 
+// ONNXLLM_PROFILE_SKIP=N: the session's first N runs are not counted (a prompt before decode
+// steps); a value that is not a count fails the session's creation, naming the variable.
+TEST(Session, ProfileSkipLeavesOutTheFirstRuns) {
+  ::setenv("ONNXLLM_PROFILE", "1", 1);
+  ::setenv("ONNXLLM_PROFILE_SKIP", "2", 1);
+  testing::internal::CaptureStderr();
+  {
+    Session session(small_graph(), SessionOptions{2, true, nullptr});
+    Tensor x = Tensor::from<float>(Shape{2, 3}, std::vector<float>{1, 2, 3, 4, 5, 6});
+    for (int i = 0; i < 5; ++i) session.run({{"x", x}});
+  }
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("  3 runs, "), std::string::npos) << err;
+  EXPECT_NE(err.find("(the first 2 runs not counted)"), std::string::npos) << err;
+  const size_t at = err.find("  Add ");
+  ASSERT_NE(at, std::string::npos) << err;
+  EXPECT_NE(err.substr(at, err.find('\n', at) - at).find(" 3 calls"), std::string::npos) << err;
+  for (const char* bad : {"x", "-1", "2.5", "3 "}) {
+    ::setenv("ONNXLLM_PROFILE_SKIP", bad, 1);
+    test::expect_error([] { Session(small_graph(), SessionOptions{1, true, nullptr}); }, ErrorCode::kInvalidArgument,
+                       "ONNXLLM_PROFILE_SKIP");
+  }
+  ::unsetenv("ONNXLLM_PROFILE_SKIP");
+  ::unsetenv("ONNXLLM_PROFILE");
+}
+
 // ONNXLLM_PROFILE=node: by op and node name, each run of digits in the name as '#', so that
 // nodes differing only by a number (a model's layers) share a line.
 TEST(Session, ProfileByNodeFoldsNumbers) {
