@@ -29,7 +29,7 @@ DecoderState::DecoderState(const Model& model, int rows, int max_length, bool sh
       max_length_(max_length),
       chunk_size_(chunk_size),
       binding_(model.session()),
-      kv_(io_, rows, kv_capacity, share_buffer),
+      kv_(io_, rows, kv_capacity, share_buffer, &model.kv_spare()),
       input_ids_(static_cast<size_t>(rows) * max_length * dtype_size(io_.input_ids_dtype)),
       attention_mask_(static_cast<size_t>(rows) * max_length * dtype_size(io_.attention_mask_dtype)),
       position_ids_(static_cast<size_t>(rows) * max_length * dtype_size(io_.position_ids_dtype)),
@@ -107,7 +107,7 @@ void DecoderState::run(const Sequences& sequences, std::span<float> logits) {
   while (from < end) {
     const int to = std::min(from + step, end);
     fill_inputs(sequences, from, to);
-    if (cached) kv_.bind(binding_);
+    if (cached) kv_.bind(binding_, to);
     model_.session().run(binding_);
     if (cached) kv_.advance(binding_, to);
     copy_logits(from, to, logits);

@@ -35,14 +35,15 @@ size_t KvCache::required_bytes(const DecoderIo& io, int rows, int capacity, bool
   return bytes;
 }
 
-KvCache::KvCache(const DecoderIo& io, int rows, int capacity, bool share_buffer)
+KvCache::KvCache(const DecoderIo& io, int rows, int capacity, bool share_buffer, SpareBuffer* spare)
     : dtype_(io.kv_dtype),
       planes_(io.kv_layout == KvLayout::kCombined ? 2 : 1),
       rows_(rows),
       kv_heads_(io.kv_heads),
       head_size_(io.head_size),
       capacity_(capacity),
-      share_buffer_(share_buffer) {
+      share_buffer_(share_buffer),
+      spare_(spare) {
   const size_t bytes = shape(capacity).checked_bytes(dtype_size(dtype_));
   buffer_bytes_ = bytes;
   // Slices start 64-byte aligned, as separate buffers did; each is bound with its exact size.
@@ -58,7 +59,12 @@ KvCache::KvCache(const DecoderIo& io, int rows, int capacity, bool share_buffer)
   // Qwen2.5) would commit 2 MiB of every run, +159 MiB at batch 1.
   const bool huge = row_elements(capacity) * dtype_size(dtype_) <= HugePageAllocator::kHugePage &&
                     total <= kHugePageCacheBytes;
-  memory_ = AlignedBuffer(total, huge ? &huge_page_allocator() : nullptr);
+  // The last cache's memory when it had this size: its pages are committed already (a new
+  // generator's first tokens took a fault per page, every 16 positions of each head at 4 KiB, and
+  // its end an unmapping). The giver cleared what it wrote: no earlier request's keys show in
+  // positions this cache has not written.
+  Allocator* allocator = huge ? &huge_page_allocator() : nullptr;
+  memory_ = spare_ ? spare_->take(total, allocator) : AlignedBuffer(total, allocator);
   auto* next = static_cast<uint8_t*>(memory_.data());
   entries_.reserve(tensors);
   auto add = [&](int past, int present) {
@@ -73,12 +79,32 @@ KvCache::KvCache(const DecoderIo& io, int rows, int capacity, bool share_buffer)
   }
 }
 
+KvCache::~KvCache() {
+  if (!spare_ || !memory_.data()) return;
+  // Clear every position a run may have written (the buffers' other bytes never were), so that no
+  // request's keys outlive it into the next cache.
+  const size_t element = dtype_size(dtype_);
+  for (const Entry& e : entries_) {
+    if (share_buffer_) {
+      const size_t runs = static_cast<size_t>(planes_) * rows_ * kv_heads_;
+      for (size_t i = 0; i < runs; ++i)
+        std::memset(e.buffers[0] + i * row_elements(capacity_) * element, 0, row_elements(written_) * element);
+    } else {
+      const size_t runs = static_cast<size_t>(planes_) * rows_ * kv_heads_;
+      const size_t bytes = std::min(buffer_bytes_, runs * row_elements(written_) * element);  // a [.., written_, ..] tensor
+      for (uint8_t* b : e.buffers) std::memset(b, 0, bytes);
+    }
+  }
+  spare_->give(std::move(memory_));
+}
+
 Shape KvCache::shape(int positions) const {
   if (planes_ == 2) return Shape{2, rows_, kv_heads_, positions, head_size_};
   return Shape{rows_, kv_heads_, positions, head_size_};
 }
 
-void KvCache::bind(IoBinding& binding) const {
+void KvCache::bind(IoBinding& binding, int upto) {
+  written_ = std::clamp(std::max(written_, upto), 0, capacity_);  // before the run: it may fail halfway
   for (const Entry& e : entries_) {
     if (share_buffer_) {
       binding.bind_input(e.past, TensorView(e.buffers[0], dtype_, shape(capacity_)));

@@ -24,8 +24,13 @@ namespace onnxllm::genai {
 
 class KvCache {
  public:
-  // capacity: positions per buffer (max_length, or the graph's fixed past length).
-  KvCache(const DecoderIo& io, int rows, int capacity, bool share_buffer);
+  // capacity: positions per buffer (max_length, or the graph's fixed past length). With `spare`
+  // (the model's), the memory comes from it when the last cache given back had this size, and
+  // goes back to it, with what was written cleared, when this one goes.
+  KvCache(const DecoderIo& io, int rows, int capacity, bool share_buffer, SpareBuffer* spare = nullptr);
+  ~KvCache();
+  KvCache(const KvCache&) = delete;
+  KvCache& operator=(const KvCache&) = delete;
 
   // Bytes the buffers of such a cache take (checked against free memory before allocating).
   static size_t required_bytes(const DecoderIo& io, int rows, int capacity, bool share_buffer);
@@ -36,8 +41,8 @@ class KvCache {
   int length() const { return length_; }
 
   // Binds every past input (the held positions, or the whole buffer when shared) and points every
-  // present output at its buffer.
-  void bind(IoBinding& binding) const;
+  // present output at its buffer, for a run that writes positions up to `upto`.
+  void bind(IoBinding& binding, int upto);
   // After a run that extended the cache to new_length positions: checks the presents' shapes and
   // makes them the next pasts.
   void advance(const IoBinding& binding, int new_length);
@@ -70,6 +75,7 @@ class KvCache {
   int capacity_;
   bool share_buffer_;
   int length_ = 0;
+  int written_ = 0;  // positions any run may have written: what the destructor clears for reuse
   int current_ = 0;  // growing mode: the buffer holding the past
   // Every buffer in one allocation, from huge_page_allocator() when a head's run of positions fits
   // in a huge page and the whole is at most kHugePageCacheBytes: in 4 KiB pages each run took a
@@ -78,6 +84,7 @@ class KvCache {
   AlignedBuffer memory_;
   size_t buffer_bytes_ = 0;  // one buffer's size (slices are 64-byte aligned)
   std::vector<Entry> entries_;
+  SpareBuffer* spare_ = nullptr;
 };
 
 // Memory the system can still give (MemAvailable), 0 when unknown.

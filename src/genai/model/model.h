@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/spare_buffer.h"
 #include "core/dtype.h"
 #include "core/thread_pool.h"
 #include "genai/config/config.h"
@@ -88,6 +89,9 @@ class Model {
   // The model types onnxllm runs (gpt2 and the decoder-only families).
   static bool is_supported_type(std::string_view type);
 
+  // The last generator's KV cache memory, for the next one of the same size (KvCache).
+  SpareBuffer& kv_spare() const { return kv_spare_; }
+
  private:
   Model(Config config, std::shared_ptr<Graph> decoder, const ModelOptions& options);
 
@@ -98,6 +102,7 @@ class Model {
   SessionOptions lm_head_options_;
   mutable std::once_flag lm_head_once_;
   mutable std::shared_ptr<Session> lm_head_;
+  mutable SpareBuffer kv_spare_;  // a cache of memory, not model state: thread-safe
 };
 
 }  // namespace onnxllm::genai

@@ -450,6 +450,73 @@ TEST(GenaiGenerator, SharedBufferNeedsAGraphThatWritesInPlace) {
   EXPECT_NE(error_of([&] { g.generate_next_token(); }).find("the generator failed earlier"), std::string::npos);
 }
 
+// A generator's KV memory goes back to its model when it ends, with what it wrote cleared, and the
+// next generator of the same size takes it: the same tokens as with fresh memory, none of the last
+// request's keys showing past its own, and another size gets new memory.
+TEST(GenaiKvCache, NextGeneratorReusesTheLastOnesMemoryCleared) {
+  GqaModel m;
+  auto model = m.model(R"({"past_present_share_buffer": true})");  // one buffer of max_length positions
+  const std::vector<int32_t> prompt = {4, 19, 7, 7, 2};
+  auto run = [&](int max_length, int new_tokens) {
+    GeneratorParams params(model);
+    params.set_search_option("max_length", max_length);
+    auto g = std::make_unique<Generator>(params);
+    g->append_tokens(prompt);
+    for (int i = 0; i < new_tokens && !g->is_done(); ++i) g->generate_next_token();
+    return g;
+  };
+  EXPECT_EQ(model->kv_spare().kept_bytes(), 0u);
+  auto a = run(14, 100);
+  const auto tokens = to_vector(a->get_sequence(0));
+  const TensorView& a_key = a->get_output("present.0.key");  // [1, 1, 14, dim]
+  const size_t kv_bytes = model->kv_spare().kept_bytes();
+  EXPECT_EQ(kv_bytes, 0u);
+  const std::vector<float> a_values(a_key.data<float>(), a_key.data<float>() + a_key.numel());
+  a.reset();
+  EXPECT_GT(model->kv_spare().kept_bytes(), 0u);
+  auto b = run(14, 1);  // writes 5 positions, then 1
+  EXPECT_EQ(model->kv_spare().kept_bytes(), 0u);  // taken
+  const TensorView& b_key = b->get_output("present.0.key");
+  ASSERT_EQ(b_key.numel(), static_cast<int64_t>(a_values.size()));
+  // b wrote its first positions; the ones only a wrote (all but the last: its final token is never
+  // fed back) read zero; the last was never written by either (unspecified, as fresh heap memory).
+  const int64_t written = static_cast<int64_t>(b->get_sequence(0).size()) * m.dim;
+  const int64_t a_written = static_cast<int64_t>(tokens.size() - 1) * m.dim;
+  ASSERT_NE(a_values[static_cast<size_t>(a_written - 1)], 0.0f);  // a's last written key, not zero
+  for (int64_t i = 0; i < a_written; ++i) {
+    if (i < written - m.dim) {
+      EXPECT_EQ(b_key.data<float>()[i], a_values[static_cast<size_t>(i)]) << i;
+    } else if (i >= written) {
+      ASSERT_EQ(b_key.data<float>()[i], 0.0f) << "position " << i / m.dim << ", which only the last cache wrote";
+    }
+  }
+  b.reset();
+  auto c = run(14, 100);
+  EXPECT_EQ(to_vector(c->get_sequence(0)), tokens);
+  c.reset();
+  const size_t kept = model->kv_spare().kept_bytes();
+  auto d = run(20, 100);  // another size: the kept memory is freed, new memory taken
+  EXPECT_EQ(model->kv_spare().kept_bytes(), 0u);
+  d.reset();
+  EXPECT_GT(model->kv_spare().kept_bytes(), kept);
+  // A growing (not shared) cache: the same.
+  KvModel kvm;
+  auto growing = kvm.model(0, "31");
+  const std::vector<int32_t> kv_prompt = {3, 9, 4, 17};
+  std::vector<std::vector<int32_t>> runs;
+  for (int i = 0; i < 2; ++i) {
+    GeneratorParams params(growing);
+    params.set_search_option("max_length", 14);
+    Generator g(params);
+    g.append_tokens(kv_prompt);
+    runs.push_back(generate_all(g));
+    if (i == 0) EXPECT_EQ(growing->kv_spare().kept_bytes(), 0u);
+  }
+  EXPECT_GT(growing->kv_spare().kept_bytes(), 0u);
+  EXPECT_EQ(runs[0], runs[1]);
+  EXPECT_EQ(runs[0], concat(kv_prompt, kvm.greedy(kv_prompt, 10, {31})));
+}
+
 TEST(GenaiKvCache, OneAllocationOnHugePagesWhenSmallEnough) {
   DecoderIo io;
   io.kv_heads = 2;
