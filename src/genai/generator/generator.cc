@@ -94,7 +94,9 @@ Generator::Generator(const GeneratorParams& params) : model_(params.model()) {
   // Everything is sized by max_length up front, so check it fits before allocating anything.
   const size_t kv_bytes = KvCache::required_bytes(io, rows, capacity, share);
   const size_t token_bytes = static_cast<size_t>(rows) * max_length_ * kBytesPerPosition;
-  const size_t available = available_memory_bytes();
+  // The model's kept KV memory counts as available: the new cache takes it, or it is freed first.
+  const size_t system = available_memory_bytes();
+  const size_t available = system == 0 ? 0 : system + model_->kv_spare().kept_bytes();
   ONNXLLM_CHECK(available == 0 || (kv_bytes <= available && token_bytes <= available - kv_bytes), kOutOfMemory,
                 "search.max_length ", max_length_,
                 params.search.max_length == 0 ? " (not set: it defaults to model.context_length)" : "", " needs ",
