@@ -112,9 +112,9 @@ int MappedFile::read_fd() const {
   if (opened >= 0 && (::fstat(opened, &st) != 0 || st.st_dev != dev_ || st.st_ino != ino_ ||
                       static_cast<size_t>(st.st_size) != size_)) {
     ::close(opened);
-    opened = kUnusableFd;
+    opened = -1;
   }
-  if (opened < 0) opened = kUnusableFd;
+  if (opened < 0) opened = kUnusableFd;  // not openable or not the mapped file: not tried again
   if (fd_.compare_exchange_strong(fd, opened, std::memory_order_acq_rel)) return opened;
   if (opened >= 0) ::close(opened);  // another thread's descriptor won
   return fd;

@@ -83,14 +83,12 @@ KvCache::~KvCache() {
   if (!spare_ || !memory_.data()) return;
   // Clear every position a run may have written (the buffers' other bytes never were), so that no
   // request's keys outlive it into the next cache.
-  const size_t element = dtype_size(dtype_);
+  const size_t element = dtype_size(dtype_), runs = static_cast<size_t>(planes_) * rows_ * kv_heads_;
   for (const Entry& e : entries_) {
     if (share_buffer_) {
-      const size_t runs = static_cast<size_t>(planes_) * rows_ * kv_heads_;
       for (size_t i = 0; i < runs; ++i)
         std::memset(e.buffers[0] + i * row_elements(capacity_) * element, 0, row_elements(written_) * element);
     } else {
-      const size_t runs = static_cast<size_t>(planes_) * rows_ * kv_heads_;
       const size_t bytes = std::min(buffer_bytes_, runs * row_elements(written_) * element);  // a [.., written_, ..] tensor
       for (uint8_t* b : e.buffers) std::memset(b, 0, bytes);
     }

@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/spare_buffer.h"
 #include "core/dtype.h"
+#include "core/spare_buffer.h"
 #include "core/thread_pool.h"
 #include "genai/config/config.h"
 #include "graph/graph.h"
