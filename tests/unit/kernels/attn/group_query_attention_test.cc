@@ -396,7 +396,8 @@ TEST(GroupQueryAttention, PromptTilesGiveTheBitsOfTokenByTokenDecoding) {
           // [B, Nkv, S, H] -> its first i positions.
           auto past = [&](const Tensor& present) {
             Tensor out(DType::kFloat32, Shape{c.B, c.Nkv, i, c.H});
-            for (int64_t r = 0; r < c.B * c.Nkv; ++r)
+            // No copy into an empty tensor (its data is null: memcpy may not take it even for 0 bytes).
+            for (int64_t r = 0; i > 0 && r < c.B * c.Nkv; ++r)
               std::memcpy(out.data<float>() + r * i * c.H, present.data<float>() + r * S * c.H,
                           static_cast<size_t>(i * c.H) * sizeof(float));
             return out;
