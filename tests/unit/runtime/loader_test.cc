@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -99,11 +100,8 @@ int64_t mapped_rss_bytes(const void* p, size_t n) {
   int64_t total = 0;
   bool inside = false;
   for (std::string line; std::getline(in, line);) {
-    const size_t dash = line.find('-');
-    if (dash != std::string::npos && dash > 0 && line.find(' ') > dash &&
-        line.find_first_not_of("0123456789abcdef") == dash) {  // a mapping's header: start-end ...
-      const uintptr_t start = std::stoull(line.substr(0, dash), nullptr, 16);
-      const uintptr_t end = std::stoull(line.substr(dash + 1, line.find(' ') - dash - 1), nullptr, 16);
+    unsigned long start = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &start, &end) == 2) {  // a mapping's first line
       inside = start < hi && lo < end;
     } else if (inside && line.rfind("Rss:", 0) == 0) {
       total += std::stoll(line.substr(4)) * 1024;
