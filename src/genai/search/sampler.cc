@@ -59,16 +59,17 @@ inline bool ranks_before(const float* v, int32_t a, int32_t b) {
 inline int level1(uint32_t bits) { return bits <= 0x3F800000u ? static_cast<int>(bits >> 19) : 0; }  // NaN: lowest
 inline int level2(uint32_t bits) { return static_cast<int>((bits >> 7) & (kLevel2Buckets - 1)); }
 
-// The largest value as std::max_element finds it (a NaN only when it comes first), with 16
-// independent lanes, which vectorize: max_element's one compare chain was slow over a vocabulary.
-float max_of(std::span<const float> x) {
+// The largest of `start` and the values of x, as std::max_element finds it from `start` (x's
+// NaNs never win; a NaN start stays), with 16 independent lanes: max_element's one compare
+// chain was slow over a vocabulary.
+float max_of(std::span<const float> x, float start) {
   constexpr size_t kLanes = 16;
   std::array<float, kLanes> lane;
-  lane.fill(x[0]);
+  lane.fill(start);
   size_t i = 0;
   for (; i + kLanes <= x.size(); i += kLanes)
     for (size_t j = 0; j < kLanes; ++j) lane[j] = x[i + j] > lane[j] ? x[i + j] : lane[j];
-  float best = x[0];
+  float best = start;
   for (; i < x.size(); ++i) best = x[i] > best ? x[i] : best;
   for (const float v : lane) best = v > best ? v : best;
   return best;
@@ -116,10 +117,24 @@ Sampler::Sampler(const SearchConfig& s, int vocab_size)
 }
 
 int32_t Sampler::argmax(std::span<const float> logits) {
-  // std::max_element's answer (the first largest; a NaN only when it comes first) in two passes:
-  // max_element's one compare chain was 2.8% of a batch-8 decode step over a 151936-word vocabulary.
+  // std::max_element's answer (the first largest; a NaN only when it comes first) in one pass:
+  // each chunk's maximum in lanes, and only a chunk that raises the best so far is searched for
+  // its first index (with random logits a few chunks of the row). Its one compare chain was 2.8%
+  // of a batch-8 decode step over a 151936-word vocabulary; the maximum and then std::find over
+  // the whole row, 49 us; this, 30 us.
   if (logits.empty() || std::isnan(logits[0])) return 0;
-  return static_cast<int32_t>(std::find(logits.begin(), logits.end(), max_of(logits)) - logits.begin());
+  constexpr size_t kChunk = 1024;
+  float best = logits[0];
+  size_t at = 0;
+  for (size_t c = 0; c < logits.size(); c += kChunk) {
+    const std::span<const float> chunk = logits.subspan(c, std::min(kChunk, logits.size() - c));
+    const float m = max_of(chunk, best);
+    if (m > best) {
+      best = m;
+      at = c + static_cast<size_t>(std::find(chunk.begin(), chunk.end(), m) - chunk.begin());
+    }
+  }
+  return static_cast<int32_t>(at);
 }
 
 int32_t Sampler::choose(std::span<const float> logits) {
@@ -177,7 +192,7 @@ int32_t Sampler::top_k(std::span<const float> logits, int k, float p) {
 
 int32_t Sampler::top_p(std::span<const float> logits) {
   const size_t vocab = logits.size();
-  const float max = max_of(logits);
+  const float max = max_of(logits, logits[0]);
   // fast_exp (a few ulp from libm) vectorizes: a vocabulary of 150k is otherwise most of a
   // sampled token's time outside the model, and OpenAI's default (temperature 1, top_p 1) samples.
   exp_weights(logits.data(), weights_.data(), vocab, max, 1.0f / temperature_);

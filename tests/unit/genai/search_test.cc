@@ -261,13 +261,14 @@ TEST(GenaiSampler, GreedyTakesTheFirstMaximum) {
 }
 
 // The lane-parallel argmax against std::max_element (the reference it replaced): ties across
-// lanes, NaNs first or later, infinities, signed zeros, lengths around the 16-lane step.
+// lanes and chunks, NaNs first or later, infinities, signed zeros, lengths around the 16-lane
+// step and the 1024-value chunk.
 TEST(GenaiSampler, ArgmaxMatchesMaxElement) {
   std::mt19937 rng(7);
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   const float specials[] = {nan, inf, -inf, 0.0f, -0.0f, 2.0f};
   int checked = 0;
-  for (size_t n : {1, 2, 15, 16, 17, 31, 33, 100, 1000}) {
+  for (size_t n : {1, 2, 15, 16, 17, 31, 33, 100, 1000, 1023, 1024, 1025, 2049, 5000}) {
     for (int trial = 0; trial < 50; ++trial) {
       std::vector<float> logits(n);
       // Few distinct values, so ties between lanes and the tail are common.
@@ -279,7 +280,7 @@ TEST(GenaiSampler, ArgmaxMatchesMaxElement) {
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 450);
+  EXPECT_EQ(checked, 700);
   EXPECT_EQ(Sampler::argmax({}), 0);
 }
 
