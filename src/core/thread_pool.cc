@@ -144,6 +144,8 @@ void ThreadPool::run(FunctionRef<void(int, int)> fn) {
     fn(0, 1);
     return;
   }
+  const bool timed = timing_.load(std::memory_order_relaxed);
+  const auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
   task_ = &fn;
   pending_.store(num_threads_, std::memory_order_relaxed);
   next_part_.store(0, std::memory_order_release);
@@ -158,6 +160,9 @@ void ThreadPool::run(FunctionRef<void(int, int)> fn) {
     if (spins < kSpinBeforeSleep) ONNXLLM_PAUSE();
     else std::this_thread::yield();
   }
+  if (timed)
+    region_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count(),
+                         std::memory_order_relaxed);
   task_ = nullptr;
   busy_.store(false, std::memory_order_release);
 }

@@ -59,6 +59,12 @@ class ThreadPool {
   static constexpr int64_t kChunksPerPart = 16;
   void parallel_parts(int64_t n, int64_t grain, int64_t max_parts, FunctionRef<void(int, int64_t, int64_t)> fn);
 
+  // Wall time of the regions this pool has run on its workers (not those run inline), counted
+  // from the first count_region_time() call on: a profiled step's time in compute() less this
+  // is what ran on the calling thread alone, the part that more threads do not speed up.
+  void count_region_time() { timing_.store(true, std::memory_order_relaxed); }
+  int64_t region_nanoseconds() const { return region_ns_.load(std::memory_order_relaxed); }
+
   // While alive, idle workers keep spinning (for the length of a model run).
   class SpinScope {
    public:
@@ -92,6 +98,8 @@ class ThreadPool {
   int num_threads_;
   std::vector<std::thread> workers_;
   alignas(64) std::atomic<bool> busy_{false};  // one parallel region at a time
+  std::atomic<bool> timing_{false};
+  std::atomic<int64_t> region_ns_{0};
   alignas(64) std::atomic<uint64_t> generation_{0};  // bumped for each region
   FunctionRef<void(int, int)>* task_ = nullptr;
   std::atomic<int> spin_scopes_{0};

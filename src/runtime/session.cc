@@ -126,6 +126,7 @@ struct Session::Profile {
   struct Op {
     int64_t calls = 0;
     double seconds = 0;
+    double regions = 0;  // of seconds, in the pool's parallel regions (ThreadPool::region_nanoseconds)
   };
   std::mutex mutex;
   // By node, each with its printed key made once: building the key (a string) and finding it in
@@ -166,12 +167,13 @@ struct Session::Profile {
     return k;
   }
 
-  void add(const Node& node, double seconds) {
+  void add(const Node& node, double seconds, double regions) {
     std::lock_guard lock(mutex);
     auto [it, fresh] = nodes.try_emplace(&node);
     if (fresh) it->second.key = key(node);
     ++it->second.op.calls;
     it->second.op.seconds += seconds;
+    it->second.op.regions += regions;
   }
   ~Profile() {
     std::map<std::string, Op> ops;
@@ -179,19 +181,22 @@ struct Session::Profile {
       Op& op = ops[n.key];
       op.calls += n.op.calls;
       op.seconds += n.op.seconds;
+      op.regions += n.op.regions;
     }
-    double total = 0;
-    for (const auto& [name, op] : ops) total += op.seconds;
+    double total = 0, alone = 0;
+    for (const auto& [name, op] : ops) total += op.seconds, alone += op.seconds - op.regions;
     std::vector<std::pair<std::string, Op>> sorted(ops.begin(), ops.end());
     std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
-    std::fprintf(stderr, "onnxllm profile: compute() wall time by op, %.1f ms in all\n", total * 1e3);
+    std::fprintf(stderr, "onnxllm profile: compute() wall time by op, %.1f ms in all, %.1f ms of it outside the pool's "
+                 "parallel regions (one thread at work)\n", total * 1e3, alone * 1e3);
     if (runs.calls)
       std::fprintf(stderr, "  %lld runs, %.1f ms from run() to its return: %.1f ms outside compute()%s\n",
                    static_cast<long long>(runs.calls), runs.seconds * 1e3, (runs.seconds - total) * 1e3,
                    skip > 0 ? str_cat(" (the first ", skip, " runs not counted)").c_str() : "");
     for (const auto& [name, op] : sorted)
-      std::fprintf(stderr, "  %-40s %8lld calls %10.2f ms %5.1f%%\n", name.c_str(), static_cast<long long>(op.calls),
-                   op.seconds * 1e3, total > 0 ? 100 * op.seconds / total : 0.);
+      std::fprintf(stderr, "  %-40s %8lld calls %10.2f ms %5.1f%% %9.2f ms outside regions\n", name.c_str(),
+                   static_cast<long long>(op.calls), op.seconds * 1e3, total > 0 ? 100 * op.seconds / total : 0.,
+                   (op.seconds - op.regions) * 1e3);
   }
 };
 
@@ -209,6 +214,7 @@ Session::Session(std::shared_ptr<Graph> graph, const SessionOptions& options)
   if (const char* profile = std::getenv("ONNXLLM_PROFILE");
       profile && (std::string_view(profile) == "1" || std::string_view(profile) == "node")) {
     profile_ = std::make_unique<Profile>();
+    pool_->count_region_time();
     profile_->by_node = std::string_view(profile) == "node";
     if (const char* skip = std::getenv("ONNXLLM_PROFILE_SKIP"); skip && *skip) {
       const std::string_view s(skip);
@@ -729,8 +735,11 @@ void Session::execute(const Plan& plan, ExecutionFrame& frame, std::span<const T
       void* workspace = nullptr;
       if (workspace_bytes) workspace = device ? device->allocate(workspace_bytes) : memory.allocate(workspace_bytes);
       const auto start = frame.profiled ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+      const int64_t regions = frame.profiled ? pool_->region_nanoseconds() : 0;
       step.kernel->compute(ComputeContext(inputs, outputs, workspace, workspace_bytes, pool_.get(), frame.paged_kv));
-      if (frame.profiled) profile_->add(node, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      if (frame.profiled)
+        profile_->add(node, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                      static_cast<double>(pool_->region_nanoseconds() - regions) * 1e-9);
       if (workspace) device ? device->free(workspace) : memory.free(workspace);
       for (size_t i = 0; i < n_out; ++i) {
         if (step.outputs[i] >= 0 || level.step_outputs[i].empty()) continue;

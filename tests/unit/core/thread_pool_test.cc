@@ -133,5 +133,31 @@ TEST(ThreadPool, NestedCallsRunInline) {
   EXPECT_EQ(inner.load(), 2);
 }
 
+// Region time counts regions run on the workers, from count_region_time() on: not before it, not
+// a nested (inline) region, and not a pool without workers (a 1-thread pool runs inline).
+TEST(ThreadPool, RegionTimeCountsRegionsOnTheWorkers) {
+  using namespace std::chrono_literals;
+  ThreadPool pool(2);
+  auto sleep_region = [&] { pool.run([](int, int) { std::this_thread::sleep_for(3ms); }); };
+  sleep_region();
+  EXPECT_EQ(pool.region_nanoseconds(), 0);
+  pool.count_region_time();
+  sleep_region();
+  const int64_t one = pool.region_nanoseconds();
+  if (pool.active_threads() > 1) {
+    EXPECT_GE(one, 3'000'000);
+    EXPECT_LT(one, 3'000'000'000);
+  } else {
+    EXPECT_EQ(one, 0) << "a region with no workers runs inline";
+  }
+  pool.run([&](int, int) { pool.run([](int, int) { std::this_thread::sleep_for(3ms); }); });  // inner: inline
+  const int64_t nested = pool.region_nanoseconds() - one;
+  if (pool.active_threads() > 1) EXPECT_GE(nested, 3'000'000);  // the outer region, with both sleeps
+  ThreadPool single(1);
+  single.count_region_time();
+  single.run([](int, int) { std::this_thread::sleep_for(3ms); });
+  EXPECT_EQ(single.region_nanoseconds(), 0);
+}
+
 }  // namespace
 }  // namespace onnxllm

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 
 #include "core/error.h"
@@ -63,6 +64,41 @@ TEST(Session, ProfilePrintsCallsPerOpType) {
   testing::internal::CaptureStderr();
   { Session(small_graph(), SessionOptions{2, true, nullptr}).run({{"x", Tensor::from<float>(Shape{2, 1}, std::vector<float>{1, 2})}}); }
   EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+}
+
+// Each op's line ends with the part of its time outside the pool's parallel regions: all of it
+// on one thread; less for an Add of 4M values (a region) on two, where the machine gives two.
+TEST(Session, ProfileSplitsOutTheTimeOutsideParallelRegions) {
+  auto op_times = [](const std::string& err, const std::string& op) {
+    const size_t at = err.find("  " + op + " ");
+    EXPECT_NE(at, std::string::npos) << op << " missing from:\n" << err;
+    const std::string line = err.substr(at, err.find('\n', at) - at);
+    double ms = -1, outside = -1;
+    const size_t calls = line.find(" calls ");
+    EXPECT_EQ(std::sscanf(line.c_str() + calls + 7, "%lf ms %*f%% %lf ms outside regions", &ms, &outside), 2) << line;
+    return std::pair{ms, outside};
+  };
+  for (int threads : {1, 2}) {
+    ::setenv("ONNXLLM_PROFILE", "1", 1);
+    testing::internal::CaptureStderr();
+    int active = 1;
+    {
+      Session session(small_graph(), SessionOptions{threads, true, nullptr});
+      ::unsetenv("ONNXLLM_PROFILE");
+      active = session.pool().active_threads();
+      Tensor x = Tensor::from<float>(Shape{2, 1 << 21}, std::vector<float>(size_t{1} << 22, 1.5f));
+      for (int i = 0; i < 3; ++i) session.run({{"x", x}});
+    }
+    const std::string err = testing::internal::GetCapturedStderr();
+    EXPECT_NE(err.find("ms of it outside the pool's parallel regions (one thread at work)"), std::string::npos) << err;
+    const auto [ms, outside] = op_times(err, "Add");
+    EXPECT_GT(ms, 0.0) << err;
+    if (active == 1) {
+      EXPECT_EQ(outside, ms) << err;
+    } else {
+      EXPECT_LT(outside, 0.5 * ms) << err;
+    }
+  }
 }
 
 // ONNXLLM_PROFILE_SKIP=N: the session's first N runs are not counted (a prompt before decode
