@@ -1,6 +1,7 @@
 // attend_block (the attention core every attention op shares) compiled per instruction set: each
-// copy bit-identical to the scalar one, on odd head sizes, row counts, windows, biases, softcap
-// and sinks; and the scalar one against a double softmax(q.k) v.
+// copy bit-identical to the scalar one, on odd head sizes, row counts, windows, biases, softcap,
+// sinks and scores far enough apart that the exponentials reach subnormals and the clamp; and the
+// scalar one against a double softmax(q.k) v.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -32,12 +33,13 @@ TEST(AttendBlockIsa, EveryIsaBitIdenticalToScalar) {
     if (isa_available(isa)) isas.push_back(isa);
   uint32_t seed = 1;
   int cases = 0;
+  int64_t subnormal_weights = 0, zero_weights = 0;  // variant 3's, to show it reaches them
   for (int64_t head : {8, 13, 64, 80})
     // Every remainder of the SIMD row tiles, 4-row tiles that overlap, AVX-512's 7-row tiles
     // alone (7), with a remainder (9) and twice (14).
     for (int64_t rows : {1, 2, 3, 4, 5, 7, 8, 9, 14})
       for (int64_t keys : {1, 5, 33, 300})
-        for (int variant = 0; variant < 3; ++variant) {
+        for (int variant = 0; variant < 4; ++variant) {
           const auto q = test::gaussian(static_cast<size_t>(rows * head), 1.f, seed++);
           const auto k = test::gaussian(static_cast<size_t>(keys * head), 1.f, seed++);
           const auto v = test::gaussian(static_cast<size_t>(keys * head), 1.f, seed++);
@@ -54,7 +56,8 @@ TEST(AttendBlockIsa, EveryIsaBitIdenticalToScalar) {
           }
           if (variant == 2) qb.sinks = sinks.data();
           SoftmaxParams params;
-          params.scale = 1.f / std::sqrt(static_cast<float>(head));
+          // Variant 3: scores some hundreds apart, so exp(x - max) spans normal, subnormal and zero.
+          params.scale = variant == 3 ? 4.f : 1.f / std::sqrt(static_cast<float>(head));
           params.softcap = variant == 1 ? 30.f : 0.f;
           params.use_sink = variant == 2;
           const KvRows kv{k.data(), v.data(), head, head};
@@ -64,6 +67,12 @@ TEST(AttendBlockIsa, EveryIsaBitIdenticalToScalar) {
           qb.out = ref.data();
           params.isa = Isa::kScalar;
           attend_block(qb, head, kv, head, begin, keys, params, scores.data(), max_ref.data());
+          const std::vector<float> weights_ref = scores;  // the softmax weights replace the scores
+          if (variant == 3)
+            for (float w : weights_ref) {
+              subnormal_weights += std::fpclassify(w) == FP_SUBNORMAL;
+              zero_weights += w == 0.f;
+            }
           if (variant == 0) {  // plain softmax(scale q.k) v in double
             for (int64_t m = 0; m < rows; ++m) {
               std::vector<double> w(static_cast<size_t>(keys));
@@ -90,10 +99,14 @@ TEST(AttendBlockIsa, EveryIsaBitIdenticalToScalar) {
             ASSERT_EQ(0, std::memcmp(out.data(), ref.data(), out.size() * 4))
                 << isa_name(isa) << " head=" << head << " rows=" << rows << " keys=" << keys << " variant=" << variant;
             ASSERT_EQ(0, std::memcmp(max_isa.data(), max_ref.data(), max_ref.size() * 4)) << isa_name(isa);
+            ASSERT_EQ(0, std::memcmp(scores.data(), weights_ref.data(), scores.size() * 4))
+                << isa_name(isa) << " head=" << head << " rows=" << rows << " keys=" << keys << " variant=" << variant;
           }
           ++cases;
         }
-  EXPECT_EQ(cases, 4 * 9 * 4 * 3);
+  EXPECT_EQ(cases, 4 * 9 * 4 * 4);
+  EXPECT_GT(subnormal_weights, 0);
+  EXPECT_GT(zero_weights, 0);
 }
 
 // Rows with their own key ranges (key_begin / key_end, as a prompt tile's causal rows have) give

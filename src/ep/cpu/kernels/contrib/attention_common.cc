@@ -421,7 +421,10 @@ ONNXLLM_TARGET_AVX512 inline void dot_4_keys_4_rows_avx512(const float* q, int64
 
 // fast_exp on 16 lanes: the same operations in the same order (no fused multiply-adds), so the
 // same bits. The compiler's own vectorization of the scalar loop ran at about 22 cycles a vector:
-// explicit, the exponentials interleave with the sum and the stores.
+// explicit, the exponentials interleave with the sum and the stores. 2^n by VSCALEFPS: y * 2^n
+// rounded once, as fast_exp's two exact-then-rounding halves are (same bits from -110 to 95, the
+// subnormal and overflow ends included), where the integer exponent tricks took 9 instructions:
+// 19.2 -> 15.9 cycles a vector in a loop of exponentials, sums and stores (Zen 5).
 ONNXLLM_TARGET_AVX512 inline __m512 fast_exp16(__m512 x) {
   const __m512 lo = _mm512_set1_ps(-104.0f), hi = _mm512_set1_ps(88.8f);
   __m512 xc = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, lo, _CMP_GT_OQ), lo, x);  // NaN -> lo
@@ -438,10 +441,7 @@ ONNXLLM_TARGET_AVX512 inline __m512 fast_exp16(__m512 x) {
   p = _mm512_add_ps(_mm512_mul_ps(p, g), _mm512_set1_ps(1.6666665459e-1f));
   p = _mm512_add_ps(_mm512_mul_ps(p, g), _mm512_set1_ps(5.0000001201e-1f));
   const __m512 y = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(p, g), g), g), _mm512_set1_ps(1.0f));
-  const __m512i ni = _mm512_cvttps_epi32(n), n1 = _mm512_srai_epi32(ni, 1), n2 = _mm512_sub_epi32(ni, n1);
-  const __m512i bias = _mm512_set1_epi32(127);
-  const __m512 r = _mm512_mul_ps(_mm512_mul_ps(y, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n1, bias), 23))),
-                                 _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n2, bias), 23)));
+  const __m512 r = _mm512_scalef_ps(y, n);
   return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), r, x);  // NaN stays NaN
 }
 
