@@ -61,7 +61,8 @@ class ThreadPool {
 
   // Wall time of the regions this pool has run on its workers (not those run inline), counted
   // from the first count_region_time() call on: a profiled step's time in compute() less this
-  // is what ran on the calling thread alone, the part that more threads do not speed up.
+  // is what ran on the calling thread alone, the part that more threads do not speed up (with a
+  // pool shared by sessions that run at once, one's regions fall in the other's interval too).
   void count_region_time() { timing_.store(true, std::memory_order_relaxed); }
   int64_t region_nanoseconds() const { return region_ns_.load(std::memory_order_relaxed); }
 
