@@ -59,30 +59,93 @@ inline bool ranks_before(const float* v, int32_t a, int32_t b) {
 inline int level1(uint32_t bits) { return bits <= 0x3F800000u ? static_cast<int>(bits >> 19) : 0; }  // NaN: lowest
 inline int level2(uint32_t bits) { return static_cast<int>((bits >> 7) & (kLevel2Buckets - 1)); }
 
+// On x86, the loops over a whole vocabulary below get AVX-512 and AVX2 clones besides the
+// baseline (SSE2) build, chosen when the library loads: the same operations in the same order
+// (without FMA contraction), so every clone gives the same bits.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define ONNXLLM_VOCAB_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define ONNXLLM_VOCAB_CLONES
+#endif
+
 // The largest of `start` and the values of x, as std::max_element finds it from `start` (x's
 // NaNs never win; a NaN start stays), with 16 independent lanes: max_element's one compare
-// chain was slow over a vocabulary.
-float max_of(std::span<const float> x, float start) {
+// chain was slow over a vocabulary. isgreater, a quiet compare, lets the compiler use MAXPS
+// (whose NaN and signed-zero cases are this select's); `>` may trap on a NaN, so GCC, honouring
+// -ftrapping-math, left the select scalar. The lane loop stays rolled: unrolled at -O3, GCC
+// did not vectorize it (here and in exp_weights).
+ONNXLLM_VOCAB_CLONES float max_of(const float* x, size_t n, float start) {
   constexpr size_t kLanes = 16;
   std::array<float, kLanes> lane;
   lane.fill(start);
   size_t i = 0;
-  for (; i + kLanes <= x.size(); i += kLanes)
-    for (size_t j = 0; j < kLanes; ++j) lane[j] = x[i + j] > lane[j] ? x[i + j] : lane[j];
+  for (; i + kLanes <= n; i += kLanes) {
+#pragma GCC unroll 1
+    for (size_t j = 0; j < kLanes; ++j) lane[j] = std::isgreater(x[i + j], lane[j]) ? x[i + j] : lane[j];
+  }
   float best = start;
-  for (; i < x.size(); ++i) best = x[i] > best ? x[i] : best;
-  for (const float v : lane) best = v > best ? v : best;
+  for (; i < n; ++i) best = std::isgreater(x[i], best) ? x[i] : best;
+  for (const float v : lane) best = std::isgreater(v, best) ? v : best;
   return best;
 }
+float max_of(std::span<const float> x, float start) { return max_of(x.data(), x.size(), start); }
 
-// w[i] = fast_exp((x[i] - max) * inv_t), most of a draw over a vocabulary. On x86 an AVX2 clone
-// runs 8 lanes where the baseline build has SSE2's 4: AVX2 without FMA contracts nothing, so
-// both give the same bits.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-__attribute__((target_clones("avx2", "default")))
-#endif
-void exp_weights(const float* x, float* w, size_t n, float max, float inv_t) {
-  for (size_t i = 0; i < n; ++i) w[i] = fast_exp((x[i] - max) * inv_t);
+// A draw over a whole vocabulary sums its weights by blocks of kDrawBlock words, so that finding
+// the drawn word adds up blocks and then one block's words, not a chain of 150k dependent adds.
+constexpr size_t kDrawBlock = 512;
+
+// w[i] = fast_exp((x[i] - max) * inv_t), and each block's sum of its w in 16 double lanes (lane
+// l: the block's words l, l + 16, ...), folded in a fixed tree: one pass for most of a draw.
+ONNXLLM_VOCAB_CLONES void exp_weights(const float* x, float* w, size_t n, float max, float inv_t, double* block_sums) {
+  constexpr size_t kLanes = 16;
+  for (size_t b0 = 0; b0 < n; b0 += kDrawBlock) {
+    const size_t b1 = std::min(n, b0 + kDrawBlock);
+    double lane[kLanes] = {};
+    size_t i = b0;
+    for (; i + kLanes <= b1; i += kLanes) {
+#pragma GCC unroll 1
+      for (size_t j = 0; j < kLanes; ++j) {
+        const float e = fast_exp((x[i + j] - max) * inv_t);
+        w[i + j] = e;
+        lane[j] += e;
+      }
+    }
+    double tail = 0.0;
+    for (; i < b1; ++i) tail += w[i] = fast_exp((x[i] - max) * inv_t);
+    double f[8];
+    for (size_t l = 0; l < 8; ++l) f[l] = lane[l] + lane[l + 8];
+    block_sums[b0 / kDrawBlock] = ((f[0] + f[4]) + (f[1] + f[5])) + ((f[2] + f[6]) + (f[3] + f[7])) + tail;
+  }
+}
+
+// draw() over weights w[0, n) whose kDrawBlock blocks sum to block_sums: u = uniform * (the
+// blocks' sums in order), then whole blocks are passed while they stay below u, and the block that
+// reaches it is walked word by word from there. Rounding (a block's lane sum against its words'
+// running sum) can let a walk end short of u: the next blocks continue it, and past the end the
+// last word with a positive weight is taken, as in draw().
+size_t draw_blocks(std::mt19937& rng, const float* w, size_t n, const double* block_sums) {
+  const size_t blocks = (n + kDrawBlock - 1) / kDrawBlock;
+  double total = 0.0;
+  for (size_t b = 0; b < blocks; ++b) total += block_sums[b];
+  const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng) * total;
+  double cumulative = 0.0;
+  size_t last_block = 0;
+  for (size_t b = 0; b < blocks; ++b) {
+    if (block_sums[b] > 0.0) last_block = b;
+    if (!(u < cumulative + block_sums[b])) {
+      cumulative += block_sums[b];
+      continue;
+    }
+    for (size_t i = b * kDrawBlock; i < std::min(n, (b + 1) * kDrawBlock); ++i) {
+      if (w[i] <= 0.0f) continue;
+      cumulative += w[i];
+      if (u < cumulative) return i;
+    }
+  }
+  size_t last = last_block * kDrawBlock;
+  for (size_t i = last; i < std::min(n, (last_block + 1) * kDrawBlock); ++i)
+    if (!(w[i] <= 0.0f)) last = i;
+  return last;
 }
 
 std::mt19937 make_rng(int seed) {
@@ -195,9 +258,9 @@ int32_t Sampler::top_p(std::span<const float> logits) {
   const float max = max_of(logits, logits[0]);
   // fast_exp (a few ulp from libm) vectorizes: a vocabulary of 150k is otherwise most of a
   // sampled token's time outside the model, and OpenAI's default (temperature 1, top_p 1) samples.
-  exp_weights(logits.data(), weights_.data(), vocab, max, 1.0f / temperature_);
-  if (top_p_ <= 0.0f || top_p_ >= 1.0f)
-    return static_cast<int32_t>(draw(rng_, vocab, [&](size_t i) { return weights_[i]; }));
+  block_sums_.resize((vocab + kDrawBlock - 1) / kDrawBlock);
+  exp_weights(logits.data(), weights_.data(), vocab, max, 1.0f / temperature_, block_sums_.data());
+  if (top_p_ <= 0.0f || top_p_ >= 1.0f) return static_cast<int32_t>(draw_blocks(rng_, weights_.data(), vocab, block_sums_.data()));
   const size_t keep = nucleus(weights_, top_p_, order_, mass1_, mass2_);
   return order_[draw(rng_, keep, [&](size_t i) { return weights_[order_[i]]; })];
 }

@@ -119,6 +119,35 @@ TEST(GenaiSampler, TopPDistribution) { check_distribution(21, 0, 0.95f, 1.0f); }
 TEST(GenaiSampler, FullSoftmaxWhenTopPIsOutsideTheOpenInterval) { check_distribution(9, 0, 1.0f, 1.5f); }
 TEST(GenaiSampler, TopPOverALargeVocabulary) { check_distribution(300, 0, 0.5f, 0.3f); }
 
+// Full-softmax sampling over a vocabulary of several of the draw's blocks (512 words): two whole
+// blocks of -inf logits (weight 0) are never drawn, and the heavy words of the first, middle and
+// last (partial) block come up as often as softmax says, as do all the others together.
+TEST(GenaiSampler, FullSoftmaxAcrossBlocksOfTheVocabulary) {
+  constexpr int kVocab = 3000;
+  std::vector<float> logits(kVocab);
+  for (int i = 0; i < kVocab; ++i) logits[i] = std::sin(0.9f * i);
+  for (int i = 512; i < 1024; ++i) logits[i] = -std::numeric_limits<float>::infinity();
+  for (int i = 1536; i < 2048; ++i) logits[i] = -std::numeric_limits<float>::infinity();
+  logits[3] = 7.0f;
+  logits[1100] = 6.5f;
+  logits[2999] = 7.5f;
+  const auto expected = expected_distribution(logits, 0, 1.0f, 1.0f);
+  Sampler sampler(sampling(0, 1.0f, 1.0f, 1234), kVocab);
+  const int draws = 20000;
+  std::vector<int> counts(kVocab, 0);
+  for (int i = 0; i < draws; ++i) ++counts[sampler.choose(logits)];
+  int in_empty_blocks = 0, rest = 0;
+  double rest_expected = 0.0;
+  for (int i = 0; i < kVocab; ++i) {
+    if ((i >= 512 && i < 1024) || (i >= 1536 && i < 2048)) in_empty_blocks += counts[i];
+    if (i != 3 && i != 1100 && i != 2999) rest += counts[i], rest_expected += expected[i];
+  }
+  EXPECT_EQ(in_empty_blocks, 0);
+  for (int t : {3, 1100, 2999}) EXPECT_NEAR(static_cast<double>(counts[t]) / draws, expected[t], 0.015) << "token " << t;
+  EXPECT_GT(rest_expected, 0.1);  // the many light words matter together
+  EXPECT_NEAR(static_cast<double>(rest) / draws, rest_expected, 0.015);
+}
+
 // Sampler::nucleus against sorting: the same set of ids, over distributions whose nucleus ends
 // inside one bucket, spans most of the vocabulary, or ends inside a run of equal weights.
 TEST(GenaiSampler, NucleusIsTheSortedPrefix) {
