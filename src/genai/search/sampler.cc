@@ -14,31 +14,6 @@ namespace onnxllm::genai {
 
 namespace {
 
-// Index i of [0, n) with probability weight(i) / sum of weights (weights >= 0). Equivalent to
-// std::discrete_distribution, which onnxruntime-genai uses, without its allocation.
-template <typename WeightOf>
-size_t draw(std::mt19937& rng, size_t n, WeightOf weight) {
-  // Eight partial sums: one chain would wait on each add's latency over a whole vocabulary.
-  std::array<double, 8> partial{};
-  size_t i0 = 0;
-  for (; i0 + 8 <= n; i0 += 8)
-    for (size_t j = 0; j < 8; ++j) partial[j] += weight(i0 + j);
-  double total = 0.0;
-  for (; i0 < n; ++i0) total += weight(i0);
-  for (const double p : partial) total += p;
-  const double u = std::uniform_real_distribution<double>(0.0, 1.0)(rng) * total;
-  double cumulative = 0.0;
-  size_t last = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const double w = weight(i);
-    if (w <= 0.0) continue;
-    cumulative += w;
-    last = i;
-    if (u < cumulative) return i;
-  }
-  return last;  // rounding: u reached the total
-}
-
 // Weights are in [0, 1] (the largest is exp(0)); their float bits order them. Level 1 buckets by
 // exponent and 4 mantissa bits, level 2 (inside one level-1 bucket) by the next 12 bits.
 constexpr int kLevel1Buckets = (0x3F800000 >> 19) + 1;
@@ -90,9 +65,28 @@ ONNXLLM_VOCAB_CLONES float max_of(const float* x, size_t n, float start) {
 }
 float max_of(std::span<const float> x, float start) { return max_of(x.data(), x.size(), start); }
 
-// A draw over a whole vocabulary sums its weights by blocks of kDrawBlock words, so that finding
-// the drawn word adds up blocks and then one block's words, not a chain of 150k dependent adds.
+// A draw sums its weights by blocks of kDrawBlock words, so that finding the drawn word adds up
+// blocks and then one block's words, not a chain of up to 150k dependent adds.
 constexpr size_t kDrawBlock = 512;
+
+// The sums of weight(i) over [0, n) by blocks, into sums (resized), each in 16 double lanes (lane
+// l: the block's words l, l + 16, ...) folded in a fixed tree.
+template <typename WeightOf>
+void block_sums_of(size_t n, WeightOf weight, std::vector<double>& sums) {
+  sums.resize((n + kDrawBlock - 1) / kDrawBlock);
+  for (size_t b0 = 0; b0 < n; b0 += kDrawBlock) {
+    const size_t b1 = std::min(n, b0 + kDrawBlock);
+    double lane[16] = {};
+    size_t i = b0;
+    for (; i + 16 <= b1; i += 16)
+      for (size_t j = 0; j < 16; ++j) lane[j] += weight(i + j);
+    double tail = 0.0;
+    for (; i < b1; ++i) tail += weight(i);
+    double f[8];
+    for (size_t l = 0; l < 8; ++l) f[l] = lane[l] + lane[l + 8];
+    sums[b0 / kDrawBlock] = ((f[0] + f[4]) + (f[1] + f[5])) + ((f[2] + f[6]) + (f[3] + f[7])) + tail;
+  }
+}
 
 // w[i] = fast_exp((x[i] - max) * inv_t), and each block's sum of its w in 16 double lanes (lane
 // l: the block's words l, l + 16, ...), folded in a fixed tree: one pass for most of a draw.
@@ -118,12 +112,14 @@ ONNXLLM_VOCAB_CLONES void exp_weights(const float* x, float* w, size_t n, float 
   }
 }
 
-// draw() over weights w[0, n) whose kDrawBlock blocks sum to block_sums: u = uniform * (the
-// blocks' sums in order), then whole blocks are passed while they stay below u, and the block that
-// reaches it is walked word by word from there. Rounding (a block's lane sum against its words'
-// running sum) can let a walk end short of u: the next blocks continue it, and past the end the
-// last word with a positive weight is taken, as in draw().
-size_t draw_blocks(std::mt19937& rng, const float* w, size_t n, const double* block_sums) {
+// Index i of [0, n) with probability weight(i) / sum of weights (weights >= 0), as
+// std::discrete_distribution (which onnxruntime-genai uses) draws, given the weights' block sums:
+// u = uniform * (the blocks' sums in order), then whole blocks are passed while they stay below u,
+// and the block that reaches it is walked word by word from there. Rounding (a block's lane sum
+// against its words' running sum) can let a walk end short of u: the next blocks continue it, and
+// past the end the last word with a positive weight is taken.
+template <typename WeightOf>
+size_t draw(std::mt19937& rng, size_t n, WeightOf weight, const std::vector<double>& block_sums) {
   const size_t blocks = (n + kDrawBlock - 1) / kDrawBlock;
   double total = 0.0;
   for (size_t b = 0; b < blocks; ++b) total += block_sums[b];
@@ -137,14 +133,15 @@ size_t draw_blocks(std::mt19937& rng, const float* w, size_t n, const double* bl
       continue;
     }
     for (size_t i = b * kDrawBlock; i < std::min(n, (b + 1) * kDrawBlock); ++i) {
-      if (w[i] <= 0.0f) continue;
-      cumulative += w[i];
+      const double w = weight(i);
+      if (w <= 0.0) continue;
+      cumulative += w;
       if (u < cumulative) return i;
     }
   }
   size_t last = last_block * kDrawBlock;
   for (size_t i = last; i < std::min(n, (last_block + 1) * kDrawBlock); ++i)
-    if (!(w[i] <= 0.0f)) last = i;
+    if (!(weight(i) <= 0.0)) last = i;
   return last;
 }
 
@@ -250,7 +247,9 @@ int32_t Sampler::top_k(std::span<const float> logits, int k, float p) {
       }
     }
   }
-  return order_[draw(rng_, static_cast<size_t>(keep), [&](size_t i) { return weights_[i]; })];
+  const auto weight = [&](size_t i) { return static_cast<double>(weights_[i]); };
+  block_sums_of(static_cast<size_t>(keep), weight, block_sums_);
+  return order_[draw(rng_, static_cast<size_t>(keep), weight, block_sums_)];
 }
 
 int32_t Sampler::top_p(std::span<const float> logits) {
@@ -260,9 +259,12 @@ int32_t Sampler::top_p(std::span<const float> logits) {
   // sampled token's time outside the model, and OpenAI's default (temperature 1, top_p 1) samples.
   block_sums_.resize((vocab + kDrawBlock - 1) / kDrawBlock);
   exp_weights(logits.data(), weights_.data(), vocab, max, 1.0f / temperature_, block_sums_.data());
-  if (top_p_ <= 0.0f || top_p_ >= 1.0f) return static_cast<int32_t>(draw_blocks(rng_, weights_.data(), vocab, block_sums_.data()));
+  if (top_p_ <= 0.0f || top_p_ >= 1.0f)
+    return static_cast<int32_t>(draw(rng_, vocab, [&](size_t i) { return static_cast<double>(weights_[i]); }, block_sums_));
   const size_t keep = nucleus(weights_, top_p_, order_, mass1_, mass2_);
-  return order_[draw(rng_, keep, [&](size_t i) { return weights_[order_[i]]; })];
+  const auto weight = [&](size_t i) { return static_cast<double>(weights_[static_cast<size_t>(order_[i])]); };
+  block_sums_of(keep, weight, block_sums_);
+  return order_[draw(rng_, keep, weight, block_sums_)];
 }
 
 size_t Sampler::nucleus(std::span<const float> weights, float top_p, std::span<int32_t> order,
@@ -288,28 +290,37 @@ size_t Sampler::nucleus(std::span<const float> weights, float top_p, std::span<i
   };
   double need = target;
   const int b1 = crossing(mass1, need);
-  for (size_t i = 0; i < vocab; ++i) {
-    const uint32_t bits = weight_bits(w[i]);
-    if (level1(bits) == b1) mass2[static_cast<size_t>(level2(bits))] += w[i];
-  }
-  const int b2 = crossing(mass2, need);
-  // Words above the crossing sub-bucket in id order; the crossing sub-bucket's from the back.
+  // One pass: words above the crossing bucket to the front in id order, its own words to the back
+  // with their level-2 masses (a second pass over the vocabulary for those, and a third placing
+  // words with a branch on their side, were 400-600 us of a draw over 152K words whose nucleus
+  // holds most of them: a misprediction every other word). Each id is written at `keep`, which is
+  // free (below `tail`: the words so far went to one end or the other), and kept by advancing.
   size_t keep = 0, tail = vocab;
   for (size_t i = 0; i < vocab; ++i) {
     const uint32_t bits = weight_bits(w[i]);
     const int k1 = level1(bits);
-    if (k1 < b1) continue;
-    const int k2 = k1 == b1 ? level2(bits) : kLevel2Buckets;
-    if (k2 > b2) order[keep++] = static_cast<int32_t>(i);
-    else if (k2 == b2) order[--tail] = static_cast<int32_t>(i);
+    order[keep] = static_cast<int32_t>(i);
+    keep += k1 > b1;
+    if (k1 == b1) {  // one bucket's words: few
+      order[--tail] = static_cast<int32_t>(i);
+      mass2[static_cast<size_t>(level2(bits))] += w[i];
+    }
   }
-  // The crossing sub-bucket, largest first (ties: lower id first), until `need` is covered.
-  std::sort(order.begin() + static_cast<std::ptrdiff_t>(tail), order.end(),
-            [&](int32_t a, int32_t b) { return ranks_before(w, a, b); });
+  const int b2 = crossing(mass2, need);
+  // The crossing bucket's words above the crossing sub-bucket join the front, that sub-bucket's
+  // go to the back, largest first (ties: lower id first), and join until `need` is covered.
+  const auto l2 = [&](int32_t id) { return level2(weight_bits(w[id])); };
+  const auto above = std::partition(order.begin() + static_cast<std::ptrdiff_t>(tail), order.end(),
+                                    [&](int32_t id) { return l2(id) > b2; });
+  const auto sub = std::partition(above, order.end(), [&](int32_t id) { return l2(id) != b2; });
+  keep = static_cast<size_t>(std::move(order.begin() + static_cast<std::ptrdiff_t>(tail), above,
+                                       order.begin() + static_cast<std::ptrdiff_t>(keep)) -
+                             order.begin());
+  std::sort(sub, order.end(), [&](int32_t a, int32_t b) { return ranks_before(w, a, b); });
   double taken = 0.0;
-  for (size_t i = tail; i < vocab && (taken < need || i == tail); ++i) {
-    taken += w[order[i]];
-    order[keep++] = order[i];
+  for (auto it = sub; it != order.end() && (taken < need || it == sub); ++it) {
+    taken += w[*it];
+    order[keep++] = *it;
   }
   return keep;
 }
