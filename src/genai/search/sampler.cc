@@ -69,8 +69,15 @@ float max_of(std::span<const float> x, float start) { return max_of(x.data(), x.
 // blocks and then one block's words, not a chain of up to 150k dependent adds.
 constexpr size_t kDrawBlock = 512;
 
-// The sums of weight(i) over [0, n) by blocks, into sums (resized), each in 16 double lanes (lane
-// l: the block's words l, l + 16, ...) folded in a fixed tree.
+// A block's sum from its 16 lanes (lane l: the block's words l, l + 16, ...) in a fixed tree,
+// plus the words after the last 16.
+inline double fold_lanes(const double (&lane)[16], double tail) {
+  double f[8];
+  for (size_t l = 0; l < 8; ++l) f[l] = lane[l] + lane[l + 8];
+  return ((f[0] + f[4]) + (f[1] + f[5])) + ((f[2] + f[6]) + (f[3] + f[7])) + tail;
+}
+
+// The sums of weight(i) over [0, n) by blocks, into sums (resized), each by fold_lanes.
 template <typename WeightOf>
 void block_sums_of(size_t n, WeightOf weight, std::vector<double>& sums) {
   sums.resize((n + kDrawBlock - 1) / kDrawBlock);
@@ -82,14 +89,12 @@ void block_sums_of(size_t n, WeightOf weight, std::vector<double>& sums) {
       for (size_t j = 0; j < 16; ++j) lane[j] += weight(i + j);
     double tail = 0.0;
     for (; i < b1; ++i) tail += weight(i);
-    double f[8];
-    for (size_t l = 0; l < 8; ++l) f[l] = lane[l] + lane[l + 8];
-    sums[b0 / kDrawBlock] = ((f[0] + f[4]) + (f[1] + f[5])) + ((f[2] + f[6]) + (f[3] + f[7])) + tail;
+    sums[b0 / kDrawBlock] = fold_lanes(lane, tail);
   }
 }
 
-// w[i] = fast_exp((x[i] - max) * inv_t), and each block's sum of its w in 16 double lanes (lane
-// l: the block's words l, l + 16, ...), folded in a fixed tree: one pass for most of a draw.
+// w[i] = fast_exp((x[i] - max) * inv_t), and each block's sum of its w as block_sums_of sums:
+// one pass for most of a draw.
 ONNXLLM_VOCAB_CLONES void exp_weights(const float* x, float* w, size_t n, float max, float inv_t, double* block_sums) {
   constexpr size_t kLanes = 16;
   for (size_t b0 = 0; b0 < n; b0 += kDrawBlock) {
@@ -106,9 +111,7 @@ ONNXLLM_VOCAB_CLONES void exp_weights(const float* x, float* w, size_t n, float 
     }
     double tail = 0.0;
     for (; i < b1; ++i) tail += w[i] = fast_exp((x[i] - max) * inv_t);
-    double f[8];
-    for (size_t l = 0; l < 8; ++l) f[l] = lane[l] + lane[l + 8];
-    block_sums[b0 / kDrawBlock] = ((f[0] + f[4]) + (f[1] + f[5])) + ((f[2] + f[6]) + (f[3] + f[7])) + tail;
+    block_sums[b0 / kDrawBlock] = fold_lanes(lane, tail);
   }
 }
 

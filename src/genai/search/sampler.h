@@ -30,7 +30,8 @@ class Sampler {
 
   // The top-p nucleus of `weights` (unnormalised, in [0, 1], the largest 1): the fewest largest
   // weights whose share of their total reaches top_p (ties: lower ids first), as ids in
-  // order[0, keep): those above the last weight's bucket in id order, then the rest largest first.
+  // order[0, keep): those above the bucket of the smallest weight taken (in no particular order),
+  // then that bucket's, largest first.
   // Returns keep. `order` holds weights.size() ids (its tail is scratch); mass1 and mass2 are
   // scratch, allocated on first use.
   static size_t nucleus(std::span<const float> weights, float top_p, std::span<int32_t> order, std::vector<double>& mass1,
