@@ -65,6 +65,21 @@ ONNXLLM_VOCAB_CLONES float max_of(const float* x, size_t n, float start) {
 }
 float max_of(std::span<const float> x, float start) { return max_of(x.data(), x.size(), start); }
 
+// The first i in [from, n) with x[i] > t (a NaN is never above), or n: runs of 64 words tested in
+// vector registers, and only a run with such a word searched one by one.
+ONNXLLM_VOCAB_CLONES size_t first_above(const float* x, size_t from, size_t n, float t) {
+  size_t i = from;
+  for (; i + 64 <= n; i += 64) {
+    int any = 0;
+#pragma GCC unroll 1
+    for (size_t j = 0; j < 64; ++j) any |= std::isgreater(x[i + j], t);
+    if (any) break;
+  }
+  for (; i < n; ++i)
+    if (std::isgreater(x[i], t)) return i;
+  return n;
+}
+
 // A draw sums its weights by blocks of kDrawBlock words, so that finding the drawn word adds up
 // blocks and then one block's words, not a chain of up to 150k dependent adds.
 constexpr size_t kDrawBlock = 512;
@@ -218,21 +233,14 @@ int32_t Sampler::top_k(std::span<const float> logits, int k, float p) {
   std::iota(heap_begin, heap_end, 0);
   std::make_heap(heap_begin, heap_end, better);  // front: the worst of the k
   float worst = ordered(logits[order_[0]]);
-  const int32_t n = static_cast<int32_t>(logits.size());
-  for (int32_t i0 = k; i0 < n; i0 += 64) {
-    const int32_t i1 = std::min(n, i0 + 64);
-    // Runs of 64 that cannot beat the worst are skipped after one vectorized test (a NaN
-    // compares false, as its -inf would).
-    int beats = 0;
-    for (int32_t i = i0; i < i1; ++i) beats |= logits[i] > worst;
-    if (!beats) continue;
-    for (int32_t i = i0; i < i1; ++i) {
-      if (!(ordered(logits[i]) > worst)) continue;  // a tie has a higher id: not better
-      std::pop_heap(heap_begin, heap_end, better);
-      order_[k - 1] = i;
-      std::push_heap(heap_begin, heap_end, better);
-      worst = ordered(logits[order_[0]]);
-    }
+  const size_t n = logits.size();
+  // Only words above the worst enter (a tie has a higher id: not better; a NaN is never above).
+  for (size_t i = first_above(logits.data(), static_cast<size_t>(k), n, worst); i < n;
+       i = first_above(logits.data(), i + 1, n, worst)) {
+    std::pop_heap(heap_begin, heap_end, better);
+    order_[k - 1] = static_cast<int32_t>(i);
+    std::push_heap(heap_begin, heap_end, better);
+    worst = ordered(logits[order_[0]]);
   }
   std::sort_heap(heap_begin, heap_end, better);
   const float max = logits[order_[0]];
