@@ -49,7 +49,7 @@ class Sampler {
   std::vector<int32_t> order_;  // token ids, partially sorted
   std::vector<float> weights_;  // unnormalised probabilities (by rank for top-k, by token for top-p)
   std::vector<double> mass1_, mass2_;  // top-p: the weights' total per bucket (nucleus())
-  std::vector<double> block_sums_;    // top-p: the weights' sums by blocks of the vocabulary
+  std::vector<double> block_sums_;    // a draw's weights summed by blocks (draw() in sampler.cc)
 };
 
 }  // namespace onnxllm::genai
