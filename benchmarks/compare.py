@@ -13,6 +13,11 @@ and prints the medians over the rounds and the ratios onnxllm / ORT and onnxllm 
   prefill tok/s  prompt tokens / (prompt run + picking the first token): onnxllm's
                  time_to_first_token_ms, ORT's and llama.cpp's prefill_ms
   decode tok/s   the gen-len - 1 single-token steps after the first token (all three alike)
+With --batch B > 1 each runtime generates B prompts (the next B x prompt-len splitmix64 ids, row
+after row, as `onnxllm bench --batch B` makes them) at once, and tok/s count every row: onnxllm
+`bench --batch B`; ORT and llama.cpp through this folder's ort_generate_batch.js (one session run
+per step for all rows) and llamacpp_generate_batch.mjs (node-llama-cpp sequences of one context,
+batched into one llama_decode per step), since the shared scripts run one row.
   load ms        model ready to run: onnxllm model_load_ms (genai_config.json + session), ORT
                  InferenceSession.create, llama.cpp loadModel + createContext (not the addon load)
   peak RSS MiB   ORT and llama.cpp: the child's ru_maxrss from wait4; onnxllm: its own getrusage
@@ -24,7 +29,7 @@ read bandwidth and roofline %, the load average and the busiest other processes 
 be shared), and whether each runtime's tokens match onnxllm's.
 
 usage: compare.py --model ONNXLLM_MODEL_DIR --gguf FILE.gguf [--threads 2] [--prompt-len 128]
-                  [--gen-len 64] [--rounds 3] [--warmup 0] [--seed 1] [--onnxllm build/bin/onnxllm]
+                  [--gen-len 64] [--batch 1] [--rounds 3] [--warmup 0] [--seed 1] [--onnxllm build/bin/onnxllm]
                   [--ort-script build/oracle/ort_generate.js] [--llamacpp build/llamacpp]
                   [--skip ort|llamacpp] [--json-out FILE]
 Debian python3 only (no packages). See benchmarks/README.md for preparing the models.
@@ -41,6 +46,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.join(ROOT, "benchmarks")
 TOOLS = ("onnxllm", "ort", "llamacpp")
 LABELS = {"onnxllm": "onnxllm", "ort": "ORT 1.30", "llamacpp": "llama.cpp"}
 METRICS = (("prefill_tok_s", "prefill tok/s"), ("decode_tok_s", "decode tok/s"), ("load_ms", "load ms"),
@@ -96,54 +102,74 @@ def last_json_line(text, what):
 
 
 class Runner:
-    def __init__(self, a, ids):
+    """One timed run of each runtime; "tokens" are the generated ids, a list per row."""
+
+    def __init__(self, a, rows):
         self.a = a
-        self.ids = ids
-        self.id_text = ",".join(map(str, ids))
+        self.rows = rows
+        self.id_text = ",".join(map(str, rows[0]))
+        self.rows_text = ";".join(",".join(map(str, r)) for r in rows)
+
+    def check_counts(self, j, what):
+        a = self.a
+        if j["prompt_tokens"] != a.batch * a.prompt_len or j["decode_tokens"] != a.batch * (a.gen_len - 1):
+            sys.exit(f"compare: {what} ran {j['prompt_tokens']} prompt / {j['decode_tokens']} decode tokens")
 
     def onnxllm(self):
         a = self.a
         out, _ = run_measured([a.onnxllm, "bench", "-m", a.model, "--json", "--reps", "1", "--warmup", str(a.warmup),
-                               "--prompt-len", str(a.prompt_len), "--gen-len", str(a.gen_len),
+                               "--prompt-len", str(a.prompt_len), "--gen-len", str(a.gen_len), "--batch", str(a.batch),
                                "--threads", str(a.threads), "--seed", str(a.seed)], a.timeout)
         j = last_json_line(out, "onnxllm bench")
-        if j["prompt_ids"] != [self.ids]:
+        if j["prompt_ids"] != self.rows:
             sys.exit("compare: onnxllm bench used another prompt than splitmix64 gives")
         if j["threads"] != a.threads:
             sys.exit(f"compare: onnxllm ran {j['threads']} threads, not {a.threads}")
-        return {"prefill_tok_s": a.prompt_len * 1000 / j["time_to_first_token_ms"],
+        return {"prefill_tok_s": a.batch * a.prompt_len * 1000 / j["time_to_first_token_ms"],
                 "decode_tok_s": j["decode_tokens_per_s"], "load_ms": j["model_load_ms"],
-                "peak_rss_mib": j["peak_rss_bytes"] / 2**20, "tokens": j["generated_ids"][0],
+                "peak_rss_mib": j["peak_rss_bytes"] / 2**20, "tokens": j["generated_ids"],
                 "process_to_ready_ms": j["process_to_ready_ms"], "bytes_per_decode_token": j["bytes_per_decode_token"],
                 "read_bandwidth_bytes_per_s": j["read_bandwidth_bytes_per_s"], "roofline_percent": j["roofline_percent"]}
 
     def ort(self):
         a = self.a
-        out, rss = run_measured(["node", a.ort_script, a.model, str(a.gen_len), self.id_text, "--bench",
-                                 "--threads", str(a.threads)], a.timeout)
+        if a.batch == 1:
+            cmd = ["node", a.ort_script, a.model, str(a.gen_len), self.id_text]
+        else:
+            cmd = ["node", os.path.join(HERE, "ort_generate_batch.js"), "--modules", os.path.dirname(a.ort_script),
+                   a.model, str(a.gen_len), self.rows_text]
+        out, rss = run_measured(cmd + ["--bench", "--threads", str(a.threads)], a.timeout)
         j = last_json_line(out, "ort_generate.js")
-        if j["prompt_tokens"] != a.prompt_len or j["decode_tokens"] != a.gen_len - 1:
-            sys.exit(f"compare: ORT ran {j['prompt_tokens']} prompt / {j['decode_tokens']} decode tokens")
-        return {"prefill_tok_s": a.prompt_len * 1000 / max(j["prefill_ms"], 1e-9), "decode_tok_s": j["decode_tok_s"],
-                "load_ms": j["load_ms"], "peak_rss_mib": rss / 2**20}
+        self.check_counts(j, "ORT")
+        result = {"prefill_tok_s": a.batch * a.prompt_len * 1000 / max(j["prefill_ms"], 1e-9),
+                  "decode_tok_s": j["decode_tok_s"], "load_ms": j["load_ms"], "peak_rss_mib": rss / 2**20}
+        if "tokens" in j:
+            result["tokens"] = j["tokens"]
+        return result
 
     def ort_tokens(self):
+        """The shared script's bench mode prints no ids: one untimed run for them."""
         a = self.a
         out, _ = run_measured(["node", a.ort_script, a.model, str(a.gen_len), self.id_text, "--threads",
                                str(a.threads)], a.timeout)
-        return [int(x) for x in out.strip().splitlines()[-1].split(",")][a.prompt_len:]
+        return [[int(x) for x in out.strip().splitlines()[-1].split(",")][a.prompt_len:]]
 
     def llamacpp(self):
         a = self.a
-        out, rss = run_measured(["node", os.path.join(a.llamacpp, "bench.mjs"), a.gguf, "--prompt", self.id_text,
-                                 "--n", str(a.gen_len), "--threads", str(a.threads), "--bench", "--reps", "1",
-                                 "--warmup", str(a.warmup)], a.timeout)
-        j = last_json_line(out, "bench.mjs")
-        if j["prompt_tokens"] != a.prompt_len or j["decode_tokens"] != a.gen_len - 1 or j["threads"] != a.threads:
-            sys.exit(f"compare: llama.cpp ran {j['prompt_tokens']} prompt / {j['decode_tokens']} decode tokens "
-                     f"on {j['threads']} threads")
+        if a.batch == 1:
+            cmd = ["node", os.path.join(a.llamacpp, "bench.mjs"), a.gguf, "--prompt", self.id_text, "--bench",
+                   "--reps", "1", "--warmup", str(a.warmup)]
+        else:
+            cmd = ["node", os.path.join(HERE, "llamacpp_generate_batch.mjs"), "--modules", a.llamacpp, a.gguf,
+                   "--prompts", self.rows_text]
+        out, rss = run_measured(cmd + ["--n", str(a.gen_len), "--threads", str(a.threads)], a.timeout)
+        j = last_json_line(out, "llama.cpp")
+        self.check_counts(j, "llama.cpp")
+        if j["threads"] != a.threads:
+            sys.exit(f"compare: llama.cpp ran {j['threads']} threads, not {a.threads}")
+        tokens = j["tokens"]
         return {"prefill_tok_s": j["prefill_tok_s"], "decode_tok_s": j["decode_tok_s"], "load_ms": j["load_ms"],
-                "peak_rss_mib": rss / 2**20, "tokens": j["tokens"]}
+                "peak_rss_mib": rss / 2**20, "tokens": tokens if a.batch > 1 else [tokens]}
 
 
 def cpu_ticks():
@@ -203,6 +229,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--prompt-len", type=int, default=128)
     ap.add_argument("--gen-len", type=int, default=64)
+    ap.add_argument("--batch", type=int, default=1, help="prompts generated together; tok/s count every row")
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds (each tool once per round), >= 3")
     ap.add_argument("--warmup", type=int, default=0, help="untimed generations first (onnxllm and llama.cpp only)")
     ap.add_argument("--seed", type=int, default=1, help="prompt seed (onnxllm bench --seed)")
@@ -217,8 +244,11 @@ def main():
 
     if a.rounds < 3:
         sys.exit(f"compare: --rounds must be at least 3, got {a.rounds}")
-    if a.prompt_len < 1 or a.gen_len < 2 or a.threads < 1 or a.warmup < 0:
-        sys.exit("compare: --prompt-len >= 1, --gen-len >= 2, --threads >= 1 and --warmup >= 0 are required")
+    if a.prompt_len < 1 or a.gen_len < 2 or a.threads < 1 or a.warmup < 0 or a.batch < 1:
+        sys.exit("compare: --prompt-len >= 1, --gen-len >= 2, --threads >= 1, --batch >= 1 and --warmup >= 0 "
+                 "are required")
+    if a.batch > 1 and a.warmup:
+        sys.exit("compare: --warmup is for --batch 1 (the batch scripts time their first generation)")
     config_path = os.path.join(a.model, "genai_config.json")
     if not os.path.isfile(config_path):
         sys.exit(f"compare: {config_path} not found")
@@ -235,7 +265,8 @@ def main():
             sys.exit(f"compare: {path} not found ({what})")
     with open(config_path) as f:
         vocab = json.load(f)["model"]["vocab_size"]
-    runner = Runner(a, splitmix64_ids(a.seed, a.prompt_len, vocab))
+    ids = splitmix64_ids(a.seed, a.batch * a.prompt_len, vocab)
+    runner = Runner(a, [ids[i:i + a.prompt_len] for i in range(0, len(ids), a.prompt_len)])
 
     load_before, busy_before = machine_load()
     runs = {t: [] for t in tools}
@@ -249,7 +280,7 @@ def main():
     load_after, busy_after = machine_load()
     tokens = {"onnxllm": runs["onnxllm"][0]["tokens"]}
     if "ort" in tools:
-        tokens["ort"] = runner.ort_tokens()  # untimed: the bench mode prints no ids
+        tokens["ort"] = runs["ort"][0].get("tokens") or runner.ort_tokens()
     if "llamacpp" in tools:
         tokens["llamacpp"] = runs["llamacpp"][0]["tokens"]
 
@@ -259,7 +290,8 @@ def main():
              for k in ("process_to_ready_ms", "bytes_per_decode_token", "read_bandwidth_bytes_per_s", "roofline_percent")}
 
     print(f"model {a.model}" + (f" / {a.gguf}" if "llamacpp" in tools else ""))
-    print(f"{cpu_name()}, {os.cpu_count()} CPUs; threads {a.threads}, prompt {a.prompt_len}, new tokens {a.gen_len}, "
+    print(f"{cpu_name()}, {os.cpu_count()} CPUs; threads {a.threads}, batch {a.batch}, prompt {a.prompt_len}, "
+          f"new tokens {a.gen_len}, "
           f"{a.rounds} interleaved rounds, warmup {a.warmup}; medians")
     head = f"{'':16}" + "".join(f"{LABELS[t]:>12}" for t in tools)
     others = [t for t in tools if t != "onnxllm"]
@@ -274,8 +306,9 @@ def main():
           f"{extra['bytes_per_decode_token'] / 2**20:.1f} MiB read per decode token, read bandwidth "
           f"{extra['read_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s, roofline {extra['roofline_percent']:.1f}%")
     for t in others:
-        n = prefix_match(tokens["onnxllm"], tokens[t])
-        print(f"tokens: {LABELS[t]} matches onnxllm's first {n} of {a.gen_len} generated")
+        n = [prefix_match(x, y) for x, y in zip(tokens["onnxllm"], tokens[t])]
+        rows = "" if a.batch == 1 else f" (the least of {a.batch} rows; all rows: {' '.join(map(str, n))})"
+        print(f"tokens: {LABELS[t]} matches onnxllm's first {min(n)} of {a.gen_len} generated{rows}")
     print(f"load average {load_before} before, {load_after} after; other processes using CPU (2 s samples): "
           f"before: {', '.join(busy_before) or 'none'}; after: {', '.join(busy_after) or 'none'}")
     if a.json_out:

@@ -1,17 +1,26 @@
 """benchmarks/batch_ratio.py, context_ratio.py (and their shared alternate.py) and thread_ratio.py
 on stories260K: the generators they step make exactly the tokens asked for, the printed ratios are
 what the printed step times give, and bad arguments exit with a message naming them
-(optimum_bench.py's too)."""
+(optimum_bench.py's too); compare.py --batch against ONNX Runtime (ort_generate_batch.js) and
+llama.cpp (llamacpp_generate_batch.mjs) where they are installed."""
 
+import os
+import pathlib
 import re
 import statistics
+import subprocess
 import sys
 
 import onnxllm as og
 import pytest
-from conftest import CLI, SOURCE_DIR, run_python
+from conftest import CLI, SOURCE_DIR, run_python, shared
 
 BENCHMARKS = SOURCE_DIR / "benchmarks"
+ORACLE_DIR = pathlib.Path(os.environ.get("ONNXLLM_ORACLE_DIR", SOURCE_DIR / "build/oracle"))
+# llama.cpp as test_gguf.py finds it: ONNXLLM_LLAMACPP_DIR, else `make llamacpp`'s copy.
+LLAMACPP_DIR = pathlib.Path(os.environ.get("ONNXLLM_LLAMACPP_DIR") or next(
+    (p for p in (CLI.parent.parent / "llamacpp", SOURCE_DIR / "build/llamacpp") if p.exists()),
+    SOURCE_DIR / "build/llamacpp"))
 sys.path.insert(0, str(BENCHMARKS))
 import alternate  # noqa: E402
 
@@ -131,6 +140,68 @@ def test_thread_ratio_failed_bench(tmp_path):
     result = run("thread_ratio.py", "-m", tmp_path, "--onnxllm", CLI, "--rounds", "1")
     assert result.returncode != 0 and "thread_ratio: exit" in result.stderr and "genai_config.json" in result.stderr, \
         result.stderr
+
+
+@pytest.fixture(scope="module")
+def small_llama(tmp_path_factory):
+    """A random Llama checkpoint small enough for every peer: ORT's GroupQueryAttention wants a head
+    size that is a multiple of 16 (stories260K's is 8); weights with std 0.5 keep the logits apart
+    so that float32 runtimes agree on every greedy token. Returns (HF folder, fp32 model folder)."""
+    base = tmp_path_factory.mktemp("small_llama")
+    hf, model = base / "hf", base / "fp32"
+    made = run("make_model.py", hf, "--hidden", "64", "--intermediate", "128", "--layers", "2", "--heads", "4",
+               "--kv-heads", "2", "--head-dim", "16", "--vocab", "512", "--context", "64", "--std", "0.5")
+    assert made.returncode == 0, made.stderr
+    subprocess.run([str(CLI), "build", "-i", str(hf), "-o", str(model), "-p", "fp32", "-q"], check=True,
+                   capture_output=True)
+    return hf, model
+
+
+def check_batch_table(stdout, peer):
+    """compare.py --batch 3's table: the header names the batch, the peer's greedy tokens equal
+    onnxllm's in every row, and the decode ratio is the printed tok/s' quotient."""
+    assert "threads 1, batch 3, prompt 8, new tokens 5" in stdout, stdout
+    assert f"tokens: {peer} matches onnxllm's first 5 of 5 generated (the least of 3 rows; all rows: 5 5 5)" \
+        in stdout, stdout
+    decode = re.search(r"decode tok/s +([\d.]+) +([\d.]+) +([\d.]+)", stdout)
+    assert decode and float(decode.group(1)) > 0 and float(decode.group(2)) > 0, stdout
+    assert float(decode.group(3)) == pytest.approx(float(decode.group(1)) / float(decode.group(2)), rel=0.01)
+
+
+def test_compare_batch_against_ort(small_llama):
+    """compare.py --batch 3 with ONNX Runtime running the three rows as one batch
+    (ort_generate_batch.js), as onnxllm bench --batch 3 does."""
+    if not (ORACLE_DIR / "node_modules/onnxruntime-node").exists() or not (ORACLE_DIR / "ort_generate.js").exists():
+        pytest.skip(f"ONNX Runtime oracle not installed in {ORACLE_DIR} (run `make oracle`)")
+    result = run("compare.py", "--model", small_llama[1], "--skip", "llamacpp", "--batch", "3", "--threads", "1",
+                 "--prompt-len", "8", "--gen-len", "5", "--rounds", "3", "--onnxllm", CLI,
+                 "--ort-script", ORACLE_DIR / "ort_generate.js")
+    assert result.returncode == 0, result.stderr
+    check_batch_table(result.stdout, "ORT 1.30")
+
+
+def test_compare_batch_against_llamacpp(small_llama, tmp_path):
+    """compare.py --batch 3 with llama.cpp's three sequences of one context batched by node-llama-cpp
+    (llamacpp_generate_batch.mjs), on an F32 GGUF of the same checkpoint."""
+    if not (LLAMACPP_DIR / "node_modules/node-llama-cpp").exists():
+        pytest.skip(f"llama.cpp is not set up in {LLAMACPP_DIR} (run `make llamacpp`)")
+    gguf = tmp_path / "small-f32.gguf"
+    subprocess.run(["/usr/bin/python3", str(shared("tools/llamacpp/hf_to_gguf.py")), str(small_llama[0]), str(gguf)],
+                   check=True, capture_output=True)
+    result = run("compare.py", "--model", small_llama[1], "--gguf", gguf, "--llamacpp", LLAMACPP_DIR, "--skip", "ort",
+                 "--batch", "3", "--threads", "1", "--prompt-len", "8", "--gen-len", "5", "--rounds", "3",
+                 "--onnxllm", CLI)
+    assert result.returncode == 0, result.stderr
+    check_batch_table(result.stdout, "llama.cpp")
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--batch", "0"], "--batch >= 1"),
+    (["--batch", "2", "--warmup", "1"], "--warmup is for --batch 1"),
+])
+def test_compare_bad_arguments(stories_dir, args, message):
+    result = run("compare.py", "--model", stories_dir, "--skip", "ort", "--skip", "llamacpp", *args)
+    assert result.returncode != 0 and message in result.stderr, result.stderr
 
 
 @pytest.mark.parametrize("script,args,message", [
