@@ -110,9 +110,13 @@ TEST(QuantOrt, MatMulNBits) {
   compare_with_ort(*ort, g, feeds, "matmul_nbits", 2e-4, 1e-4);
 }
 
-// accuracy_level 4: ORT quantizes A to int8 per block (where MLAS has a kernel); we compute in fp32.
-// The difference is A's int8 rounding (half a step of max|a_blk| / 127 per value), which reaches
-// about 1% of the largest output here: these random weights use the whole 8-bit range.
+// accuracy_level 4: ORT quantizes A to int8 per block (where MLAS has a kernel), and so do we for
+// 4-bit weights (8-bit ones compute in fp32). The difference is A's int8 rounding (half a step of
+// max|a_blk| / 127 per value, each runtime rounding its own way), which reaches about 1% of the
+// largest output here: these random weights use the whole 8-bit range. On a whole model the two
+// stray alike from float math: Qwen2.5-0.5B-shaped int4, 8 prompts of 128 ids, last-position
+// logits against ORT's at accuracy_level 0 (ours at level 0 within 1.1e-5 of it): rms 0.0165 (onnxllm) and
+// 0.0164 (ORT), max 0.086 and 0.094.
 TEST(QuantOrt, MatMulNBitsAccuracyLevel4) {
   REQUIRE_ORT(ort);
   Feeds feeds;
