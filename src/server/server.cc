@@ -74,6 +74,7 @@ struct Server::Impl {
   Impl(const std::filesystem::path& dir, const ServerOptions& o) : options(o) {
     genai::ModelOptions mo;
     mo.num_threads = o.threads;
+    mo.kv_cache_dtype = o.kv_cache_dtype;
     model = genai::Model::load(dir, mo);
     const genai::Config& config = model->config();
     tokenizer = Tokenizer::load(config.tokenizer_dir());

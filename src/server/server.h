@@ -12,6 +12,8 @@
 #include <memory>
 #include <string>
 
+#include "core/dtype.h"
+
 namespace onnxllm::server {
 
 struct ServerOptions {
@@ -22,6 +24,7 @@ struct ServerOptions {
   int block_size = 32;
   std::string api_key;      // non-empty: every /v1 request needs "Authorization: Bearer <key>"
   int threads = 0;          // model threads; 0: the model's setting
+  DType kv_cache_dtype = DType::kUndefined;  // float16: halve a float model's cache; undefined: the model's own
   int max_queue = 256;      // requests admitted at once (running or waiting); more get 429
   size_t max_body_bytes = 8u << 20;
   double drain_seconds = 30;  // SIGTERM: how long running requests may take to finish

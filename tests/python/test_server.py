@@ -380,6 +380,28 @@ def test_kv_memory_limits_the_served_context(chat_model):
         assert s.stop() == 0
 
 
+def test_float16_kv_cache(chat_model):
+    """--kv-cache float16 (vLLM's --kv-cache-dtype): the same --kv-memory holds twice the tokens,
+    and greedy text through the server is `onnxllm generate --kv-cache float16`'s."""
+    s = Server(chat_model, "--kv-memory", "200KiB", "--block-size", 16, "--kv-cache", "float16")
+    try:
+        assert any("KV memory holds 320 tokens" in line for line in s.preamble), s.preamble
+        ids = [int(x) for x in subprocess.run(
+            [str(CLI), "generate", "-m", str(chat_model), "--prompt", "Once upon a time", "-n", "24", "--kv-cache",
+             "float16", "--print-ids", "--no-timings"], check=True, capture_output=True, text=True).stdout.split(",")]
+        tokenizer = og.Tokenizer(og.Model(str(chat_model)))
+        prompt = list(tokenizer.encode("Once upon a time"))
+        assert ids[:len(prompt)] == prompt
+        status, _, body = s.post("/v1/completions", {"model": s.model, "prompt": "Once upon a time", "max_tokens": 24,
+                                                     "temperature": 0})
+        assert status == 200, body
+        assert body["choices"][0]["text"] == tokenizer.decode(ids[len(prompt):])
+    finally:
+        assert s.stop() == 0
+    bad = subprocess.run([str(CLI), "serve", "-m", str(chat_model), "--kv-cache", "int8"], capture_output=True, text=True)
+    assert bad.returncode != 0 and "--kv-cache" in bad.stderr and "int8" in bad.stderr, bad.stderr
+
+
 def test_api_key_queue_limit_and_sigterm_drain(chat_model):
     s = Server(chat_model, "--api-key", "sesame", "--max-queue", "1")
     try:

@@ -1,5 +1,5 @@
 // `onnxllm serve -m DIR [--host 127.0.0.1] [--port 8080] [--max-batch N] [--kv-memory SIZE]
-// [--api-key KEY] [--threads N]`: the OpenAI-compatible server (src/server). SIGTERM and SIGINT
+// [--kv-cache float16] [--api-key KEY] [--threads N]`: the OpenAI-compatible server (src/server). SIGTERM and SIGINT
 // drain: new requests get 503 while running ones finish, then the process exits 0.
 #include <pthread.h>
 #include <signal.h>
@@ -22,6 +22,7 @@ Command add_serve_command(CLI::App& app) {
     server::ServerOptions options;
     std::string kv_memory;
     std::string api_key_file;
+    std::string kv_cache;
   };
   auto args = std::make_shared<Args>();
   add_model_option(cmd, args->model, "model folder")->required();
@@ -33,12 +34,14 @@ Command add_serve_command(CLI::App& app) {
       ->check(CLI::Range(1, 100000));
   cmd->add_option("--kv-memory", args->kv_memory, "KV cache size, e.g. 2GiB (default: max-batch full contexts, at most a quarter of free memory)");
   cmd->add_option("--block-size", args->options.block_size, "Tokens per KV block (default 32)")->check(CLI::Range(1, 1024));
+  add_kv_cache_option(cmd, args->kv_cache);
   cmd->add_option("--api-key", args->options.api_key, "Require 'Authorization: Bearer KEY' (also ONNXLLM_API_KEY)")
       ->envname("ONNXLLM_API_KEY");
   cmd->add_option("--model-name", args->options.model_name, "Model id clients send (default: the folder's name)");
   add_threads_option(cmd, args->options.threads, "Model threads (default: the model's setting, else one per core)");
   return {cmd, [args] {
             if (!args->kv_memory.empty()) args->options.kv_memory = parse_byte_size(args->kv_memory, "--kv-memory");
+            args->options.kv_cache_dtype = kv_cache_dtype(args->kv_cache);
             // Signals go to one thread that drains the server; every other thread blocks them.
             sigset_t signals;
             sigemptyset(&signals);

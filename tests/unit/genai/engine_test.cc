@@ -28,11 +28,13 @@ std::filesystem::path build(const std::string& name, const std::string& precisio
   return dir;
 }
 
-std::shared_ptr<const Model> load(const std::filesystem::path& dir, const std::string& overlay = "") {
+std::shared_ptr<const Model> load(const std::filesystem::path& dir, const std::string& overlay = "",
+                                  DType kv_cache = DType::kUndefined) {
   Config config = Config::load(dir);
   if (!overlay.empty()) config.overlay(overlay);
   ModelOptions options;
   options.num_threads = 2;
+  options.kv_cache_dtype = kv_cache;
   return Model::create(std::move(config), options);
 }
 
@@ -231,9 +233,14 @@ TEST(Engine, AloneMatchesTheGenerator) {
 }
 
 // 16 requests of mixed prompt lengths, joining at random steps, some removed midway; small steps
-// (max_step_tokens 24) so prompts are chunked and decoders share steps with prompt chunks.
-TEST(Engine, BatchOfSixteenWithJoinsAndLeaves) {
-  const auto model = load(build("batch", "fp32"));
+// (max_step_tokens 24) so prompts are chunked and decoders share steps with prompt chunks. With the
+// model's float32 KV cache and with a float16 one (serve --kv-cache float16: the paged blocks hold
+// halves, the Generator's cache too).
+class EngineBatch : public ::testing::TestWithParam<DType> {};
+
+TEST_P(EngineBatch, SixteenWithJoinsAndLeaves) {
+  const auto model = load(build("batch", "fp32"), "", GetParam());
+  ASSERT_EQ(model->io().kv_dtype, GetParam());
   EngineOptions options;
   options.block_size = 8;
   options.max_step_tokens = 24;
@@ -295,6 +302,9 @@ TEST(Engine, BatchOfSixteenWithJoinsAndLeaves) {
   EXPECT_EQ(s.blocks_used, 0) << "removed requests must free their blocks";
   EXPECT_EQ(s.running, 0);
 }
+
+INSTANTIATE_TEST_SUITE_P(KvCache, EngineBatch, ::testing::Values(DType::kFloat32, DType::kFloat16),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 TEST(Engine, PrefixCacheHitGivesTheSameTokens) {
   const auto model = load(build("prefix", "fp32"));
