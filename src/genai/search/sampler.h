@@ -37,6 +37,13 @@ class Sampler {
   static size_t nucleus(std::span<const float> weights, float top_p, std::span<int32_t> order, std::vector<double>& mass1,
                         std::vector<double>& mass2);
 
+  // weights[i] = fast_exp((logits[i] - max) * inv_t) and their sums by blocks of kDrawBlock words
+  // (block_sums: one per block, each block's 16 lanes folded in a fixed order), as a draw needs
+  // them. With AVX-512 where the CPU has it unless `allow_avx512` is false: the same bits either way.
+  static constexpr size_t kDrawBlock = 512;
+  static void exp_weights(std::span<const float> logits, float max, float inv_t, std::span<float> weights,
+                          std::span<double> block_sums, bool allow_avx512 = true);
+
  private:
   int32_t top_k(std::span<const float> logits, int k, float top_p);
   int32_t top_p(std::span<const float> logits);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -224,6 +225,40 @@ TEST(GenaiSampler, TopPNucleusOverALargeVocabulary) {
   check_large_nucleus(peaked, 0.9f, 1.0f);
   check_large_nucleus(flat, 0.9f, 0.7f);
   check_large_nucleus(steps, 0.5f, 1.0f);
+}
+
+// The sampler's weights and block sums with AVX-512 (fast_exp16) have the generic loop's bits:
+// vocabularies around the 16-word step and the 512-word block, hostile logits, temperatures that
+// push exp to 0 and to its clamp. Without AVX-512 both calls take the generic loop.
+TEST(GenaiSampler, ExpWeightsSameBitsWithAvx512) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal(0.f, 3.f);
+  int cases = 0;
+  for (size_t n : {1, 15, 16, 17, 511, 512, 513, 1000, 151936})
+    for (float inv_t : {1.0f, 0.5f, 10.0f, 1e-3f}) {
+      std::vector<float> logits(n);
+      for (auto& x : logits) x = normal(rng);
+      if (n > 40) logits[3] = nan, logits[20] = -inf, logits[37] = 40.f;
+      const float max = *std::max_element(logits.begin(), logits.end(), [](float a, float b) { return std::isless(a, b); });
+      const size_t blocks = (n + Sampler::kDrawBlock - 1) / Sampler::kDrawBlock;
+      std::vector<float> w0(n), w1(n);
+      std::vector<double> s0(blocks), s1(blocks);
+      Sampler::exp_weights(logits, max, inv_t, w0, s0, /*allow_avx512=*/false);
+      Sampler::exp_weights(logits, max, inv_t, w1, s1);
+      ASSERT_EQ(0, std::memcmp(w0.data(), w1.data(), n * sizeof(float))) << n << " words, 1/t " << inv_t;
+      ASSERT_EQ(0, std::memcmp(s0.data(), s1.data(), blocks * sizeof(double))) << n << " words, 1/t " << inv_t;
+      // Real weights: the largest word weighs 1 (with the NaN, its block's sum is NaN either way).
+      const size_t top = static_cast<size_t>(std::find(logits.begin(), logits.end(), max) - logits.begin());
+      EXPECT_EQ(w0[top], 1.0f) << n;
+      if (n <= 40) EXPECT_GE(s0[0], 1.0) << n;
+      ++cases;
+    }
+  EXPECT_EQ(cases, 36);
+  std::vector<float> logits(600, 0.f), w(600);
+  std::vector<double> one_block(1);
+  onnxllm::test::expect_error([&] { Sampler::exp_weights(logits, 0.f, 1.f, w, one_block); }, ErrorCode::kInvalidArgument,
+                              "block sums");
 }
 
 // Hostile logits (NaN, infinities, all equal, all -inf) never crash a sampler or leave the

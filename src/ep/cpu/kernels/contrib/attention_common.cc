@@ -15,6 +15,7 @@
 
 #include "ep/cpu/isa/cpu_isa.h"
 #include "core/fast_math.h"
+#include "core/fast_math_avx512.h"
 #include "core/stream_touch.h"
 #include "ep/kernel_registry.h"
 
@@ -417,32 +418,6 @@ ONNXLLM_TARGET_AVX512 inline void dot_4_keys_4_rows_avx512(const float* q, int64
   _mm_storeu_ps(out + out_stride, _mm512_extractf32x4_ps(dots, 1));
   _mm_storeu_ps(out + 2 * out_stride, _mm512_extractf32x4_ps(dots, 2));
   _mm_storeu_ps(out + 3 * out_stride, _mm512_extractf32x4_ps(dots, 3));
-}
-
-// fast_exp on 16 lanes: the same operations in the same order (no fused multiply-adds), so the
-// same bits. The compiler's own vectorization of the scalar loop ran at about 22 cycles a vector:
-// explicit, the exponentials interleave with the sum and the stores. 2^n by VSCALEFPS: y * 2^n
-// rounded once, as fast_exp's two exact-then-rounding halves are (same bits from -110 to 95, the
-// subnormal and overflow ends included), where the integer exponent tricks took 9 instructions:
-// 19.2 -> 15.9 cycles a vector in a loop of exponentials, sums and stores (Zen 5).
-ONNXLLM_TARGET_AVX512 inline __m512 fast_exp16(__m512 x) {
-  const __m512 lo = _mm512_set1_ps(-104.0f), hi = _mm512_set1_ps(88.8f);
-  __m512 xc = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, lo, _CMP_GT_OQ), lo, x);  // NaN -> lo
-  xc = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(xc, hi, _CMP_LT_OQ), hi, xc);
-  const __m512 shifter = _mm512_set1_ps(12582912.0f);
-  const __m512 n =
-      _mm512_sub_ps(_mm512_add_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)), shifter), shifter);
-  const __m512 g = _mm512_sub_ps(_mm512_sub_ps(xc, _mm512_mul_ps(n, _mm512_set1_ps(0.693359375f))),
-                                 _mm512_mul_ps(n, _mm512_set1_ps(-2.12194440e-4f)));
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_add_ps(_mm512_mul_ps(p, g), _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_add_ps(_mm512_mul_ps(p, g), _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_add_ps(_mm512_mul_ps(p, g), _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_add_ps(_mm512_mul_ps(p, g), _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_add_ps(_mm512_mul_ps(p, g), _mm512_set1_ps(5.0000001201e-1f));
-  const __m512 y = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(_mm512_mul_ps(p, g), g), g), _mm512_set1_ps(1.0f));
-  const __m512 r = _mm512_scalef_ps(y, n);
-  return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), r, x);  // NaN stays NaN
 }
 
 // RowSoftmaxGeneric's results with AVX-512 (max and exponentials written out: GCC left the

@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "core/fast_math.h"
+#include "core/fast_math_avx512.h"
 #include "core/mapped_file.h"
 #include "ep/cpu/cpu_provider.h"
 #include "ep/cpu/kernels/contrib/matmul_nbits_q8.h"
@@ -148,6 +149,11 @@ class MatMulNBitsSiblingsKernel final : public OpKernel {
   struct GateOp {
     float alpha;
     float operator()(float gate, float up) const { return quick_gelu(gate, alpha) * up; }
+#if defined(__x86_64__) || defined(__i386__)
+    ONNXLLM_TARGET_AVX512 __m512 vec16(__m512 gate, __m512 up) const {
+      return _mm512_mul_ps(quick_gelu16(gate, _mm512_set1_ps(alpha)), up);
+    }
+#endif
   };
 
   // Runs of the gate's tiles and the same tiles of the up member into scratch, then their

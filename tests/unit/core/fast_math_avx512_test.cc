@@ -1,0 +1,75 @@
+// core/fast_math_avx512.h against core/fast_math.h: every lane's bits equal the scalar function's,
+// over a stride through all 2^32 float bit patterns (NaNs, infinities, subnormals, both zeros,
+// the clamp ends) and a dense sweep of the range where exp is neither 0 nor infinite.
+#include "core/fast_math_avx512.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "core/fast_math.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+
+namespace onnxllm {
+namespace {
+
+std::vector<float> test_values() {
+  std::vector<float> v;
+  for (uint64_t bits = 0; bits < (uint64_t{1} << 32); bits += 4099) {
+    float x;
+    const uint32_t b = static_cast<uint32_t>(bits);
+    std::memcpy(&x, &b, 4);
+    v.push_back(x);
+  }
+  for (float x = -120.0f; x < 100.0f; x += 0.0037f) v.push_back(x);
+  for (const float x : {-104.0f, -103.99999f, 88.8f, 88.79999f, 88.8001f, -0.0f, 0.0f, 1e-45f, -1e-45f}) v.push_back(x);
+  while (v.size() % 16) v.push_back(1.0f);
+  return v;
+}
+
+uint32_t bits_of(float x) {
+  uint32_t b;
+  std::memcpy(&b, &x, 4);
+  return b;
+}
+
+struct Lanes {
+  alignas(64) float exp[16], sigmoid[16], gelu[16];
+};
+
+[[gnu::target("avx512f")]] void run16(const float* x, float alpha, Lanes& out) {
+  const __m512 v = _mm512_loadu_ps(x);
+  _mm512_store_ps(out.exp, fast_exp16(v));
+  _mm512_store_ps(out.sigmoid, fast_sigmoid16(v));
+  _mm512_store_ps(out.gelu, quick_gelu16(v, _mm512_set1_ps(alpha)));
+}
+
+TEST(FastMathAvx512, EveryLaneHasTheScalarBits) {
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "no AVX-512 here";
+  const std::vector<float> values = test_values();
+  int64_t checked = 0;
+  for (const float alpha : {1.0f, 1.702f}) {
+    for (size_t i = 0; i < values.size(); i += 16) {
+      Lanes got;
+      run16(values.data() + i, alpha, got);
+      for (size_t j = 0; j < 16; ++j) {
+        const float x = values[i + j];
+        ASSERT_EQ(bits_of(got.exp[j]), bits_of(fast_exp(x))) << "exp of " << x << " (bits " << bits_of(x) << ")";
+        ASSERT_EQ(bits_of(got.sigmoid[j]), bits_of(fast_sigmoid(x))) << "sigmoid of " << x << " (bits " << bits_of(x) << ")";
+        ASSERT_EQ(bits_of(got.gelu[j]), bits_of(quick_gelu(x, alpha)))
+            << "quick_gelu of " << x << " alpha " << alpha << " (bits " << bits_of(x) << ")";
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 2 * static_cast<int64_t>(values.size()));
+  EXPECT_GT(values.size(), size_t{1100000});
+}
+
+}  // namespace
+}  // namespace onnxllm
+
+#endif
