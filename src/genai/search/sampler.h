@@ -33,9 +33,10 @@ class Sampler {
   // order[0, keep): those above the bucket of the smallest weight taken (in no particular order),
   // then that bucket's, largest first.
   // Returns keep. `order` holds weights.size() ids (its tail is scratch); mass1 and mass2 are
-  // scratch, allocated on first use.
+  // scratch, allocated on first use. With AVX-512 where the CPU has it unless `allow_avx512` is
+  // false: the same ids in the same order either way.
   static size_t nucleus(std::span<const float> weights, float top_p, std::span<int32_t> order, std::vector<double>& mass1,
-                        std::vector<double>& mass2);
+                        std::vector<double>& mass2, bool allow_avx512 = true);
 
   // weights[i] = fast_exp((logits[i] - max) * inv_t) and their sums by blocks of kDrawBlock words
   // (block_sums: one per block, each block's 16 lanes folded in a fixed order), as a draw needs
