@@ -162,7 +162,11 @@ void exp_weights_generic(const float* x, float* w, size_t n, float max, float in
   }
 }
 
-const bool kHasAvx512 = __builtin_cpu_supports("avx512f");
+// __builtin_cpu_init first: this initializer may run before libgcc's own CPU detection has.
+const bool kHasAvx512 = [] {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512f") != 0;
+}();
 #endif
 
 // The nucleus' placing pass over words [from, n) (see Sampler::nucleus): ids of words whose
