@@ -13,11 +13,6 @@ and prints the medians over the rounds and the ratios onnxllm / ORT and onnxllm 
   prefill tok/s  prompt tokens / (prompt run + picking the first token): onnxllm's
                  time_to_first_token_ms, ORT's and llama.cpp's prefill_ms
   decode tok/s   the gen-len - 1 single-token steps after the first token (all three alike)
-With --batch B > 1 each runtime generates B prompts (the next B x prompt-len splitmix64 ids, row
-after row, as `onnxllm bench --batch B` makes them) at once, and tok/s count every row: onnxllm
-`bench --batch B`; ORT and llama.cpp through this folder's ort_generate_batch.js (one session run
-per step for all rows) and llamacpp_generate_batch.mjs (node-llama-cpp sequences of one context,
-batched into one llama_decode per step), since the shared scripts run one row.
   load ms        model ready to run: onnxllm model_load_ms (genai_config.json + session), ORT
                  InferenceSession.create, llama.cpp loadModel + createContext (not the addon load)
   peak RSS MiB   ORT and llama.cpp: the child's ru_maxrss from wait4; onnxllm: its own getrusage
@@ -27,9 +22,15 @@ untimed generations first in the same process; ORT's script cannot, so the defau
 three at "first generation after loading". Also prints onnxllm's bytes per decode token, measured
 read bandwidth and roofline %, the load average and the busiest other processes (the machine may
 be shared), and whether each runtime's tokens match onnxllm's.
+With --batch B > 1 each runtime generates B prompts (the next B x prompt-len splitmix64 ids, row
+after row, as `onnxllm bench --batch B` makes them) at once, and tok/s count every row: onnxllm
+`bench --batch B`; ORT and llama.cpp through this folder's ort_generate_batch.js (one session run
+per step for all rows) and llamacpp_generate_batch.mjs (node-llama-cpp sequences of one context,
+batched into one llama_decode per step), since the shared scripts run one row.
 
 usage: compare.py --model ONNXLLM_MODEL_DIR --gguf FILE.gguf [--threads 2] [--prompt-len 128]
-                  [--gen-len 64] [--batch 1] [--rounds 3] [--warmup 0] [--seed 1] [--onnxllm build/bin/onnxllm]
+                  [--gen-len 64] [--batch 1] [--rounds 3] [--warmup 0] [--seed 1]
+                  [--onnxllm build/bin/onnxllm]
                   [--ort-script build/oracle/ort_generate.js] [--llamacpp build/llamacpp]
                   [--skip ort|llamacpp] [--json-out FILE]
 Debian python3 only (no packages). See benchmarks/README.md for preparing the models.

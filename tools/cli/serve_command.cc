@@ -1,6 +1,6 @@
 // `onnxllm serve -m DIR [--host 127.0.0.1] [--port 8080] [--max-batch N] [--kv-memory SIZE]
-// [--kv-cache float16] [--api-key KEY] [--threads N]`: the OpenAI-compatible server (src/server). SIGTERM and SIGINT
-// drain: new requests get 503 while running ones finish, then the process exits 0.
+// [--kv-cache float16] [--api-key KEY] [--threads N]`: the OpenAI-compatible server (src/server).
+// SIGTERM and SIGINT drain: new requests get 503 while running ones finish, then the process exits 0.
 #include <pthread.h>
 #include <signal.h>
 

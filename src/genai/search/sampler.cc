@@ -35,12 +35,15 @@ inline bool ranks_before(const float* v, int32_t a, int32_t b) {
 inline int level1(uint32_t bits) { return bits <= 0x3F800000u ? static_cast<int>(bits >> 19) : 0; }  // NaN: lowest
 inline int level2(uint32_t bits) { return static_cast<int>((bits >> 7) & (kLevel2Buckets - 1)); }
 
-// On x86, the loops over a whole vocabulary below get AVX-512 and AVX2 clones besides the
-// baseline (SSE2) build, chosen when the library loads: the same operations in the same order
-// (without FMA contraction), so every clone gives the same bits.
+// On x86 with GCC (ONNXLLM_VOCAB_X86), the loops over a whole vocabulary below get AVX-512 and
+// AVX2 clones besides the baseline (SSE2) build, chosen when the library loads, or written-out
+// AVX-512 versions chosen by kHasAvx512: the same operations in the same order (without FMA
+// contraction), so every version gives the same bits.
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define ONNXLLM_VOCAB_X86 1
 #define ONNXLLM_VOCAB_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
+#define ONNXLLM_VOCAB_X86 0
 #define ONNXLLM_VOCAB_CLONES
 #endif
 
@@ -111,7 +114,7 @@ void block_sums_of(size_t n, WeightOf weight, std::vector<double>& sums) {
 
 // w[i] = fast_exp((x[i] - max) * inv_t), and each block's sum of its w as block_sums_of sums:
 // one pass for most of a draw. (AVX-512 takes exp_weights_avx512.)
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if ONNXLLM_VOCAB_X86
 __attribute__((target_clones("avx2", "default")))
 #endif
 void exp_weights_generic(const float* x, float* w, size_t n, float max, float inv_t, double* block_sums) {
@@ -134,7 +137,7 @@ void exp_weights_generic(const float* x, float* w, size_t n, float max, float in
   }
 }
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if ONNXLLM_VOCAB_X86
 // exp_weights_generic with fast_exp16 (core/fast_math_avx512.h; GCC's vectorization of fast_exp
 // took ~32 cycles a vector): the same bits. A block's 16 double lanes are two registers, lanes
 // 0-7 and 8-15, each adding its words' widened weights in order.
@@ -188,11 +191,12 @@ size_t place_words(const float* w, size_t from, size_t n, int b1, int32_t* order
   return keep;
 }
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if ONNXLLM_VOCAB_X86
 // place_words 16 words at a time: the words above b1 compressed into one register and stored
 // under a mask (as fast as VPCOMPRESSD to memory on the Zen 5 VM, and the form that is fast on
-// every AVX-512 core); the crossing bucket's few words one by one, in id order. The same order and mass2 sums as place_words; the one-word loop (a store,
-// a compare and a carried add per word) took ~5 cycles a word, half of a wide nucleus' draw.
+// every AVX-512 core); the crossing bucket's few words one by one, in id order. The same order
+// and mass2 sums as place_words; the one-word loop (a store, a compare and a carried add per
+// word) took ~5 cycles a word, half of a wide nucleus' draw.
 [[gnu::target("avx512f")]] size_t place_words_avx512(const float* w, size_t n, int b1, int32_t* order, size_t& tail,
                                                      double* mass2) {
   const __m512i top = _mm512_set1_epi32(0x3F800000), bucket = _mm512_set1_epi32(b1);
@@ -373,7 +377,7 @@ void Sampler::exp_weights(std::span<const float> logits, float max, float inv_t,
   ONNXLLM_CHECK(weights.size() >= n && block_sums.size() >= (n + kDrawBlock - 1) / kDrawBlock, kInvalidArgument,
                 "Sampler::exp_weights: ", n, " logits need ", n, " weights and ", (n + kDrawBlock - 1) / kDrawBlock,
                 " block sums, got ", weights.size(), " and ", block_sums.size());
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if ONNXLLM_VOCAB_X86
   if (allow_avx512 && kHasAvx512) return exp_weights_avx512(logits.data(), weights.data(), n, max, inv_t, block_sums.data());
 #else
   (void)allow_avx512;
@@ -411,7 +415,7 @@ size_t Sampler::nucleus(std::span<const float> weights, float top_p, std::span<i
   // free (below `tail`: the words so far went to one end or the other), and kept by advancing.
   size_t tail = vocab;
   size_t keep;
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#if ONNXLLM_VOCAB_X86
   if (allow_avx512 && kHasAvx512)
     keep = place_words_avx512(w, vocab, b1, order.data(), tail, mass2.data());
   else
