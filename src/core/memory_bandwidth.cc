@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cpu_features.h"
 #include "core/error.h"
 #include "core/memory_bandwidth_kernels.h"
 
@@ -57,17 +58,9 @@ constexpr size_t kFallbackLlcBytes = size_t{32} << 20;
 // 256 MiB took most of a short `onnxllm bench` run on a virtual machine (about 5 s).
 constexpr size_t kHugePageBytes = size_t{2} << 20;
 
-bool cpu_has_avx2() {
-#if defined(__x86_64__) || defined(__i386__)
-  return __builtin_cpu_supports("avx2");
-#else
-  return false;
-#endif
-}
-
 detail::ReadBlockFn read_block() {
   const detail::ReadBlockFn avx2 = detail::read_block_avx2();
-  return avx2 != nullptr && cpu_has_avx2() ? avx2 : &detail::read_block_generic;
+  return avx2 != nullptr && cpu_features().avx2 ? avx2 : &detail::read_block_generic;
 }
 
 std::string read_line(const std::string& path) {

@@ -7,6 +7,7 @@
 #include <limits>
 #include <numeric>
 
+#include "core/cpu_features.h"
 #include "core/error.h"
 #include "core/fast_math.h"
 #include "core/fast_math_avx512.h"
@@ -165,11 +166,7 @@ void exp_weights_generic(const float* x, float* w, size_t n, float max, float in
   }
 }
 
-// __builtin_cpu_init first: this initializer may run before libgcc's own CPU detection has.
-const bool kHasAvx512 = [] {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512f") != 0;
-}();
+const bool kHasAvx512 = cpu_features().avx512;
 #endif
 
 // The nucleus' placing pass over words [from, n) (see Sampler::nucleus): ids of words whose

@@ -1,12 +1,14 @@
-// CPU feature detection (once per process) and the instruction-set levels the CPU kernels are
-// compiled for. Kernels with SIMD paths keep one translation unit per level (compiled with that
-// level's flags) plus a scalar reference, and pick the level when they are created:
+// The instruction-set levels the CPU kernels are compiled for (on core/cpu_features.h's detection).
+// Kernels with SIMD paths keep one translation unit per level (compiled with that level's flags)
+// plus a scalar reference, and pick the level when they are created:
 // ONNXLLM_ISA=scalar|avx2|avx512|neon forces one (an unknown name, or a level this CPU lacks, is an
 // error at session creation rather than a silent fallback). x86 builds compile the AVX levels,
 // aarch64 builds the NEON one; the other architecture's levels are never available.
 #pragma once
 
 #include <string_view>
+
+#include "core/cpu_features.h"
 
 // Function attributes for code compiled per level inside an otherwise generic translation unit:
 // the same instruction sets as ONNXLLM_AVX2_FLAGS / ONNXLLM_AVX512_FLAGS. Put them on functions
@@ -30,18 +32,6 @@ enum class Isa {
   kNeon,    // aarch64 Advanced SIMD (every aarch64 CPU); int8 kernels use SDOT when neon_dotprod
 };
 
-struct CpuFeatures {
-  bool avx2 = false;         // with FMA and F16C
-  bool avx512 = false;       // F, BW, VL, DQ
-  bool avx512_vnni = false;
-  bool avx_vnni = false;     // the VEX-encoded VNNI of Alder Lake / Zen 5
-  bool avx512_bf16 = false;
-  bool avx512_fp16 = false;
-  bool neon = false;          // aarch64 ASIMD
-  bool neon_dotprod = false;  // ASIMDDP: SDOT / UDOT (Armv8.2 optional, Armv8.4 mandatory)
-};
-
-const CpuFeatures& cpu_features();
 bool isa_available(Isa isa);
 // The best level this CPU runs.
 Isa best_isa();

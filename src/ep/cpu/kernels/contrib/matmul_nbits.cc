@@ -151,15 +151,6 @@ void gemm_generic(const NBitsLayout& l, const uint8_t* packed, const float* a, i
   }
 }
 
-bool cpu_has_avx2() {
-#if defined(__x86_64__) || defined(__i386__)
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return ok;
-#else
-  return false;
-#endif
-}
-
 const NBitsKernels& pick_kernels(NBitsIsa isa) {
   if (isa == NBitsIsa::kGeneric) return nbits_kernels_generic();
   if ((isa == NBitsIsa::kAuto || isa == NBitsIsa::kAvx512) && nbits_isa_available(NBitsIsa::kAvx512))
@@ -186,9 +177,9 @@ const NBitsKernels& nbits_kernels_generic() {
 bool nbits_isa_available(NBitsIsa isa) {
   // NEON is baseline on aarch64: compiled in means available.
   if (isa == NBitsIsa::kNeon) return nbits_kernels_neon() != nullptr;
-  if (isa == NBitsIsa::kAvx512) return nbits_kernels_avx512() != nullptr && cpu_has_avx2() && isa_available(Isa::kAvx512);
+  if (isa == NBitsIsa::kAvx512) return nbits_kernels_avx512() != nullptr && cpu_features().avx2 && isa_available(Isa::kAvx512);
   if (isa != NBitsIsa::kAvx2) return true;
-  return nbits_kernels_avx2() != nullptr && cpu_has_avx2();
+  return nbits_kernels_avx2() != nullptr && cpu_features().avx2;
 }
 
 NBitsIsa nbits_isa_for(Isa isa) {
