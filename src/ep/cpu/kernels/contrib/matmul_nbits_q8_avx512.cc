@@ -7,12 +7,16 @@
 // feeds 2 VPDPBUSD per row of A. Rows go in groups of up to 8 so each weight load serves them all,
 // and two groups take turns block by block so that a tile streams in once for up to 16 rows.
 //
-// Why batches run at about 65% of the VNNI rate (Zen 5, measured): VPDPBUSD issues on the same two
-// pipes as float multiplies and FMAs (12 independent chains: 7.1 G/s alone, 5.3 with 4 VMULPS or
-// 4 VFMADD per 12; AND, shifts and int-to-float conversions cost nothing), and each block's
-// epilogue takes a multiply and an FMA per row for the row's 8 VPDPBUSD: a ceiling of 8/10 of the
-// rate. Separate broadcasts and split accumulator chains measured within noise of this (in-process
-// A/B, bit-identical results); so did an earlier 16-row tile, in cache only (tile_rows' kRows2).
+// Why batches run at about 65% of the VNNI rate in cache (Zen 5, measured): the broadcast loads,
+// one folded into every VPDPBUSD, set the pace, not the epilogue's multiply and FMA. A synthetic
+// loop of this kernel's steps ran 4.1 G VPDPBUSD/s a thread at 16 rows and 3.7 at 8, against 6.4
+// with register operands alone and 5.9, epilogue included, when each broadcast register fed two
+// tiles. Neither kernel built on that was kept: two tiles a pass gained x1.19-1.27 in cache at
+// M = 8 but ran x0.91-0.94 in a batch-8 model step (in-process alternation; the weights stream
+// from DRAM there), and 4 rows x 4 columns a register (weights broadcast by 16-byte loads, the
+// activations spread by VPERMD) ran x0.75-0.94 in cache. Separate broadcasts of the same count and split accumulator chains measured within noise
+// (in-process A/B, bit-identical results); so did an earlier 16-row tile, in cache only (tile_rows'
+// kRows2).
 #include "ep/cpu/kernels/contrib/matmul_nbits_q8.h"
 #include "core/stream_touch.h"
 
