@@ -306,7 +306,9 @@ int run_bench(const BenchArgs& args) {
   const double model_load_ms = ms_between(load_start, Clock::now());
   const std::optional<double> process_ms = ms_since_process_start();
 
-  const auto rows = prompt_rows(args.batch, args.prompt_len, model->config().model.vocab_size, args.seed);
+  // The prompts are made once the first generator has accepted the batch: --batch 100000000 is
+  // refused by its checks, not first spent on gigabytes of prompt ids.
+  std::vector<std::vector<int32_t>> rows;
   const std::string search = search_options(args);
   std::vector<RepTimes> reps;
   std::vector<std::vector<int32_t>> generated;
@@ -324,6 +326,7 @@ int run_bench(const BenchArgs& args) {
                                     args.prompt_len, " + --gen-len ", args.gen_len, " tokens: ", e.what()));
     }
     genai::Generator& generator = *created;
+    if (rows.empty()) rows = prompt_rows(args.batch, args.prompt_len, model->config().model.vocab_size, args.seed);
     GenerationTimings timings;
     generator.append_token_sequences(rows);
     timings.prompt_done(args.prompt_len * args.batch);
