@@ -80,9 +80,17 @@ double number(const Json& j, const std::string& key, double lo, double hi) {
 int64_t integer(const Json& j, const std::string& key, int64_t lo, int64_t hi) {
   const Json& v = j.at(key);
   if (!v.is_number_integer()) bad_type(key, v, "an integer");
-  // Large unsigned values do not fit int64: compare as double first.
-  const double d = v.get<double>();
-  if (d < static_cast<double>(lo) || d > static_cast<double>(hi))
+  // Exact comparisons: JSON keeps non-negative integers unsigned, up to 2^64 - 1 (a comparison as
+  // double let 2^63 through a bound of 2^63 - 1, and it then read back as -2^63).
+  bool in_range;
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    in_range = hi >= 0 && u <= static_cast<uint64_t>(hi) && (lo <= 0 || u >= static_cast<uint64_t>(lo));
+  } else {
+    const int64_t i = v.get<int64_t>();
+    in_range = i >= lo && i <= hi;
+  }
+  if (!in_range)
     throw_api_error(400, "Invalid '" + key + "': " + v.dump() + " is outside [" + std::to_string(lo) + ", " +
                              std::to_string(hi) + "].", key, "invalid_value");
   return v.get<int64_t>();
@@ -156,10 +164,10 @@ void parse_common(const Json& j, GenerationRequest& r) {
   if (present("user") && !j["user"].is_string()) bad_type("user", j["user"], "a string");
 }
 
-int max_tokens_of(const Json& j, const char* key) {
+int64_t max_tokens_of(const Json& j, const char* key) {
   const int64_t v = integer(j, key, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
   if (v < 1) throw_api_error(400, std::string("Invalid '") + key + "': " + std::to_string(v) + " must be at least 1.", key, "invalid_value");
-  return static_cast<int>(std::min<int64_t>(v, std::numeric_limits<int>::max()));
+  return v;
 }
 
 // Message content: a string, or an array of {"type": "text", "text": ...} parts (joined).

@@ -38,7 +38,7 @@ struct GenerationRequest {
   // each gets n choices, prompt p's at indices p * n ... p * n + n - 1.
   std::vector<std::string> prompts;
   std::vector<std::vector<int32_t>> prompt_ids;
-  int max_tokens = -1;  // -1: until the context is full
+  int64_t max_tokens = -1;  // -1: until the context is full; as asked (errors quote it), at most the context once checked
   float temperature = 1.0f;
   float top_p = 1.0f;
   std::optional<int64_t> seed;

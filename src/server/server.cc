@@ -200,9 +200,10 @@ struct Server::Impl {
         throw_api_error(400, "This model's maximum context length is " + std::to_string(context) + " tokens. However, your " +
                                  what + " resulted in " + std::to_string(n) + " tokens.",
                         what, "context_length_exceeded");
-      if (r.max_tokens > 0 && n + static_cast<int64_t>(r.max_tokens) > context)
+      // Compared without a sum, and the sum quoted unsigned: max_tokens may be up to 2^63 - 1.
+      if (r.max_tokens > 0 && r.max_tokens > context - n)
         throw_api_error(400, "This model's maximum context length is " + std::to_string(context) + " tokens. However, you requested " +
-                                 std::to_string(n + static_cast<int64_t>(r.max_tokens)) + " tokens (" + std::to_string(n) +
+                                 std::to_string(static_cast<uint64_t>(n) + static_cast<uint64_t>(r.max_tokens)) + " tokens (" + std::to_string(n) +
                                  " in the " + what + ", " + std::to_string(r.max_tokens) +
                                  " in the completion). Please reduce the length.",
                         "max_tokens", "context_length_exceeded");

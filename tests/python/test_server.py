@@ -322,6 +322,15 @@ def test_bad_requests_are_clear_4xx(server, name, path, body, status, param):
     assert server.request("GET", "/health")[0] == 200
 
 
+def test_a_huge_max_tokens_is_quoted_as_asked(server):
+    # Up to 2^63 - 1 is an integer OpenAI takes; the refusal quotes it and the sum, not a clamp.
+    status, _, body = server.post("/v1/completions", {"model": server.model, "prompt": "a", "max_tokens": 2**63 - 1})
+    assert status == 400 and body["error"]["code"] == "context_length_exceeded", body
+    assert f"{2**63 - 1} in the completion" in body["error"]["message"], body
+    status, _, body = server.post("/v1/completions", {"model": server.model, "prompt": "a", "max_tokens": 2**63})
+    assert status == 400 and body["error"]["param"] == "max_tokens" and "outside" in body["error"]["message"], body
+
+
 def test_other_http_errors(server):
     status, _, text = server.request("GET", "/v1/nothing")
     assert status == 404 and "Unknown request URL" in json.loads(text)["error"]["message"]

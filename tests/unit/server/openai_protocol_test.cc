@@ -2,6 +2,8 @@
 // rejects is an ApiError naming the parameter.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "server/openai_protocol.h"
 
 namespace onnxllm::server {
@@ -122,6 +124,10 @@ TEST(OpenAiProtocol, BadRequestsNameTheParameter) {
       {R"({"model": "m", "messages": [{"role": "user", "content": "a"}], "seed": 1.5})", "seed", "expected an integer"},
       {R"({"model": "m", "messages": [{"role": "user", "content": "a"}], "n": 99999999999999999999})", "n", "expected an integer"},
       {R"({"model": "m", "messages": [{"role": "user", "content": "a"}], "n": 9999999999})", "n", "outside"},
+      // 2^63: one past int64, once read back as -2^63 ("must be at least 1").
+      {R"({"model": "m", "messages": [{"role": "user", "content": "a"}], "max_tokens": 9223372036854775808})", "max_tokens",
+       "9223372036854775808 is outside"},
+      {R"({"model": "m", "messages": [{"role": "user", "content": "a"}], "seed": 18446744073709551615})", "seed", "outside"},
       {R"({"messages": []})", "model", "model parameter"},
       {R"({"model": "m", "messages": []})", "messages", "at least one"},
   };
@@ -133,6 +139,9 @@ TEST(OpenAiProtocol, BadRequestsNameTheParameter) {
     const auto j = nlohmann::json::parse(e.json());
     EXPECT_EQ(j["error"]["type"], "invalid_request_error");
   }
+  // The largest max_tokens is kept as asked (the server's context check quotes it).
+  EXPECT_EQ(parse_completion_request(R"({"model": "m", "prompt": "a", "max_tokens": 9223372036854775807})").max_tokens,
+            std::numeric_limits<int64_t>::max());
   EXPECT_EQ(error_of([] { parse_completion_request(R"({"model": "m", "prompt": ["a", [1]]})"); }).param, "prompt");
   EXPECT_EQ(error_of([] { parse_completion_request(R"({"model": "m"})"); }).param, "prompt");
   // Nesting deep enough to exhaust a recursive parser's stack is refused before parsing.
