@@ -711,7 +711,10 @@ Server::Server(const std::filesystem::path& model_dir, const ServerOptions& opti
   const size_t threads = static_cast<size_t>(options.max_queue) + 16;
   s.http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   s.http.set_payload_max_length(options.max_body_bytes);
-  s.http.set_read_timeout(60, 0);
+  // Reading a request: 10 s at most between bytes. A connection that stops halfway (or announces
+  // a body it never sends) holds one of the threads until then: with 60 s, 300 such connections
+  // kept /health waiting 39 s.
+  s.http.set_read_timeout(10, 0);
   s.http.set_write_timeout(60, 0);
   s.http.set_keep_alive_max_count(1000);
 
@@ -739,6 +742,30 @@ Server::Server(const std::filesystem::path& model_dir, const ServerOptions& opti
       }
     };
   };
+  // Before a body is read: a Content-Length that is not a number, or announces more than the
+  // limit, is answered at once and the connection closed (the library would wait for the bytes,
+  // to skip them, for up to the read timeout).
+  const size_t max_body = options.max_body_bytes;
+  s.http.set_pre_routing_handler([json_error, max_body](const httplib::Request& req, httplib::Response& res) {
+    const size_t lengths = req.get_header_value_count("Content-Length");
+    if (lengths == 0) return httplib::Server::HandlerResponse::Unhandled;
+    const std::string value = req.get_header_value("Content-Length");
+    ApiError e;
+    e.status = 400;
+    if (lengths > 1) {
+      e.message = "The request has more than one Content-Length header.";
+    } else if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos) {
+      e.message = "Invalid Content-Length: '" + value.substr(0, 32) + "'.";
+    } else if (value.size() > 19 || std::stoull(value) > max_body) {
+      e.status = 413;
+      e.message = "The request body is too large (" + value.substr(0, 32) + " bytes; at most " + std::to_string(max_body) + ").";
+    } else {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    json_error(res, e);
+    res.set_header("Connection", "close");
+    return httplib::Server::HandlerResponse::Handled;
+  });
   s.http.Post("/v1/chat/completions", guarded([&s](const httplib::Request& req, httplib::Response& res) {
                 s.handle_generation(req, res, true);
               }));

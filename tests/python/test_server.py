@@ -10,6 +10,7 @@ import os
 import pathlib
 import shutil
 import signal
+import socket
 import subprocess
 import time
 
@@ -329,6 +330,23 @@ def test_a_huge_max_tokens_is_quoted_as_asked(server):
     assert f"{2**63 - 1} in the completion" in body["error"]["message"], body
     status, _, body = server.post("/v1/completions", {"model": server.model, "prompt": "a", "max_tokens": 2**63})
     assert status == 400 and body["error"]["param"] == "max_tokens" and "outside" in body["error"]["message"], body
+
+
+def test_a_bad_content_length_is_answered_before_any_body(server):
+    # The server used to wait for the announced body (to skip it) until its read timeout, holding a
+    # thread; now the headers alone get the refusal.
+    for head, status in ((b"Content-Length: 9000000", 413), (b"Content-Length: 99999999999999999999", 413),
+                         (b"Content-Length: -1", 400), (b"Content-Length: 2\r\nContent-Length: 3", 400)):
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
+            s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n" + head + b"\r\n\r\n")
+            start, reply = time.time(), b""
+            while b'"error"' not in reply:
+                chunk = s.recv(4096)
+                assert chunk, reply
+                reply += chunk
+            assert reply.startswith(b"HTTP/1.1 %d" % status), (head, reply)
+            assert time.time() - start < 2, head
+    assert server.request("GET", "/health")[0] == 200
 
 
 def test_other_http_errors(server):
