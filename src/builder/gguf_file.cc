@@ -294,7 +294,7 @@ GgufFile GgufFile::open(const std::filesystem::path& path) {
 
   for (uint64_t i = 0; i < n_kv; ++i) {
     const std::string key(r.string(str_cat("metadata key #", i)));
-    const std::string what = "metadata '" + key + "'";
+    const std::string what = "metadata '" + printable(key) + "'";
     const uint32_t t = r.read<uint32_t>(what + " type");
     ONNXLLM_CHECK(valid_type(t), kInvalidModel, file, ": ", what, " has value type ", t, " (valid types are 0..12)");
     GgufValue v;
@@ -316,7 +316,7 @@ GgufFile GgufFile::open(const std::filesystem::path& path) {
   for (uint64_t i = 0; i < n_tensors; ++i) {
     GgufTensor t;
     t.name = std::string(r.string(str_cat("tensor #", i, " name")));
-    const std::string what = "tensor '" + t.name + "'";
+    const std::string what = "tensor '" + printable(t.name) + "'";
     const uint32_t n_dims = r.read<uint32_t>(what + " dimension count");
     ONNXLLM_CHECK(n_dims >= 1 && n_dims <= kMaxDims, kInvalidModel, file, ": ", what, " has ", n_dims,
                   " dimensions (expected 1 to ", kMaxDims, ")");
@@ -342,7 +342,7 @@ GgufFile GgufFile::open(const std::filesystem::path& path) {
     ONNXLLM_CHECK(t.offset % g.alignment_ == 0, kInvalidModel, file, ": ", what, " offset ", t.offset,
                   " is not a multiple of the alignment ", g.alignment_);
     ONNXLLM_CHECK(g.tensor_index_.emplace(t.name, g.tensors_.size()).second, kInvalidModel, file,
-                  ": duplicate tensor '", t.name, "'");
+                  ": duplicate tensor '", printable(t.name), "'");
     g.tensors_.push_back(std::move(t));
   }
 
@@ -356,7 +356,7 @@ GgufFile GgufFile::open(const std::filesystem::path& path) {
   const uint64_t data_start = std::min(size, header_end + pad);
   const uint64_t data_size = size - data_start;
   for (auto& t : g.tensors_) {
-    ONNXLLM_CHECK(t.offset <= data_size && t.bytes <= data_size - t.offset, kInvalidModel, file, ": tensor '", t.name,
+    ONNXLLM_CHECK(t.offset <= data_size && t.bytes <= data_size - t.offset, kInvalidModel, file, ": tensor '", printable(t.name),
                   "' data out of range: ", t.bytes, " bytes at data offset ", t.offset, " but the data section holds ",
                   data_size, " bytes (is the file truncated?)");
     t.data = g.file_->data() + data_start + t.offset;

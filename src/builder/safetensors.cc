@@ -62,7 +62,7 @@ void SafetensorsReader::add_file(const std::filesystem::path& path) {
   std::vector<std::tuple<uint64_t, uint64_t, std::string>> ranges;  // [begin, end) of each tensor
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") continue;
-    const std::string what = where + ": tensor '" + name + "'";
+    const std::string what = where + ": tensor '" + printable(name) + "'";
     ONNXLLM_CHECK(entry.is_object() && entry.contains("dtype") && entry["dtype"].is_string() &&
                       entry.contains("shape") && entry["shape"].is_array() && entry.contains("data_offsets") &&
                       entry["data_offsets"].is_array() && entry["data_offsets"].size() == 2,
@@ -92,7 +92,7 @@ void SafetensorsReader::add_file(const std::filesystem::path& path) {
     t.data = data + begin;
     t.bytes = static_cast<size_t>(end - begin);
     ranges.emplace_back(begin, end, name);
-    ONNXLLM_CHECK(!tensors_.count(name), kInvalidModel, where, ": tensor '", name, "' also appears in ",
+    ONNXLLM_CHECK(!tensors_.count(name), kInvalidModel, where, ": tensor '", printable(name), "' also appears in ",
                   tensors_[name].file.string());
     tensors_.emplace(name, std::move(t));
   }
@@ -105,7 +105,7 @@ void SafetensorsReader::add_file(const std::filesystem::path& path) {
     if (begin < covered)
       throw_error(ErrorCode::kInvalidModel, where, ": tensors '", std::get<2>(ranges[i - 1]), "' and '", name,
                   "' overlap (data_offsets must not overlap)");
-    ONNXLLM_CHECK(begin == covered, kInvalidModel, where, ": bytes [", covered, ", ", begin, ") before tensor '", name,
+    ONNXLLM_CHECK(begin == covered, kInvalidModel, where, ": bytes [", covered, ", ", begin, ") before tensor '", printable(name),
                   "' belong to no tensor (data_offsets must leave no gaps)");
     covered = end;
   }
@@ -140,7 +140,7 @@ SafetensorsReader SafetensorsReader::open_folder(const std::filesystem::path& di
     for (const auto& [name, shard] : index["weight_map"].items()) {
       const SafetensorsTensor* t = reader.find(name);
       ONNXLLM_CHECK(t != nullptr && t->file.filename() == shard.get<std::string>(), kInvalidModel,
-                    index_path.filename().string(), " places tensor '", name, "' in ", shard.get<std::string>(),
+                    index_path.filename().string(), " places tensor '", printable(name), "' in ", shard.get<std::string>(),
                     ", which does not hold it");
     }
     return reader;
@@ -170,12 +170,12 @@ bool SafetensorsReader::is_float_dtype(const std::string& dtype) {
 
 void SafetensorsReader::read_rows(const SafetensorsTensor& t, int64_t row_begin, int64_t row_end, float* out,
                                   ThreadPool& pool) {
-  ONNXLLM_CHECK(is_float_dtype(t.dtype), kInvalidModel, "tensor '", t.name, "' in ", t.file.filename().string(),
+  ONNXLLM_CHECK(is_float_dtype(t.dtype), kInvalidModel, "tensor '", printable(t.name), "' in ", t.file.filename().string(),
                 " has dtype ", t.dtype, "; expected F32, F16 or BF16");
   const int64_t rows = t.shape.rank() == 0 ? 1 : t.shape[0];
   const int64_t cols = rows == 0 ? 0 : t.shape.numel() / rows;
   ONNXLLM_CHECK(0 <= row_begin && row_begin <= row_end && row_end <= rows, kInvalidArgument, "rows [", row_begin, ", ",
-                row_end, ") of tensor '", t.name, "' with ", rows, " rows");
+                row_end, ") of tensor '", printable(t.name), "' with ", rows, " rows");
   const int64_t first = row_begin * cols, count = (row_end - row_begin) * cols;
   // NaN/inf weights are refused while converting (all-ones exponent bits), not in a second pass.
   std::atomic<int64_t> first_bad{std::numeric_limits<int64_t>::max()};
@@ -207,7 +207,7 @@ void SafetensorsReader::read_rows(const SafetensorsTensor& t, int64_t row_begin,
   const int64_t bad = first_bad.load();
   if (bad != std::numeric_limits<int64_t>::max()) {
     const int64_t element = first + bad;
-    throw_error(ErrorCode::kInvalidModel, "tensor '", t.name, "' in ", t.file.filename().string(), " holds ",
+    throw_error(ErrorCode::kInvalidModel, "tensor '", printable(t.name), "' in ", t.file.filename().string(), " holds ",
                 std::isnan(out[bad]) ? "NaN" : "an infinity", " at element ", element, " (row ", element / cols,
                 "): the checkpoint is corrupt");
   }

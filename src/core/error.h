@@ -36,6 +36,11 @@ std::string str_cat(const Args&... args) {
   return os.str();
 }
 
+// Text from a file or a request, fit to quote in a message: control bytes and bytes that are not
+// UTF-8 as \xNN, and at most `max` bytes of it (then "..."), so that a corrupt name neither
+// writes escape sequences to a terminal nor makes a message megabytes long.
+std::string printable(std::string_view text, size_t max = 200);
+
 template <typename... Args>
 [[noreturn]] void throw_error(ErrorCode code, const Args&... args) {
   throw Error(code, str_cat(args...));

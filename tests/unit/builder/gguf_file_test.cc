@@ -213,6 +213,15 @@ TEST(GgufFile, BadHeadersNameTheField) {
             std::string::npos);
   EXPECT_NE(open_error("align.gguf", q_file(0, std::string(8 * 32 * 4, '\0'), 32, 48)).find("general.alignment"),
             std::string::npos);
+  // A corrupt key is quoted escaped: no terminal escape sequence or stray byte reaches the message.
+  std::string key = ok;
+  const size_t at = key.find("general.alignment");
+  key[at + 7] = '\x1b';
+  key[at + 8] = '\xff';
+  key[at + 17] = 99;  // the value type after the key: invalid, so the message quotes the key
+  const std::string message = open_error("key.gguf", key);
+  EXPECT_NE(message.find("metadata 'general\\x1b\\xfflignment' has value type 99"), std::string::npos) << message;
+  EXPECT_EQ(message.find('\x1b'), std::string::npos) << message;
 }
 
 }  // namespace
