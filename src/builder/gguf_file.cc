@@ -356,8 +356,8 @@ GgufFile GgufFile::open(const std::filesystem::path& path) {
   const uint64_t data_start = std::min(size, header_end + pad);
   const uint64_t data_size = size - data_start;
   for (auto& t : g.tensors_) {
-    ONNXLLM_CHECK(t.offset <= data_size && t.bytes <= data_size - t.offset, kInvalidModel, file, ": tensor '", printable(t.name),
-                  "' data out of range: ", t.bytes, " bytes at data offset ", t.offset, " but the data section holds ",
+    ONNXLLM_CHECK(t.offset <= data_size && t.bytes <= data_size - t.offset, kInvalidModel, file, ": tensor '",
+                  printable(t.name), "' data out of range: ", t.bytes, " bytes at data offset ", t.offset, " but the data section holds ",
                   data_size, " bytes (is the file truncated?)");
     t.data = g.file_->data() + data_start + t.offset;
   }

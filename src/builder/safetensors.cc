@@ -103,10 +103,10 @@ void SafetensorsReader::add_file(const std::filesystem::path& path) {
   for (size_t i = 0; i < ranges.size(); ++i) {
     const auto& [begin, end, name] = ranges[i];
     if (begin < covered)
-      throw_error(ErrorCode::kInvalidModel, where, ": tensors '", std::get<2>(ranges[i - 1]), "' and '", name,
-                  "' overlap (data_offsets must not overlap)");
-    ONNXLLM_CHECK(begin == covered, kInvalidModel, where, ": bytes [", covered, ", ", begin, ") before tensor '", printable(name),
-                  "' belong to no tensor (data_offsets must leave no gaps)");
+      throw_error(ErrorCode::kInvalidModel, where, ": tensors '", printable(std::get<2>(ranges[i - 1])), "' and '",
+                  printable(name), "' overlap (data_offsets must not overlap)");
+    ONNXLLM_CHECK(begin == covered, kInvalidModel, where, ": bytes [", covered, ", ", begin, ") before tensor '",
+                  printable(name), "' belong to no tensor (data_offsets must leave no gaps)");
     covered = end;
   }
   ONNXLLM_CHECK(covered == data_size, kInvalidModel, where, ": the last ", data_size - covered, " of ", data_size,

@@ -713,7 +713,7 @@ Server::Server(const std::filesystem::path& model_dir, const ServerOptions& opti
   s.http.set_payload_max_length(options.max_body_bytes);
   // Reading a request: 10 s at most between bytes. A connection that stops halfway (or announces
   // a body it never sends) holds one of the threads until then: with 60 s, 300 such connections
-  // kept /health waiting 39 s.
+  // kept /health waiting 39-50 s.
   s.http.set_read_timeout(10, 0);
   s.http.set_write_timeout(60, 0);
   s.http.set_keep_alive_max_count(1000);

@@ -177,7 +177,7 @@ const NBitsKernels& nbits_kernels_generic() {
 bool nbits_isa_available(NBitsIsa isa) {
   // NEON is baseline on aarch64: compiled in means available.
   if (isa == NBitsIsa::kNeon) return nbits_kernels_neon() != nullptr;
-  if (isa == NBitsIsa::kAvx512) return nbits_kernels_avx512() != nullptr && cpu_features().avx2 && isa_available(Isa::kAvx512);
+  if (isa == NBitsIsa::kAvx512) return nbits_kernels_avx512() != nullptr && isa_available(Isa::kAvx512);  // implies AVX2
   if (isa != NBitsIsa::kAvx2) return true;
   return nbits_kernels_avx2() != nullptr && cpu_features().avx2;
 }

@@ -14,9 +14,9 @@
 // tiles. Neither kernel built on that was kept: two tiles a pass gained x1.19-1.27 in cache at
 // M = 8 but ran x0.91-0.94 in a batch-8 model step (in-process alternation; the weights stream
 // from DRAM there), and 4 rows x 4 columns a register (weights broadcast by 16-byte loads, the
-// activations spread by VPERMD) ran x0.75-0.94 in cache. Separate broadcasts of the same count and split accumulator chains measured within noise
-// (in-process A/B, bit-identical results); so did an earlier 16-row tile, in cache only (tile_rows'
-// kRows2).
+// activations spread by VPERMD) ran x0.75-0.94 in cache. Separate broadcasts of the same count
+// and split accumulator chains measured within noise (in-process A/B, bit-identical results); so
+// did an earlier 16-row tile, in cache only (tile_rows' kRows2).
 #include "ep/cpu/kernels/contrib/matmul_nbits_q8.h"
 #include "core/stream_touch.h"
 
