@@ -27,7 +27,7 @@ namespace onnxllm {
 
 enum class Isa {
   kScalar,  // portable C++: the reference every SIMD kernel is tested against
-  kAvx2,    // AVX2 + FMA + F16C
+  kAvx2,    // AVX2 + FMA + F16C; int8 kernels use AVX-VNNI when avx_vnni
   kAvx512,  // AVX-512 F/BW/VL/DQ + VNNI (Ice Lake, Zen 4 and later)
   kNeon,    // aarch64 Advanced SIMD (every aarch64 CPU); int8 kernels use SDOT when neon_dotprod
 };

@@ -30,6 +30,25 @@ std::vector<Isa> isas() {
   return v;
 }
 
+// Every SIMD kernel this CPU runs, with the ISA whose quantizer feeds it: nbits_q8_kernel picks
+// one per ISA (AVX-VNNI over AVX2 where the CPU has it), so the AVX2 form is listed on its own.
+struct SimdKernel {
+  std::string name;
+  Isa isa;
+  NBitsQ8Kernel kernel;
+};
+std::vector<SimdKernel> simd_kernels() {
+  std::vector<SimdKernel> v;
+  if (isa_available(Isa::kAvx2) && nbits_q8_kernel_avx2()) v.push_back({"avx2", Isa::kAvx2, nbits_q8_kernel_avx2()});
+  if (isa_available(Isa::kAvx2) && cpu_features().avx_vnni && nbits_q8_kernel_avxvnni())
+    v.push_back({"avxvnni", Isa::kAvx2, nbits_q8_kernel_avxvnni()});
+  if (isa_available(Isa::kAvx512) && nbits_q8_kernel_avx512())
+    v.push_back({"avx512", Isa::kAvx512, nbits_q8_kernel_avx512()});
+  if (isa_available(Isa::kNeon) && cpu_features().neon_dotprod && nbits_q8_kernel_neon())
+    v.push_back({"neon", Isa::kNeon, nbits_q8_kernel_neon()});
+  return v;
+}
+
 // The vector quantizers this CPU runs (each must equal quantize_a_q8 bit for bit).
 std::vector<std::pair<Isa, NBitsQ8Quantizer>> vector_quantizers() {
   std::vector<std::pair<Isa, NBitsQ8Quantizer>> v;
@@ -37,6 +56,14 @@ std::vector<std::pair<Isa, NBitsQ8Quantizer>> vector_quantizers() {
     v.emplace_back(Isa::kAvx512, nbits_q8_quantizer_avx512());
   if (cpu_features().neon_dotprod && nbits_q8_quantizer_neon()) v.emplace_back(Isa::kNeon, nbits_q8_quantizer_neon());
   return v;
+}
+
+// The AVX-VNNI kernel is the one Isa::kAvx2 runs where the CPU has AVX-VNNI, and never elsewhere.
+TEST(MatMulNBitsQ8, AvxVnniKernelWhereTheCpuHasIt) {
+  if (!isa_available(Isa::kAvx2) || !nbits_q8_kernel_avx2()) GTEST_SKIP() << "no AVX2 here";
+  ASSERT_NE(nbits_q8_kernel_avxvnni(), nullptr);
+  ASSERT_NE(nbits_q8_kernel_avxvnni(), nbits_q8_kernel_avx2());
+  EXPECT_EQ(nbits_q8_kernel(Isa::kAvx2), cpu_features().avx_vnni ? nbits_q8_kernel_avxvnni() : nbits_q8_kernel_avx2());
 }
 
 // The SDOT kernel is the one Isa::kNeon runs when the CPU has SDOT (qemu's default CPU does), and
@@ -69,6 +96,19 @@ std::vector<float> run(const Packed& p, const std::vector<float>& a, int64_t m, 
   std::vector<float> y(static_cast<size_t>(m * p.layout.shape.n), -777.f);
   matmul_nbits_q8_run(p.layout, static_cast<const uint8_t*>(p.bytes.data()), a.data(), m,
                       bias ? bias->data() : nullptr, y.data(), ws.data(), pool, isa);
+  return y;
+}
+
+// As run, with `kernel` in place of the ISA's own.
+std::vector<float> run_kernel(const Packed& p, const std::vector<float>& a, int64_t m, const std::vector<float>* bias,
+                              const SimdKernel& k, ThreadPool& pool) {
+  AlignedBuffer ws(matmul_nbits_q8_workspace(p.layout, m));
+  std::vector<float> y(static_cast<size_t>(m * p.layout.shape.n), -777.f);
+  const QuantizedA q = matmul_nbits_q8_quantize(p.layout, a.data(), m, ws.data(), pool, k.isa);
+  pool.parallel_for(p.layout.tiles, 1, [&](int64_t t0, int64_t t1) {
+    k.kernel(p.layout, static_cast<const uint8_t*>(p.bytes.data()), q, m, bias ? bias->data() : nullptr, y.data(), t0,
+             t1);
+  });
   return y;
 }
 
@@ -258,6 +298,11 @@ TEST(MatMulNBitsQ8, ScalarMatchesReferenceAndSimdIsBitIdentical) {
               ASSERT_EQ(0, std::memcmp(y.data(), yi.data(), y.size() * 4))
                   << what << ": " << isa_name(isa) << " on " << pool->num_threads() << " threads differs from scalar";
             }
+          }
+          for (const SimdKernel& kernel : simd_kernels()) {
+            const auto yk = run_kernel(p, a, m, b, kernel, three);
+            ASSERT_EQ(0, std::memcmp(y.data(), yk.data(), y.size() * 4))
+                << what << ": " << kernel.name << " differs from scalar";
           }
         }
 }

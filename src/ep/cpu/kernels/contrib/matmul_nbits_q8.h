@@ -2,7 +2,7 @@
 // quantized to int8 per block of K (symmetric, scale amax/127) and multiplied with the 4-bit
 // weights in integers; the products become float once per block:
 //   y[m, n] = sum_blk (w_scale[n, blk] * a_scale[m, blk]) * (sum_i q[n, i] * a8[m, i] - zp[n, blk] * sum_i a8[m, i])
-// Integer sums are exact, and every kernel (scalar reference, AVX2, AVX-512 VNNI, NEON SDOT) does
+// Integer sums are exact, and every kernel (scalar reference, AVX2, AVX-VNNI, AVX-512 VNNI, NEON SDOT) does
 // the float steps in the same order with fused multiply-adds, so all ISAs give bit-identical results.
 //
 // Packed layout, in tiles of kCols = 16 columns (one 512-bit lane per column). A tile is a run of
@@ -116,8 +116,10 @@ QuantizedA matmul_nbits_q8_quantize(const NBitsQ8Layout& l, const float* a, int6
                                     Isa isa) noexcept;
 NBitsQ8Kernel nbits_q8_kernel(Isa isa);
 // nullptr when not compiled in (the other architecture's builds). The NEON one needs SDOT
-// (cpu_features().neon_dotprod): nbits_q8_kernel(Isa::kNeon) checks it.
+// (cpu_features().neon_dotprod) and the AVX-VNNI one cpu_features().avx_vnni: nbits_q8_kernel
+// checks them (Isa::kAvx2 runs the AVX-VNNI kernel where the CPU has it).
 NBitsQ8Kernel nbits_q8_kernel_avx2();
+NBitsQ8Kernel nbits_q8_kernel_avxvnni();
 NBitsQ8Kernel nbits_q8_kernel_avx512();
 NBitsQ8Kernel nbits_q8_kernel_neon();
 // quantize_a_q8 vectorized (the same values bit for bit).
