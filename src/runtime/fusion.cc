@@ -24,8 +24,9 @@ bool is_float_vector(const Graph& g, int v) {
   return val.initializer && val.initializer->view.rank() == 1 && val.initializer->view.dtype() == DType::kFloat32;
 }
 
-// What must agree for MatMulNBits nodes to share one kernel: A, K, block_size, the scales' dtype.
-using SiblingKey = std::tuple<int, int64_t, int64_t, int>;
+// What must agree for MatMulNBits nodes to share one kernel: A, K, block_size, the scales' dtype,
+// bits.
+using SiblingKey = std::tuple<int, int64_t, int64_t, int, int64_t>;
 
 // nullopt when the node cannot join a group.
 std::optional<SiblingKey> sibling_key(const Graph& g, const Node& node) {
@@ -35,7 +36,8 @@ std::optional<SiblingKey> sibling_key(const Graph& g, const Node& node) {
   if (!is_constant(g, node, 1) || !is_constant(g, node, 2) || node.has_input(3) || node.has_input(4) ||
       node.has_input(5))
     return std::nullopt;
-  if (node.attr_int("bits", 4) != 4 || node.attr_int("accuracy_level", 0) != 4 || node.attr_int("weight_prepacked", 0))
+  const int64_t bits = node.attr_int("bits", 4);
+  if ((bits != 4 && bits != 8) || node.attr_int("accuracy_level", 0) != 4 || node.attr_int("weight_prepacked", 0))
     return std::nullopt;
   // A is float32 when declared so or, as graphs rarely declare activations, when the scales are:
   // MatMulNBits takes A and scales in one type (T1).
@@ -43,7 +45,8 @@ std::optional<SiblingKey> sibling_key(const Graph& g, const Node& node) {
   const DType scales = g.values[node.inputs[2]].initializer->view.dtype();
   const DType a = g.values[node.inputs[0]].dtype;
   if (n <= 0 || n % 16 != 0 || (a == DType::kUndefined ? scales : a) != DType::kFloat32) return std::nullopt;
-  return SiblingKey{node.inputs[0], node.attr_int("K", 0), node.attr_int("block_size", 0), static_cast<int>(scales)};
+  return SiblingKey{node.inputs[0], node.attr_int("K", 0), node.attr_int("block_size", 0), static_cast<int>(scales),
+                    bits};
 }
 
 }  // namespace

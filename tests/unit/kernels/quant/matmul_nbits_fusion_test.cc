@@ -24,7 +24,7 @@ std::shared_ptr<Graph> siblings_graph(const std::vector<QuantWeight>& ws, const 
     test::add_constant(*g, "B" + s, Tensor::from<uint8_t>(Shape{w.n, w.blocks(), w.blob()}, w.b));
     test::add_constant(*g, "S" + s, Tensor::from<float>(Shape{w.n, w.blocks()}, w.scales));
     Node& node = g->add_node("MatMulNBits", "com.microsoft", {"A", "B" + s, "S" + s}, {"Y" + s}, "mm" + s);
-    node.attributes = {test::int_attr("K", w.k), test::int_attr("N", w.n), test::int_attr("bits", 4),
+    node.attributes = {test::int_attr("K", w.k), test::int_attr("N", w.n), test::int_attr("bits", w.bits),
                        test::int_attr("block_size", w.bs), test::int_attr("accuracy_level", levels[i])};
     test::add_output(*g, "Y" + s);
   }
@@ -39,36 +39,40 @@ int steps(const Session& s) {
 
 TEST(MatMulNBitsFusion, SiblingsGiveTheUnfusedBits) {
   const int64_t k = 200;  // a partial last block
-  const std::vector<QuantWeight> ws = {test::random_weight(k, 32, 4, 32, false, 1), test::random_weight(k, 16, 4, 32, false, 2),
-                                       test::random_weight(k, 48, 4, 32, false, 3), test::random_weight(k, 32, 4, 32, false, 4),
-                                       test::random_weight(k, 20, 4, 32, false, 5)};
-  const std::vector<int> levels = {4, 4, 4, 0, 4};  // the last two cannot join: level 0, N = 20
-  const auto graph = siblings_graph(ws, levels, k);
-  for (int64_t rows : {1, 3, 37}) {
-    const auto a = test::gaussian(static_cast<size_t>(rows * k), 1.f, static_cast<uint32_t>(rows));
-    const Tensor at = Tensor::from<float>(Shape{1, rows, k}, a);
-    SessionOptions on{2, true, nullptr}, off{2, true, nullptr};
-    off.fusions = false;
-    Session fused(graph, on), plain(graph, off);
-    EXPECT_EQ(steps(plain), 5);
-    EXPECT_EQ(steps(fused), 3);  // one node for the three siblings, and the two that stay
-    const auto y1 = fused.run({{"A", at}});
-    const auto y0 = plain.run({{"A", at}});
-    ASSERT_EQ(y1.size(), 5u);
-    for (size_t i = 0; i < y1.size(); ++i) {
-      ASSERT_EQ(y1[i].shape(), (Shape{1, rows, ws[i].n}));
-      ASSERT_EQ(0, std::memcmp(y1[i].data<float>(), y0[i].data<float>(), static_cast<size_t>(y1[i].numel()) * 4))
-          << "output " << i << ", " << rows << " rows";
-    }
-    // And the same bits with every instruction set (SessionOptions::isa reaches the kernels).
-    for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
-      if (!isa_available(isa)) continue;
-      SessionOptions o{2, true, nullptr};
-      o.isa = isa;
-      const auto yi = Session(graph, o).run({{"A", at}});
-      for (size_t i = 0; i < yi.size(); ++i)
-        ASSERT_EQ(0, std::memcmp(yi[i].data<float>(), y0[i].data<float>(), static_cast<size_t>(yi[i].numel()) * 4))
-            << isa_name(isa) << ", output " << i << ", " << rows << " rows";
+  for (int bits : {4, 8}) {
+    const std::vector<QuantWeight> ws = {
+        test::random_weight(k, 32, bits, 32, false, 1), test::random_weight(k, 16, bits, 32, false, 2),
+        test::random_weight(k, 48, bits, 32, false, 3), test::random_weight(k, 32, bits, 32, false, 4),
+        test::random_weight(k, 20, bits, 32, false, 5), test::random_weight(k, 16, 12 - bits, 32, false, 6)};
+    // The last three cannot join: level 0, N = 20, the other bit width.
+    const std::vector<int> levels = {4, 4, 4, 0, 4, 4};
+    const auto graph = siblings_graph(ws, levels, k);
+    for (int64_t rows : {1, 3, 37}) {
+      const auto a = test::gaussian(static_cast<size_t>(rows * k), 1.f, static_cast<uint32_t>(rows));
+      const Tensor at = Tensor::from<float>(Shape{1, rows, k}, a);
+      SessionOptions on{2, true, nullptr}, off{2, true, nullptr};
+      off.fusions = false;
+      Session fused(graph, on), plain(graph, off);
+      EXPECT_EQ(steps(plain), 6);
+      EXPECT_EQ(steps(fused), 4);  // one node for the three siblings, and the three that stay
+      const auto y1 = fused.run({{"A", at}});
+      const auto y0 = plain.run({{"A", at}});
+      ASSERT_EQ(y1.size(), 6u);
+      for (size_t i = 0; i < y1.size(); ++i) {
+        ASSERT_EQ(y1[i].shape(), (Shape{1, rows, ws[i].n}));
+        ASSERT_EQ(0, std::memcmp(y1[i].data<float>(), y0[i].data<float>(), static_cast<size_t>(y1[i].numel()) * 4))
+            << "output " << i << ", " << rows << " rows";
+      }
+      // And the same bits with every instruction set (SessionOptions::isa reaches the kernels).
+      for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+        if (!isa_available(isa)) continue;
+        SessionOptions o{2, true, nullptr};
+        o.isa = isa;
+        const auto yi = Session(graph, o).run({{"A", at}});
+        for (size_t i = 0; i < yi.size(); ++i)
+          ASSERT_EQ(0, std::memcmp(yi[i].data<float>(), y0[i].data<float>(), static_cast<size_t>(yi[i].numel()) * 4))
+              << isa_name(isa) << ", output " << i << ", " << rows << " rows, " << bits << "-bit";
+      }
     }
   }
 }
@@ -110,16 +114,16 @@ TEST(MatMulNBitsFusion, SiblingsOfAnUndeclaredActivationFuse) {
 // unfused bits for every row count (runs of 8 tiles per kernel call up to 64 rows, fewer above, one
 // from 257), either
 // Mul operand order, alpha 1 and 1.702, and every ISA; a gate read elsewhere too stays unfused.
-std::shared_ptr<Graph> gated_graph(int64_t k, int64_t n, float alpha, bool up_first, bool gate_is_output) {
+std::shared_ptr<Graph> gated_graph(int64_t k, int64_t n, float alpha, bool up_first, bool gate_is_output, int bits) {
   auto g = test::new_graph();
   test::add_input(*g, "A", DType::kFloat32, {-1, k});
   for (int i = 0; i < 2; ++i) {
-    const QuantWeight w = test::random_weight(k, n, 4, 32, false, 20 + i);
+    const QuantWeight w = test::random_weight(k, n, bits, 32, false, 20 + i);
     const std::string s = std::to_string(i);
     test::add_constant(*g, "B" + s, Tensor::from<uint8_t>(Shape{w.n, w.blocks(), w.blob()}, w.b));
     test::add_constant(*g, "S" + s, Tensor::from<float>(Shape{w.n, w.blocks()}, w.scales));
     Node& node = g->add_node("MatMulNBits", "com.microsoft", {"A", "B" + s, "S" + s}, {i == 0 ? "G" : "U"}, "mm" + s);
-    node.attributes = {test::int_attr("K", k), test::int_attr("N", n), test::int_attr("bits", 4),
+    node.attributes = {test::int_attr("K", k), test::int_attr("N", n), test::int_attr("bits", bits),
                        test::int_attr("block_size", 32), test::int_attr("accuracy_level", 4)};
   }
   g->add_node("QuickGelu", "com.microsoft", {"G"}, {"GS"}, "act").attributes = {test::float_attr("alpha", alpha)};
@@ -132,35 +136,37 @@ std::shared_ptr<Graph> gated_graph(int64_t k, int64_t n, float alpha, bool up_fi
 TEST(MatMulNBitsFusion, GatedSiblingsGiveTheUnfusedBits) {
   const int64_t k = 96, n = 144;  // 9 tiles: a last run shorter than the others
   int cases = 0;
-  for (float alpha : {1.0f, 1.702f})
-    for (bool up_first : {false, true})
-      for (bool gate_is_output : {false, true}) {
-        const auto graph = gated_graph(k, n, alpha, up_first, gate_is_output);
-        SessionOptions on{2, true, nullptr}, off{2, true, nullptr};
-        off.fusions = false;
-        Session fused(graph, on), plain(graph, off);
-        EXPECT_EQ(steps(plain), 4);
-        // One gated node; with the gate also an output, the siblings and both ops stay.
-        EXPECT_EQ(steps(fused), gate_is_output ? 3 : 1) << alpha << " " << up_first;
-        for (int64_t rows : {1, 2, 7, 33, 70, 300}) {
-          const Tensor a = Tensor::from<float>(Shape{rows, k}, test::gaussian(static_cast<size_t>(rows * k), 2.f, 40 + rows));
-          const auto y0 = plain.run({{"A", a}});
-          for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
-            if (!isa_available(isa)) continue;
-            SessionOptions o{2, true, nullptr};
-            o.isa = isa;
-            const auto y1 = Session(graph, o).run({{"A", a}});
-            ASSERT_EQ(y1[0].shape(), (Shape{rows, n}));
-            ASSERT_EQ(0, std::memcmp(y1[0].data<float>(), y0[0].data<float>(), y0[0].bytes()))
-                << isa_name(isa) << ", " << rows << " rows, alpha " << alpha << (up_first ? ", up first" : "");
-            ++cases;
+  for (int bits : {4, 8})
+    for (float alpha : {1.0f, 1.702f})
+      for (bool up_first : {false, true})
+        for (bool gate_is_output : {false, true}) {
+          const auto graph = gated_graph(k, n, alpha, up_first, gate_is_output, bits);
+          SessionOptions on{2, true, nullptr}, off{2, true, nullptr};
+          off.fusions = false;
+          Session fused(graph, on), plain(graph, off);
+          EXPECT_EQ(steps(plain), 4);
+          // One gated node; with the gate also an output, the siblings and both ops stay.
+          EXPECT_EQ(steps(fused), gate_is_output ? 3 : 1) << alpha << " " << up_first;
+          for (int64_t rows : {1, 2, 7, 33, 70, 300}) {
+            const Tensor a = Tensor::from<float>(Shape{rows, k}, test::gaussian(static_cast<size_t>(rows * k), 2.f, 40 + rows));
+            const auto y0 = plain.run({{"A", a}});
+            for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+              if (!isa_available(isa)) continue;
+              SessionOptions o{2, true, nullptr};
+              o.isa = isa;
+              const auto y1 = Session(graph, o).run({{"A", a}});
+              ASSERT_EQ(y1[0].shape(), (Shape{rows, n}));
+              ASSERT_EQ(0, std::memcmp(y1[0].data<float>(), y0[0].data<float>(), y0[0].bytes()))
+                  << isa_name(isa) << ", " << rows << " rows, alpha " << alpha << (up_first ? ", up first" : "") << ", "
+                  << bits << "-bit";
+              ++cases;
+            }
+            // The products are not all zero: the gate's sign matters.
+            const float* h = y0[0].data<float>();
+            EXPECT_GT(*std::max_element(h, h + rows * n), 0.f);
+            EXPECT_LT(*std::min_element(h, h + rows * n), 0.f);
           }
-          // The products are not all zero: the gate's sign matters.
-          const float* h = y0[0].data<float>();
-          EXPECT_GT(*std::max_element(h, h + rows * n), 0.f);
-          EXPECT_LT(*std::min_element(h, h + rows * n), 0.f);
         }
-      }
   EXPECT_GT(cases, 0);
 }
 

@@ -211,7 +211,8 @@ TEST(MatMulNBitsQ8, VectorInterleaverBitIdenticalToScalar) {
   for (int64_t bs : {8, 16, 32, 128})
     for (int64_t k : {32, 200, 896, 1234})
       for (int64_t m : {2, 8, 13, 16}) {
-        const NBitsQ8Layout l = nbits_q8_layout(NBitsShape{k, 16, 4, bs}, false, true);
+        // The terms carry the default zero point's share: 8-bit layouts too, every other case.
+        const NBitsQ8Layout l = nbits_q8_layout(NBitsShape{k, 16, cases % 2 ? 8 : 4, bs}, false, true);
         std::vector<int8_t> values(static_cast<size_t>(m * l.k_padded));
         std::vector<float> scales(static_cast<size_t>(m * l.blocks));
         std::vector<int32_t> sums(scales.size());
@@ -242,7 +243,12 @@ TEST(MatMulNBitsQ8, VectorInterleaverBitIdenticalToScalar) {
         EXPECT_EQ(ref.first, got.first) << what;
         EXPECT_EQ(ref.second, got.second) << what;
         // The reference puts row r's chunk c at [c][r]: check one value directly.
-        EXPECT_EQ(ref.first[static_cast<size_t>(4 * 8 + 1 * 4 + 2)], values[static_cast<size_t>(1 * l.k_padded + 4 + 2)]) << what;
+        EXPECT_EQ(ref.first[static_cast<size_t>(4 * 8 + 1 * 4 + 2)], values[static_cast<size_t>(1 * l.k_padded + 4 + 2)])
+            << what;
+        // Row 1's block 0 term: -default_zp * its sum.
+        int32_t term;
+        std::memcpy(&term, ref.second.data() + 32 + 4, 4);
+        EXPECT_EQ(term, -l.default_zp() * sums[static_cast<size_t>(l.blocks)]) << what;
         ++cases;
       }
   EXPECT_EQ(cases, 64);
@@ -255,13 +261,13 @@ TEST(MatMulNBitsQ8, EveryIsaPacksTheSameBytes) {
     for (int64_t k : {16, 93, 1234})
       for (int64_t n : {1, 17, 290})
         for (bool zp : {false, true}) {
-          const QuantWeight w = test::random_weight(k, n, 4, bs, zp, seed++);
+          const QuantWeight w = test::random_weight(k, n, cases % 4 < 2 ? 4 : 8, bs, zp, seed++);
           const bool half = cases % 3 != 0;
           const Packed ref = pack(w, Isa::kScalar, half);
           for (Isa isa : isas()) {
             const Packed p = pack(w, isa, half);
             ASSERT_EQ(0, std::memcmp(ref.bytes.data(), p.bytes.data(), ref.layout.bytes()))
-                << isa_name(isa) << " bs=" << bs << " K=" << k << " N=" << n << (zp ? " zp" : "");
+                << isa_name(isa) << " bs=" << bs << " K=" << k << " N=" << n << (zp ? " zp" : "") << " bits=" << w.bits;
           }
           ++cases;
         }
@@ -275,17 +281,18 @@ TEST(MatMulNBitsQ8, ScalarMatchesReferenceAndSimdIsBitIdentical) {
   for (int64_t bs : {16, 32, 64, 128})
     for (int64_t k : {16, 32, 93, 256, 1234})
       for (int64_t n : {1, 17, 32, 290})
-        for (int64_t m : {1, 2, 3, 5, 8, 9, 13, 16, 24, 33}) {
+        for (int64_t m : {1, 2, 3, 5, 8, 9, 13, 16, 24, 33})
+          for (int bits : {4, 8}) {
           ++variant;
           const bool with_zp = variant % 2 == 0, with_bias = variant % 3 == 0, half = variant % 5 != 0;
-          const QuantWeight w = test::random_weight(k, n, 4, bs, with_zp, seed++);
+          const QuantWeight w = test::random_weight(k, n, bits, bs, with_zp, seed++);
           const auto a = test::gaussian(static_cast<size_t>(m * k), 1.f, seed++);
           const auto bias = test::uniform(static_cast<size_t>(n), -1.f, 1.f, seed++);
           const auto* b = with_bias ? &bias : nullptr;
           const Packed p = pack(w, Isa::kScalar, half);
-          const std::string what = "bs=" + std::to_string(bs) + " M=" + std::to_string(m) + " N=" + std::to_string(n) +
-                                   " K=" + std::to_string(k) + (with_zp ? " zp" : "") + (with_bias ? " bias" : "") +
-                                   (half ? " half scales" : "");
+          const std::string what = std::to_string(bits) + "-bit bs=" + std::to_string(bs) + " M=" + std::to_string(m) +
+                                   " N=" + std::to_string(n) + " K=" + std::to_string(k) + (with_zp ? " zp" : "") +
+                                   (with_bias ? " bias" : "") + (half ? " half scales" : "");
           const auto y = run(p, a, m, b, Isa::kScalar, one);
           const auto ref = test::matmul_nbits_reference(as_packed(w, p.layout), dequantized_a(p.layout, a, m), m, b);
           for (size_t i = 0; i < y.size(); ++i) {
@@ -311,15 +318,17 @@ TEST(MatMulNBitsQ8, ScalarMatchesReferenceAndSimdIsBitIdentical) {
 // step per value, so the error is bounded by sum |w| * scale_a / 2 (a kernel bug is far larger).
 TEST(MatMulNBitsQ8, CloseToFloatResult) {
   ThreadPool pool(2);
-  const QuantWeight w = test::random_weight(896, 64, 4, 32, false, 5);
-  const auto a = test::gaussian(3 * 896, 1.f, 6);
-  const Packed p = pack(w);
-  const auto y = run(p, a, 3, nullptr, isas().back(), pool);
-  const auto ref = test::matmul_nbits_reference(w, a, 3, nullptr);
-  double worst = 0;
-  for (size_t i = 0; i < y.size(); ++i) worst = std::max(worst, std::abs(y[i] - ref.y[i]) / (ref.scale[i] + 1e-9));
-  EXPECT_LT(worst, 0.01);   // relative to sum |a * w|
-  EXPECT_GT(worst, 1e-7);   // and it did quantize
+  for (int bits : {4, 8}) {
+    const QuantWeight w = test::random_weight(896, 64, bits, 32, false, 5);
+    const auto a = test::gaussian(3 * 896, 1.f, 6);
+    const Packed p = pack(w);
+    const auto y = run(p, a, 3, nullptr, isas().back(), pool);
+    const auto ref = test::matmul_nbits_reference(w, a, 3, nullptr);
+    double worst = 0;
+    for (size_t i = 0; i < y.size(); ++i) worst = std::max(worst, std::abs(y[i] - ref.y[i]) / (ref.scale[i] + 1e-9));
+    EXPECT_LT(worst, 0.01) << bits;  // relative to sum |a * w|
+    EXPECT_GT(worst, 1e-7) << bits;  // and it did quantize
+  }
 }
 
 // The tiles keep float32 scales when one of them is not a normal float16 number after rounding

@@ -12,7 +12,6 @@ namespace onnxllm {
 namespace {
 
 constexpr int kCols = NBitsQ8Layout::kCols;
-constexpr int kDefaultZp = QuantizedA::kDefaultZp;
 constexpr float kRoundMagic = 12582912.f;  // 1.5 * 2^23
 
 constexpr int kGroupRows = QuantizedA::kGroupRows;
@@ -40,15 +39,19 @@ void block_scalar(const NBitsQ8Layout& l, const uint8_t* tile, int64_t blk, cons
   nbits_q8_load_scales(l, tile, blk, scale);
   const uint8_t* zp = l.has_zp ? tile + l.zero_points_at(blk) : nullptr;
   const uint8_t* d = tile + l.data_at(blk);
+  const bool bytes = l.shape.bits == 8;
   int32_t isum[kCols] = {};
-  for (int64_t c = 0; c < l.shape.block_size; c += 8, d += 4 * kCols)
+  for (int64_t c = 0; c < l.shape.block_size; c += 8, d += l.chunk_bytes())
     for (int j = 0; j < kCols; ++j)
       for (int i = 0; i < 4; ++i) {
         const uint8_t byte = d[4 * j + i];
-        isum[j] += (byte & 0x0F) * a[c + i] + (byte >> 4) * a[c + 4 + i];
+        if (bytes)
+          isum[j] += byte * a[c + i] + d[4 * kCols + 4 * j + i] * a[c + 4 + i];
+        else
+          isum[j] += (byte & 0x0F) * a[c + i] + (byte >> 4) * a[c + 4 + i];
       }
   for (int j = 0; j < kCols; ++j) {
-    const float v = static_cast<float>(isum[j] - (zp ? zp[j] : kDefaultZp) * a_sum);
+    const float v = static_cast<float>(isum[j] - (zp ? zp[j] : l.default_zp()) * a_sum);
     acc[j] = std::fma(v, scale[j] * a_scale, acc[j]);
   }
 }
@@ -73,7 +76,9 @@ void kernel_scalar(const NBitsQ8Layout& l, const uint8_t* packed, const Quantize
 
 }  // namespace
 
-bool nbits_q8_supported(const NBitsShape& shape) { return shape.bits == 4 && shape.block_size % 8 == 0; }
+bool nbits_q8_supported(const NBitsShape& shape) {
+  return (shape.bits == 4 || shape.bits == 8) && shape.block_size % 8 == 0;
+}
 
 NBitsQ8Layout nbits_q8_layout(const NBitsShape& shape, bool has_zp, bool half_scales) {
   NBitsQ8Layout l;
@@ -86,7 +91,7 @@ NBitsQ8Layout nbits_q8_layout(const NBitsShape& shape, bool has_zp, bool half_sc
   l.scale_bytes = kCols * (half_scales ? 2 : 4);
   l.header_bytes =
       static_cast<int64_t>(nbits_align64(static_cast<size_t>(l.group_blocks * (l.scale_bytes + (has_zp ? kCols : 0)))));
-  l.data_bytes = kCols * shape.block_size / 2;
+  l.data_bytes = kCols * shape.block_size * shape.bits / 8;
   l.group_bytes = l.header_bytes + l.group_blocks * l.data_bytes;
   l.tile_bytes = (l.blocks + l.group_blocks - 1) / l.group_blocks * l.group_bytes;
   l.tiles = (shape.n + kCols - 1) / kCols;
@@ -132,6 +137,14 @@ void pack_column_scalar(const uint8_t* q, int64_t block_size, uint8_t* o) noexce
   }
 }
 
+// 8-bit values: bytes c..c+3 of each chunk, then c+4..c+7 one register's width (4 * kCols) on.
+void pack_column_bytes(const uint8_t* q, int64_t block_size, uint8_t* o) noexcept {
+  for (int64_t c = 0; c < block_size; c += 8, o += 8 * kCols) {
+    std::memcpy(o, q + c, 4);
+    std::memcpy(o + 4 * kCols, q + c + 4, 4);
+  }
+}
+
 // Column-major walk: one source row (column n of W) at a time, its scales read in their own type.
 template <typename Scale>
 void pack_tiles(const NBitsQ8Layout& l, const NBitsSource& src, const Scale* scales, uint8_t* dst, int64_t t0,
@@ -168,6 +181,7 @@ void pack_nbits_q8(const NBitsQ8Layout& l, const NBitsSource& src, uint8_t* dst,
                    int64_t tile_end, Isa isa) noexcept {
   NBitsQ8ColumnPacker column = pack_column_scalar;
   if (isa != Isa::kScalar && nbits_q8_column_packer_avx2()) column = nbits_q8_column_packer_avx2();
+  if (l.shape.bits == 8) column = pack_column_bytes;
   switch (src.scale_dtype) {
     case DType::kFloat16:
       pack_tiles(l, src, static_cast<const Float16*>(src.scales), dst, tile_begin, tile_end, column);
@@ -214,7 +228,7 @@ void interleave_q8_group(const NBitsQ8Layout& l, const QuantizedA& q, int64_t m,
     const int8_t* src = q.values + row * l.k_padded;
     for (int64_t c = from; c < l.k_padded; c += 4) std::memcpy(dst + c * kGroupRows + (row % kGroupRows) * 4, src + c, 4);
     for (int64_t blk = 0; blk < l.blocks; ++blk) {
-      const int32_t corr = -kDefaultZp * q.sums[row * l.blocks + blk];
+      const int32_t corr = -l.default_zp() * q.sums[row * l.blocks + blk];
       std::memcpy(terms + blk * 64 + (row % kGroupRows) * 4, q.scales + row * l.blocks + blk, 4);
       std::memcpy(terms + blk * 64 + 32 + (row % kGroupRows) * 4, &corr, 4);
     }

@@ -1,18 +1,22 @@
 // MatMulNBits with int8 activations (accuracy_level 4, as ONNX Runtime): each row of A is
-// quantized to int8 per block of K (symmetric, scale amax/127) and multiplied with the 4-bit
+// quantized to int8 per block of K (symmetric, scale amax/127) and multiplied with the 4- or 8-bit
 // weights in integers; the products become float once per block:
 //   y[m, n] = sum_blk (w_scale[n, blk] * a_scale[m, blk]) * (sum_i q[n, i] * a8[m, i] - zp[n, blk] * sum_i a8[m, i])
-// Integer sums are exact, and every kernel (scalar reference, AVX2, AVX-VNNI, AVX-512 VNNI, NEON SDOT) does
-// the float steps in the same order with fused multiply-adds, so all ISAs give bit-identical results.
+// Integer sums are exact, and every kernel (scalar reference, AVX2, AVX-VNNI, AVX-512 VNNI, NEON
+// SDOT) does the float steps in the same order with fused multiply-adds, so all ISAs give
+// bit-identical results.
 //
 // Packed layout, in tiles of kCols = 16 columns (one 512-bit lane per column). A tile is a run of
 // groups of `group_blocks` blocks of K (2 with float16 scales, else 1), each group
 //   header (padded to 64 bytes): the group's blocks' scales, 16 each as float16 (half_scales) or
 //                    float32; then, only with zero points, 16 uint8 per block (else 8);
-//   data, per block: block_size/8 chunks of 64 bytes: for columns j = 0..15, 4 bytes whose byte i
-//                    holds value c + i in its low nibble and value c + 4 + i in its high nibble
-//                    (c = 8 * chunk), so one AND and one shift give the unsigned bytes that
-//                    VPDPBUSD multiplies with 4 broadcast activations.
+//   data, per block: block_size/8 chunks of 8 values (c = 8 * chunk) per column, each
+//                    4-bit: 64 bytes: for columns j = 0..15, 4 bytes whose byte i holds value
+//                      c + i in its low nibble and value c + 4 + i in its high nibble, so one AND
+//                      and one shift give the unsigned bytes that VPDPBUSD multiplies with 4
+//                      broadcast activations;
+//                    8-bit: 128 bytes: the same two 64-byte registers' worth stored whole (values
+//                      c..c+3 of each column, then c+4..c+7), loaded as they are.
 // Decoding one token streams every tile once, so bytes per weight set its speed: float16 scales
 // make two 32-blocks 576 bytes instead of 640. One sequential stream with every data chunk on a
 // cache line keeps the hardware prefetcher ahead (scales in a region of their own missed cache on
@@ -41,7 +45,7 @@ struct NBitsQ8Layout {
   int64_t group_blocks = 1;  // blocks sharing one header
   int64_t scale_bytes = 0;   // one block's scales: kCols * 2 or 4
   int64_t header_bytes = 0;  // a group's scales (+ zero points), padded to 64
-  int64_t data_bytes = 0;    // one block's nibbles: kCols * block_size / 2
+  int64_t data_bytes = 0;    // one block's values: kCols * block_size * bits / 8
   int64_t group_bytes = 0;   // header + group_blocks * data_bytes
   int64_t tile_bytes = 0;
   int64_t tiles = 0;
@@ -54,6 +58,10 @@ struct NBitsQ8Layout {
   }
   int64_t data_at(int64_t blk) const { return group_at(blk) + header_bytes + blk % group_blocks * data_bytes; }
   size_t bytes() const { return static_cast<size_t>(tiles * tile_bytes); }
+  // Bytes of one chunk (8 values of each column): 64 (4-bit) or 128 (8-bit).
+  int64_t chunk_bytes() const { return kCols * shape.bits; }
+  // The zero point of weights stored without any: 8 (4-bit) or 128 (8-bit).
+  int32_t default_zp() const { return 1 << (shape.bits - 1); }
 };
 
 // Block blk's 16 scales of a tile as float (the scalar kernels' view).
@@ -70,7 +78,7 @@ inline void nbits_q8_load_scales(const NBitsQ8Layout& l, const uint8_t* tile, in
   }
 }
 
-// The shapes this path takes: 4-bit weights (block sizes are powers of two >= 16).
+// The shapes this path takes: 4- and 8-bit weights (block sizes are powers of two >= 16).
 bool nbits_q8_supported(const NBitsShape& shape);
 NBitsQ8Layout nbits_q8_layout(const NBitsShape& shape, bool has_zp, bool half_scales);
 // True when every scale of `src` (n x blocks of `shape`) is zero or a normal float16 number after
@@ -87,11 +95,10 @@ void pack_nbits_q8(const NBitsQ8Layout& l, const NBitsSource& src, uint8_t* dst,
 // last group's rows past m unset: a kernel reads only its rows), so that a kernel step's activation
 // bytes for all rows are one cache line reached from one pointer. With it, `group_terms`: per
 // row group and block one 64-byte line, the kGroupRows rows' scales (float) then their
-// -kDefaultZp * sum (int32: the zero point's share for weights without zero points), so that the
+// -default_zp() * sum (int32: the zero point's share for weights without zero points), so that the
 // kernel's per-block step takes both from memory operands instead of per-row address arithmetic.
 struct QuantizedA {
   static constexpr int kGroupRows = 8;
-  static constexpr int kDefaultZp = 8;
   int8_t* values = nullptr;
   float* scales = nullptr;
   int32_t* sums = nullptr;
@@ -135,8 +142,8 @@ void interleave_q8_group(const NBitsQ8Layout& l, const QuantizedA& q, int64_t m,
 using NBitsQ8Interleaver = void (*)(const NBitsQ8Layout& l, const QuantizedA& q, int64_t m, int64_t g) noexcept;
 NBitsQ8Interleaver nbits_q8_interleaver_avx512();
 
-// The nibbles of one block of one column of W (block_size / 2 bytes from `q`) into a tile: chunk c
-// at d + c * 4 * kCols, 4 bytes each (see the layout above).
+// The 4-bit values of one block of one column of W (block_size / 2 bytes from `q`) into a tile:
+// chunk c at d + c * 4 * kCols, 4 bytes each (see the layout above).
 using NBitsQ8ColumnPacker = void (*)(const uint8_t* q, int64_t block_size, uint8_t* d) noexcept;
 NBitsQ8ColumnPacker nbits_q8_column_packer_avx2();  // null without AVX2 in the build
 

@@ -15,11 +15,20 @@
 namespace onnxllm {
 namespace {
 
-// VPDPBUSD's sums of 4 products in two steps (AVX2 has no int8 dot product).
+// VPDPBUSD's sums of 4 products in two steps (AVX2 has no int8 dot product); whole bytes as
+// 16 * high nibble + low nibble, each exact in the int16 step.
 struct MaddDot {
   static constexpr int kRows = 2;
+  static __m256i dot4(__m256i w, __m256i a) {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(w, a), _mm256_set1_epi16(1));
+  }
+  template <int kBits>
   static __m256i add(__m256i sum, __m256i w, __m256i a) {
-    return _mm256_add_epi32(sum, _mm256_madd_epi16(_mm256_maddubs_epi16(w, a), _mm256_set1_epi16(1)));
+    if (kBits == 4) return _mm256_add_epi32(sum, dot4(w, a));
+    const __m256i nibble = _mm256_set1_epi8(0x0F);
+    const __m256i lo = dot4(_mm256_and_si256(w, nibble), a);
+    const __m256i hi = dot4(_mm256_and_si256(_mm256_srli_epi16(w, 4), nibble), a);
+    return _mm256_add_epi32(sum, _mm256_add_epi32(lo, _mm256_slli_epi32(hi, 4)));
   }
 };
 

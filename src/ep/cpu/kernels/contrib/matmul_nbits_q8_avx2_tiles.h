@@ -4,10 +4,11 @@
 // only from those: its definitions have internal linkage so that each unit keeps the copy built
 // with its own flags (a shared inline copy could be the VNNI one on a CPU without VNNI).
 //
-// Each 64-byte chunk of a tile is two 256-bit halves of 8 columns; Dot::add(sum, w, a) adds to
-// each 32-bit lane the sum of 4 products of unsigned weight bytes (0..15) and signed activation
-// bytes, exactly (|15 * 127 * 2| fits the int16 step of the AVX2 form). The float steps are the
-// scalar kernel's, lane by lane, so both units give its bits.
+// Each 64-byte register's worth of a chunk is two 256-bit halves of 8 columns; Dot::add(sum, w, a)
+// adds to each 32-bit lane the sum of 4 products of unsigned weight bytes and signed activation
+// bytes, exactly: nibbles (0..15) for 4-bit weights, whole bytes for 8-bit ones (the AVX2 form
+// splits those into nibbles, as |255 * 127 * 2| would saturate its int16 step). The float steps
+// are the scalar kernel's, lane by lane, so both units give its bits.
 #pragma once
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -31,7 +32,7 @@ inline __m256i broadcast4(const int8_t* p) {
 }
 
 // Rows [r0, r0 + kRows) against one tile: per block, integer sums in registers, then the float step.
-template <class Dot, int kRows, bool kHasZp>
+template <class Dot, int kBits, int kRows, bool kHasZp>
 void tile_rows(const NBitsQ8Layout& l, const uint8_t* tile, const QuantizedA& a, int64_t r0, const float* bias,
                float* y, int64_t n0) {
   const int64_t bs = l.shape.block_size, n_total = l.shape.n;
@@ -45,15 +46,21 @@ void tile_rows(const NBitsQ8Layout& l, const uint8_t* tile, const QuantizedA& a,
     __m256i isum[kRows][2];
     for (int r = 0; r < kRows; ++r) isum[r][0] = isum[r][1] = _mm256_setzero_si256();
     const int8_t* ab = a.values + r0 * l.k_padded + blk * bs;
-    for (int64_t c = 0; c < bs; c += 8, d += 4 * kCols)
+    for (int64_t c = 0; c < bs; c += 8, d += 16 * kBits)
       for (int h = 0; h < 2; ++h) {
         const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(d + 32 * h));
-        const __m256i lo = _mm256_and_si256(v, nibble);
-        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+        __m256i lo, hi;
+        if (kBits == 8) {
+          lo = v;
+          hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(d + 4 * kCols + 32 * h));
+        } else {
+          lo = _mm256_and_si256(v, nibble);
+          hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), nibble);
+        }
         for (int r = 0; r < kRows; ++r) {
           const int8_t* ar = ab + r * l.k_padded + c;
-          isum[r][h] = Dot::add(isum[r][h], lo, broadcast4(ar));
-          isum[r][h] = Dot::add(isum[r][h], hi, broadcast4(ar + 4));
+          isum[r][h] = Dot::template add<kBits>(isum[r][h], lo, broadcast4(ar));
+          isum[r][h] = Dot::template add<kBits>(isum[r][h], hi, broadcast4(ar + 4));
         }
       }
     const uint8_t* sp = tile + l.scales_at(blk);
@@ -63,7 +70,7 @@ void tile_rows(const NBitsQ8Layout& l, const uint8_t* tile, const QuantizedA& a,
                         : _mm256_loadu_ps(reinterpret_cast<const float*>(sp) + 8 * h);
       const __m256i zp =
           kHasZp ? _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(tile + l.zero_points_at(blk) + 8 * h)))
-                 : _mm256_set1_epi32(8);
+                 : _mm256_set1_epi32(1 << (kBits - 1));
       for (int r = 0; r < kRows; ++r) {
         const int64_t ri = (r0 + r) * l.blocks + blk;
         const __m256i v = _mm256_sub_epi32(isum[r][h], _mm256_mullo_epi32(zp, _mm256_set1_epi32(a.sums[ri])));
@@ -81,22 +88,26 @@ void tile_rows(const NBitsQ8Layout& l, const uint8_t* tile, const QuantizedA& a,
 }
 
 // Rows in passes of Dot::kRows, then pairs, then one.
-template <class Dot, bool kHasZp>
+template <class Dot, int kBits, bool kHasZp>
 void tiles(const NBitsQ8Layout& l, const uint8_t* packed, const QuantizedA& a, int64_t m, const float* bias,
            float* y, int64_t t0, int64_t t1) {
   for (int64_t t = t0; t < t1; ++t) {
     const uint8_t* tile = packed + t * l.tile_bytes;
     int64_t r = 0;
-    for (; r + Dot::kRows <= m; r += Dot::kRows) tile_rows<Dot, Dot::kRows, kHasZp>(l, tile, a, r, bias, y, t * kCols);
-    for (; r + 2 <= m; r += 2) tile_rows<Dot, 2, kHasZp>(l, tile, a, r, bias, y, t * kCols);
-    if (r < m) tile_rows<Dot, 1, kHasZp>(l, tile, a, r, bias, y, t * kCols);
+    for (; r + Dot::kRows <= m; r += Dot::kRows)
+      tile_rows<Dot, kBits, Dot::kRows, kHasZp>(l, tile, a, r, bias, y, t * kCols);
+    for (; r + 2 <= m; r += 2) tile_rows<Dot, kBits, 2, kHasZp>(l, tile, a, r, bias, y, t * kCols);
+    if (r < m) tile_rows<Dot, kBits, 1, kHasZp>(l, tile, a, r, bias, y, t * kCols);
   }
 }
 
 template <class Dot>
 void kernel(const NBitsQ8Layout& l, const uint8_t* packed, const QuantizedA& a, int64_t m, const float* bias, float* y,
             int64_t t0, int64_t t1) {
-  (l.has_zp ? tiles<Dot, true> : tiles<Dot, false>)(l, packed, a, m, bias, y, t0, t1);
+  if (l.shape.bits == 8)
+    (l.has_zp ? tiles<Dot, 8, true> : tiles<Dot, 8, false>)(l, packed, a, m, bias, y, t0, t1);
+  else
+    (l.has_zp ? tiles<Dot, 4, true> : tiles<Dot, 4, false>)(l, packed, a, m, bias, y, t0, t1);
 }
 
 }  // namespace

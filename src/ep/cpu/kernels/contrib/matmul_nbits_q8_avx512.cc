@@ -4,7 +4,7 @@
 //
 // One 512-bit lane per column of a 16-column tile: VPDPBUSD multiplies each lane's 4 unsigned
 // weight bytes with 4 activation bytes broadcast to all lanes, so a 64-byte load of packed nibbles
-// feeds 2 VPDPBUSD per row of A. Rows go in groups of up to 8 so each weight load serves them all,
+// (or two of 8-bit bytes, used as loaded) feeds 2 VPDPBUSD per row of A. Rows go in groups of up to 8 so each weight load serves them all,
 // and two groups take turns block by block so that a tile streams in once for up to 16 rows.
 //
 // Why batches run at about 65% of the VNNI rate in cache (Zen 5, measured): the broadcast loads,
@@ -59,6 +59,22 @@ inline __m512 load_scales(const NBitsQ8Layout& l, const uint8_t* p) {
                        : _mm512_loadu_ps(p);
 }
 
+// One chunk's two registers of unsigned weight bytes: values c..c+3 and c+4..c+7 of each column.
+struct ChunkRegs {
+  __m512i lo, hi;
+};
+template <int kBits>
+inline ChunkRegs load_chunk(const uint8_t* d, __m512i nibble) {
+  if (kBits == 8) return {_mm512_loadu_si512(d), _mm512_loadu_si512(d + 64)};
+  const __m512i v = _mm512_loadu_si512(d);
+  return {_mm512_and_si512(v, nibble), _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble)};
+}
+template <int kBits>
+inline void prefetch_chunk(const uint8_t* d) {
+  _mm_prefetch(reinterpret_cast<const char*>(d), _MM_HINT_NTA);
+  if (kBits == 8) _mm_prefetch(reinterpret_cast<const char*>(d + 64), _MM_HINT_NTA);
+}
+
 // kBlock: the block size when known at compile time (32, genai's and our builder's default),
 // so the block's 4 steps unroll into one straight run of VPDPBUSDs (M = 8: 2-6% more per second).
 // kRows2 > 0 (with kRows = 8): a second row group of kRows2 rows from r0 + 8, the two taking turns
@@ -67,13 +83,14 @@ inline __m512 load_scales(const NBitsQ8Layout& l, const uint8_t* p) {
 // are a one-group call's, so the bits are too. Against a group at a time (M = 16, 2 threads,
 // in one process alternately): x1.13 from DRAM and x1.10 from cache on the gate+up shape, x1.09
 // down, x1.10 the LM head, x1.16 q/k/v; 16 engine clients x1.11.
-template <int kRows, bool kHasZp, int kBlock = 0, int kRows2 = 0>
+template <int kBits, int kRows, bool kHasZp, int kBlock = 0, int kRows2 = 0>
 void tile_rows(const NBitsQ8Layout& l, const uint8_t* tile, const QuantizedA& a, int64_t r0, const float* bias,
                float* y, int64_t n0, bool prefetch) {
   static_assert(kRows2 == 0 || kRows == kGroup);
   constexpr int kGroups = kRows2 > 0 ? 2 : 1;
   const int64_t bs = kBlock ? kBlock : l.shape.block_size, n_total = l.shape.n;
   const __m512i nibble = _mm512_set1_epi8(0x0F);
+  constexpr int64_t kChunk = 16 * kBits;  // bytes of 8 values of the 16 columns
   __m512 acc[kGroups][kRows];
 #pragma GCC unroll 2
   for (int g = 0; g < kGroups; ++g)
@@ -123,21 +140,19 @@ void tile_rows(const NBitsQ8Layout& l, const uint8_t* tile, const QuantizedA& a,
       }
       if (kRows == 1) {
         const int8_t* ab = a.values + rg * l.k_padded + blk * bs;
-        for (int64_t c = 0; c < bs; c += 8, d += 4 * kCols) {
-          if (prefetch) _mm_prefetch(reinterpret_cast<const char*>(d + l.tile_bytes), _MM_HINT_NTA);
-          const __m512i v = _mm512_loadu_si512(d);
-          isum[0] = dpbusd_bcst(isum[0], _mm512_and_si512(v, nibble), ab + c);
-          isum[0] = dpbusd_bcst(isum[0], _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble), ab + c + 4);
+        for (int64_t c = 0; c < bs; c += 8, d += kChunk) {
+          if (prefetch) prefetch_chunk<kBits>(d + l.tile_bytes);
+          const auto [lo, hi] = load_chunk<kBits>(d, nibble);
+          isum[0] = dpbusd_bcst(isum[0], lo, ab + c);
+          isum[0] = dpbusd_bcst(isum[0], hi, ab + c + 4);
         }
       } else {
         // The row group's bytes for 8 k-values are one 64-byte line (QuantizedA::groups).
         const int8_t* ag = a.groups + rg * l.k_padded + blk * bs * kGroup;
 #pragma GCC unroll 4
-        for (int64_t c = 0; c < bs; c += 8, d += 4 * kCols, ag += 8 * kGroup) {
-          if (prefetch && g == 0) _mm_prefetch(reinterpret_cast<const char*>(d + l.tile_bytes), _MM_HINT_NTA);
-          const __m512i v = _mm512_loadu_si512(d);
-          const __m512i lo = _mm512_and_si512(v, nibble);
-          const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), nibble);
+        for (int64_t c = 0; c < bs; c += 8, d += kChunk, ag += 8 * kGroup) {
+          if (prefetch && g == 0) prefetch_chunk<kBits>(d + l.tile_bytes);
+          const auto [lo, hi] = load_chunk<kBits>(d, nibble);
 #pragma GCC unroll 8
           for (int r = 0; r < rows; ++r) {
             isum[r] = dpbusd_bcst(isum[r], lo, ag + 4 * r);
@@ -159,7 +174,7 @@ void tile_rows(const NBitsQ8Layout& l, const uint8_t* tile, const QuantizedA& a,
           const __m512i zp = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(zero_points)));
           dot = _mm512_sub_epi32(dot, _mm512_mullo_epi32(zp, _mm512_set1_epi32(a.sums[(rg + r) * l.blocks + blk])));
         } else if (kRows == 1) {
-          dot = _mm512_sub_epi32(dot, _mm512_set1_epi32(QuantizedA::kDefaultZp * a.sums[rg * l.blocks + blk]));
+          dot = _mm512_sub_epi32(dot, _mm512_set1_epi32((1 << (kBits - 1)) * a.sums[rg * l.blocks + blk]));
         }
         acc[g][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(scale, _mm512_set1_ps(a_scale)), acc[g][r]);
       }
@@ -187,46 +202,49 @@ void tile_rows(const NBitsQ8Layout& l, const uint8_t* tile, const QuantizedA& a,
 // Rows [r, m) of one tile, up to 16 at a time: two row groups in one pass (tile_rows' kRows2),
 // then a last group of 8 or fewer. Only the first pass over a tile prefetches the next one: the
 // others find the tile in cache.
-template <bool kHasZp, int kBlock>
+template <int kBits, bool kHasZp, int kBlock>
 void tile_all_rows(const NBitsQ8Layout& l, const uint8_t* tile, const QuantizedA& a, int64_t m, const float* bias,
                    float* y, int64_t n0) {
   int64_t r = 0;
   for (; m - r > kGroup; r += 2 * kGroup) {
     const bool first = r == 0;
     switch (std::min<int64_t>(m - r - kGroup, kGroup)) {
-      case 8: tile_rows<kGroup, kHasZp, kBlock, 8>(l, tile, a, r, bias, y, n0, first); break;
-      case 7: tile_rows<kGroup, kHasZp, kBlock, 7>(l, tile, a, r, bias, y, n0, first); break;
-      case 6: tile_rows<kGroup, kHasZp, kBlock, 6>(l, tile, a, r, bias, y, n0, first); break;
-      case 5: tile_rows<kGroup, kHasZp, kBlock, 5>(l, tile, a, r, bias, y, n0, first); break;
-      case 4: tile_rows<kGroup, kHasZp, kBlock, 4>(l, tile, a, r, bias, y, n0, first); break;
-      case 3: tile_rows<kGroup, kHasZp, kBlock, 3>(l, tile, a, r, bias, y, n0, first); break;
-      case 2: tile_rows<kGroup, kHasZp, kBlock, 2>(l, tile, a, r, bias, y, n0, first); break;
-      default: tile_rows<kGroup, kHasZp, kBlock, 1>(l, tile, a, r, bias, y, n0, first); break;
+      case 8: tile_rows<kBits, kGroup, kHasZp, kBlock, 8>(l, tile, a, r, bias, y, n0, first); break;
+      case 7: tile_rows<kBits, kGroup, kHasZp, kBlock, 7>(l, tile, a, r, bias, y, n0, first); break;
+      case 6: tile_rows<kBits, kGroup, kHasZp, kBlock, 6>(l, tile, a, r, bias, y, n0, first); break;
+      case 5: tile_rows<kBits, kGroup, kHasZp, kBlock, 5>(l, tile, a, r, bias, y, n0, first); break;
+      case 4: tile_rows<kBits, kGroup, kHasZp, kBlock, 4>(l, tile, a, r, bias, y, n0, first); break;
+      case 3: tile_rows<kBits, kGroup, kHasZp, kBlock, 3>(l, tile, a, r, bias, y, n0, first); break;
+      case 2: tile_rows<kBits, kGroup, kHasZp, kBlock, 2>(l, tile, a, r, bias, y, n0, first); break;
+      default: tile_rows<kBits, kGroup, kHasZp, kBlock, 1>(l, tile, a, r, bias, y, n0, first); break;
     }
   }
   if (r >= m) return;
   switch (m - r) {
-    case 8: tile_rows<8, kHasZp, kBlock>(l, tile, a, r, bias, y, n0, r == 0); break;
-    case 7: tile_rows<7, kHasZp>(l, tile, a, r, bias, y, n0, r == 0); break;
-    case 6: tile_rows<6, kHasZp>(l, tile, a, r, bias, y, n0, r == 0); break;
-    case 5: tile_rows<5, kHasZp>(l, tile, a, r, bias, y, n0, r == 0); break;
-    case 4: tile_rows<4, kHasZp>(l, tile, a, r, bias, y, n0, r == 0); break;
-    case 3: tile_rows<3, kHasZp>(l, tile, a, r, bias, y, n0, r == 0); break;
-    case 2: tile_rows<2, kHasZp>(l, tile, a, r, bias, y, n0, r == 0); break;
-    default: tile_rows<1, kHasZp>(l, tile, a, r, bias, y, n0, r == 0); break;
+    case 8: tile_rows<kBits, 8, kHasZp, kBlock>(l, tile, a, r, bias, y, n0, r == 0); break;
+    case 7: tile_rows<kBits, 7, kHasZp>(l, tile, a, r, bias, y, n0, r == 0); break;
+    case 6: tile_rows<kBits, 6, kHasZp>(l, tile, a, r, bias, y, n0, r == 0); break;
+    case 5: tile_rows<kBits, 5, kHasZp>(l, tile, a, r, bias, y, n0, r == 0); break;
+    case 4: tile_rows<kBits, 4, kHasZp>(l, tile, a, r, bias, y, n0, r == 0); break;
+    case 3: tile_rows<kBits, 3, kHasZp>(l, tile, a, r, bias, y, n0, r == 0); break;
+    case 2: tile_rows<kBits, 2, kHasZp>(l, tile, a, r, bias, y, n0, r == 0); break;
+    default: tile_rows<kBits, 1, kHasZp>(l, tile, a, r, bias, y, n0, r == 0); break;
   }
 }
 
-template <bool kHasZp>
+template <int kBits, bool kHasZp>
 void kernel_impl(const NBitsQ8Layout& l, const uint8_t* packed, const QuantizedA& a, int64_t m, const float* bias,
                  float* y, int64_t t0, int64_t t1) {
-  const auto rows = l.shape.block_size == 32 ? tile_all_rows<kHasZp, 32> : tile_all_rows<kHasZp, 0>;
+  const auto rows = l.shape.block_size == 32 ? tile_all_rows<kBits, kHasZp, 32> : tile_all_rows<kBits, kHasZp, 0>;
   for (int64_t t = t0; t < t1; ++t) rows(l, packed + t * l.tile_bytes, a, m, bias, y, t * kCols);
 }
 
 void kernel(const NBitsQ8Layout& l, const uint8_t* packed, const QuantizedA& a, int64_t m, const float* bias, float* y,
             int64_t t0, int64_t t1) {
-  (l.has_zp ? kernel_impl<true> : kernel_impl<false>)(l, packed, a, m, bias, y, t0, t1);
+  if (l.shape.bits == 8)
+    (l.has_zp ? kernel_impl<8, true> : kernel_impl<8, false>)(l, packed, a, m, bias, y, t0, t1);
+  else
+    (l.has_zp ? kernel_impl<4, true> : kernel_impl<4, false>)(l, packed, a, m, bias, y, t0, t1);
 }
 
 // Lane i: the maximum (kMax) or the integer sum of v[i]'s 16 lanes. A transposing tree: each

@@ -19,6 +19,7 @@ namespace {
 // x1.3 more at M 8-128; three x1.4-1.6, four x1.5, six x1.2 (all four float sums spilled).
 struct VnniDot {
   static constexpr int kRows = 4;
+  template <int>
   static __m256i add(__m256i sum, __m256i w, __m256i a) { return _mm256_dpbusd_avx_epi32(sum, w, a); }
 };
 

@@ -5,7 +5,7 @@
 //
 // A 64-byte chunk of a tile is 4 registers of 4 columns, 4 bytes per column, which is SDOT's lane
 // shape: vdotq_lane_s32 multiplies each column's 4 weights with 4 activations taken from one lane
-// of a broadcast register. The weights are unsigned nibbles 0..15, so as int8 the signed dot gives
+// of a broadcast register. 4-bit weights are unsigned nibbles 0..15, so as int8 the signed dot gives
 // the scalar kernel's exact integer sums; the float steps are the scalar kernel's, lane by lane.
 // Rows go in groups of up to 4 so each unpacked chunk serves them all (4 x 4 accumulators, 8
 // weight and 4 activation registers fit the 32 vector registers).
@@ -31,13 +31,21 @@ struct Chunk {
   int8x16_t lo[kQuads], hi[kQuads];
 };
 
+// 8-bit weights (0..255) do not fit SDOT's signed bytes: they are taken as w - 128 (the top bit
+// flipped), and the kernel adds 128 * sum(a8) back through the zero point's share (kOffset).
+template <int kBits>
 inline Chunk unpack(const uint8_t* d) {
-  const uint8x16_t nibble = vdupq_n_u8(0x0F);
+  const uint8x16_t nibble = vdupq_n_u8(0x0F), top = vdupq_n_u8(0x80);
   Chunk w;
   for (int q = 0; q < kQuads; ++q) {
     const uint8x16_t v = vld1q_u8(d + 16 * q);
-    w.lo[q] = vreinterpretq_s8_u8(vandq_u8(v, nibble));
-    w.hi[q] = vreinterpretq_s8_u8(vshrq_n_u8(v, 4));
+    if (kBits == 8) {
+      w.lo[q] = vreinterpretq_s8_u8(veorq_u8(v, top));
+      w.hi[q] = vreinterpretq_s8_u8(veorq_u8(vld1q_u8(d + 4 * kCols + 16 * q), top));
+    } else {
+      w.lo[q] = vreinterpretq_s8_u8(vandq_u8(v, nibble));
+      w.hi[q] = vreinterpretq_s8_u8(vshrq_n_u8(v, 4));
+    }
   }
   return w;
 }
@@ -50,7 +58,7 @@ inline void load_scales(const NBitsQ8Layout& l, const uint8_t* tile, int64_t blk
                            : vreinterpretq_f32_u8(vld1q_u8(p + 16 * q));
 }
 
-template <int kRows, bool kHasZp>
+template <int kBits, int kRows, bool kHasZp>
 void tile_rows(const NBitsQ8Layout& l, const uint8_t* tile, const QuantizedA& a, int64_t r0, const float* bias,
                float* y, int64_t n0) {
   const int64_t bs = l.shape.block_size, n_total = l.shape.n;
@@ -58,6 +66,7 @@ void tile_rows(const NBitsQ8Layout& l, const uint8_t* tile, const QuantizedA& a,
   // high nibbles then sum apart (integers: the split changes nothing) and join per block.
   constexpr bool kSplit = kRows <= 2;
   constexpr int kSums = kSplit ? 2 * kQuads : kQuads;
+  constexpr int32_t kOffset = kBits == 8 ? 128 : 0;  // what unpack subtracted from each weight
   // The float accumulators stay in memory between blocks, so the inner loop keeps its registers.
   alignas(16) float acc[kRows][kCols] = {};
   for (int64_t blk = 0; blk < l.blocks; ++blk) {
@@ -66,8 +75,8 @@ void tile_rows(const NBitsQ8Layout& l, const uint8_t* tile, const QuantizedA& a,
     int32x4_t isum[kRows][kSums];
     for (int r = 0; r < kRows; ++r)
       for (int s = 0; s < kSums; ++s) isum[r][s] = vdupq_n_s32(0);
-    for (int64_t c = 0; c < bs; c += 8, d += 4 * kCols) {
-      const Chunk w = unpack(d);
+    for (int64_t c = 0; c < bs; c += 8, d += 16 * kBits) {
+      const Chunk w = unpack<kBits>(d);
       for (int r = 0; r < kRows; ++r) {
         const int8x8_t av = vld1_s8(ab + r * l.k_padded + c);  // lane 0: a[c..c+3], lane 1: a[c+4..c+7]
         for (int q = 0; q < kQuads; ++q) {
@@ -86,6 +95,7 @@ void tile_rows(const NBitsQ8Layout& l, const uint8_t* tile, const QuantizedA& a,
       zp[1] = vreinterpretq_s32_u32(vmovl_u16(vget_high_u16(z_lo)));
       zp[2] = vreinterpretq_s32_u32(vmovl_u16(vget_low_u16(z_hi)));
       zp[3] = vreinterpretq_s32_u32(vmovl_u16(vget_high_u16(z_hi)));
+      for (int q = 0; q < kQuads; ++q) zp[q] = vsubq_s32(zp[q], vdupq_n_s32(kOffset));
     }
     for (int r = 0; r < kRows; ++r) {
       const int64_t ri = (r0 + r) * l.blocks + blk;
@@ -94,8 +104,10 @@ void tile_rows(const NBitsQ8Layout& l, const uint8_t* tile, const QuantizedA& a,
       for (int q = 0; q < kQuads; ++q) {
         int32x4_t s = isum[r][q];
         if (kSplit) s = vaddq_s32(s, isum[r][kQuads + q]);
-        // isum - zp * sum(a8), then acc = fma(float(that), scale * a_scale, acc), as block_scalar.
-        const int32x4_t v = kHasZp ? vmlsq_s32(s, zp[q], vdupq_n_s32(a_sum)) : vsubq_s32(s, vdupq_n_s32(8 * a_sum));
+        // isum - zp * sum(a8), then acc = fma(float(that), scale * a_scale, acc), as block_scalar
+        // (isum and zp both less kOffset: the same integer).
+        const int32x4_t v = kHasZp ? vmlsq_s32(s, zp[q], vdupq_n_s32(a_sum))
+                                   : vsubq_s32(s, vdupq_n_s32(((1 << (kBits - 1)) - kOffset) * a_sum));
         float* out = acc[r] + 4 * q;
         vst1q_f32(out, vfmaq_f32(vld1q_f32(out), vcvtq_f32_s32(v), vmulq_n_f32(scale[q], a_scale)));
       }
@@ -112,18 +124,18 @@ void tile_rows(const NBitsQ8Layout& l, const uint8_t* tile, const QuantizedA& a,
   }
 }
 
-template <bool kHasZp>
+template <int kBits, bool kHasZp>
 void kernel_impl(const NBitsQ8Layout& l, const uint8_t* packed, const QuantizedA& a, int64_t m, const float* bias,
                  float* y, int64_t t0, int64_t t1) {
   for (int64_t t = t0; t < t1; ++t) {
     const uint8_t* tile = packed + t * l.tile_bytes;
     const int64_t n0 = t * kCols;
     int64_t r = 0;
-    for (; r + kMaxRows <= m; r += kMaxRows) tile_rows<kMaxRows, kHasZp>(l, tile, a, r, bias, y, n0);
+    for (; r + kMaxRows <= m; r += kMaxRows) tile_rows<kBits, kMaxRows, kHasZp>(l, tile, a, r, bias, y, n0);
     switch (m - r) {
-      case 3: tile_rows<3, kHasZp>(l, tile, a, r, bias, y, n0); break;
-      case 2: tile_rows<2, kHasZp>(l, tile, a, r, bias, y, n0); break;
-      case 1: tile_rows<1, kHasZp>(l, tile, a, r, bias, y, n0); break;
+      case 3: tile_rows<kBits, 3, kHasZp>(l, tile, a, r, bias, y, n0); break;
+      case 2: tile_rows<kBits, 2, kHasZp>(l, tile, a, r, bias, y, n0); break;
+      case 1: tile_rows<kBits, 1, kHasZp>(l, tile, a, r, bias, y, n0); break;
       default: break;
     }
   }
@@ -131,7 +143,10 @@ void kernel_impl(const NBitsQ8Layout& l, const uint8_t* packed, const QuantizedA
 
 void kernel(const NBitsQ8Layout& l, const uint8_t* packed, const QuantizedA& a, int64_t m, const float* bias, float* y,
             int64_t t0, int64_t t1) {
-  (l.has_zp ? kernel_impl<true> : kernel_impl<false>)(l, packed, a, m, bias, y, t0, t1);
+  if (l.shape.bits == 8)
+    (l.has_zp ? kernel_impl<8, true> : kernel_impl<8, false>)(l, packed, a, m, bias, y, t0, t1);
+  else
+    (l.has_zp ? kernel_impl<4, true> : kernel_impl<4, false>)(l, packed, a, m, bias, y, t0, t1);
 }
 
 // One value as quantize_a_q8 computes it (the tails past the vector loops).

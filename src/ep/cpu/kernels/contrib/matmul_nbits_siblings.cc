@@ -1,4 +1,4 @@
-// com.onnxllm.MatMulNBitsSiblings: several MatMulNBits (accuracy_level 4, 4-bit, no zero points
+// com.onnxllm.MatMulNBitsSiblings: several MatMulNBits (accuracy_level 4, 4- or 8-bit, no zero points
 // or bias) that read the same A, fused by runtime/fusion.h. A is quantized once and one parallel
 // region covers every member's tiles; each member's columns are computed exactly as its own
 // MatMulNBits would compute them, straight into its output.
@@ -26,6 +26,7 @@ class MatMulNBitsSiblingsKernel final : public OpKernel {
     const Node& node = info.node();
     const std::vector<int64_t> ns = node.attr_ints("Ns");
     const int64_t k = node.required_int("K"), bs = node.required_int("block_size");
+    const int bits = static_cast<int>(node.attr_int("bits", 4));
     gated_ = node.find_attr("gate_alpha") != nullptr;
     alpha_ = node.attr_float("gate_alpha", 1.0f);
     ONNXLLM_CHECK(!ns.empty() && node.num_inputs() == 1 + 2 * static_cast<int>(ns.size()), kInvalidModel, node.label(),
@@ -37,8 +38,9 @@ class MatMulNBitsSiblingsKernel final : public OpKernel {
                          : ": needs one output per member");
     constexpr int64_t kMaxDim = int64_t{1} << 31;  // keeps every size product far from overflow
     ONNXLLM_CHECK(k > 0 && k <= kMaxDim && bs >= 16 && bs <= 4096 && (bs & (bs - 1)) == 0 &&
-                      node.attr_int("bits", 4) == 4,
-                  kInvalidModel, node.label(), ": K must be in [1, 2^31], block_size a power of two in [16, 4096] and bits 4");
+                      (bits == 4 || bits == 8),
+                  kInvalidModel, node.label(),
+                  ": K must be in [1, 2^31], block_size a power of two in [16, 4096] and bits 4 or 8");
     int64_t tiles = 0;
     for (int64_t n : ns) {
       ONNXLLM_CHECK(n > 0 && n <= kMaxDim && n % NBitsQ8Layout::kCols == 0, kInvalidModel, node.label(), ": N=", n,
@@ -49,7 +51,7 @@ class MatMulNBitsSiblingsKernel final : public OpKernel {
     k_ = k;
     // all_ quantizes A and counts tiles; each member's tiles keep their own scale type (as the
     // unfused node would), so members sit at byte offsets.
-    all_ = nbits_q8_layout(NBitsShape{k, tiles * NBitsQ8Layout::kCols, 4, bs}, false, true);
+    all_ = nbits_q8_layout(NBitsShape{k, tiles * NBitsQ8Layout::kCols, bits, bs}, false, true);
     std::vector<NBitsSource> sources;
     size_t bytes = 0;
     int64_t tile0 = 0;
@@ -57,10 +59,10 @@ class MatMulNBitsSiblingsKernel final : public OpKernel {
       const TensorView* b = info.constant_input(1 + 2 * static_cast<int>(i));
       const TensorView* scales = info.constant_input(2 + 2 * static_cast<int>(i));
       ONNXLLM_CHECK(b && scales, kInvalidModel, node.label(), ": B and scales must be initializers");
-      const NBitsShape shape{k, ns[i], 4, bs};
+      const NBitsShape shape{k, ns[i], bits, bs};
       check_dtype(*b, DType::kUInt8, "B");
-      ONNXLLM_CHECK(b->numel() == ns[i] * shape.blocks() * (bs / 2), kInvalidModel, node.label(), ": B ", i, " has ",
-                    b->numel(), " bytes, expected ", ns[i] * shape.blocks() * (bs / 2));
+      ONNXLLM_CHECK(b->numel() == ns[i] * shape.blocks() * shape.blob_bytes(), kInvalidModel, node.label(), ": B ", i,
+                    " has ", b->numel(), " bytes, expected ", ns[i] * shape.blocks() * shape.blob_bytes());
       ONNXLLM_CHECK((scales->dtype() == DType::kFloat32 || scales->dtype() == DType::kFloat16) &&
                         scales->numel() == ns[i] * shape.blocks(),
                     kInvalidModel, node.label(), ": scales ", i, " must be float32/float16 with N*n_blk values");
