@@ -132,6 +132,17 @@ std::vector<float> dequantized_a(const NBitsQ8Layout& l, const std::vector<float
   return out;
 }
 
+// 4- and 8-bit weights in blocks up to 4096 values: a block's integer sum then fits int32 (an
+// 8-bit block of 8192 could reach 255 * 127 * 8192 > 2^31, so it takes the fp32 path).
+TEST(MatMulNBitsQ8, SupportedShapes) {
+  for (int bits : {4, 8}) {
+    EXPECT_TRUE(nbits_q8_supported(NBitsShape{64, 16, bits, 16})) << bits;
+    EXPECT_TRUE(nbits_q8_supported(NBitsShape{64, 16, bits, 4096})) << bits;
+    EXPECT_FALSE(nbits_q8_supported(NBitsShape{64, 16, bits, 8192})) << bits;
+  }
+  EXPECT_FALSE(nbits_q8_supported(NBitsShape{64, 16, 2, 32}));
+}
+
 TEST(MatMulNBitsQ8, QuantizerRoundsWithinHalfAStep) {
   const NBitsQ8Layout l = nbits_q8_layout(NBitsShape{70, 16, 4, 32}, false, true);  // last block partial
   auto a = test::gaussian(140, 2.f, 3);

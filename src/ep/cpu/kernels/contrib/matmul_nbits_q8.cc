@@ -77,7 +77,8 @@ void kernel_scalar(const NBitsQ8Layout& l, const uint8_t* packed, const Quantize
 }  // namespace
 
 bool nbits_q8_supported(const NBitsShape& shape) {
-  return (shape.bits == 4 || shape.bits == 8) && shape.block_size % 8 == 0;
+  // A block's integer sum stays within int32: |255 * 127 * 4096| < 2^31 (larger blocks compute in fp32).
+  return (shape.bits == 4 || shape.bits == 8) && shape.block_size % 8 == 0 && shape.block_size <= 4096;
 }
 
 NBitsQ8Layout nbits_q8_layout(const NBitsShape& shape, bool has_zp, bool half_scales) {

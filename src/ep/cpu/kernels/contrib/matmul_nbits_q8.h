@@ -78,7 +78,8 @@ inline void nbits_q8_load_scales(const NBitsQ8Layout& l, const uint8_t* tile, in
   }
 }
 
-// The shapes this path takes: 4- and 8-bit weights (block sizes are powers of two >= 16).
+// The shapes this path takes: 4- and 8-bit weights, blocks of 8 to 4096 values (MatMulNBits'
+// block sizes are powers of two >= 16).
 bool nbits_q8_supported(const NBitsShape& shape);
 NBitsQ8Layout nbits_q8_layout(const NBitsShape& shape, bool has_zp, bool half_scales);
 // True when every scale of `src` (n x blocks of `shape`) is zero or a normal float16 number after
