@@ -1,5 +1,5 @@
 // The C functions of features onnxllm does not have yet: images, audio, multimodal processors,
-// adapters and the engine/request API. They link, so programs that mention them build, and
+// adapters and speculative decoding's statistics. They link, so programs that mention them build, and
 // return "not supported by onnxllm yet: <what>". Their handles can never be created, so the
 // destroy functions have nothing to free.
 #include "api/c_api_guard.h"

@@ -10,6 +10,7 @@ import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -21,7 +22,7 @@ STORIES = os.path.join(WORK, "stories-fp32")
 
 def cli(*args, stdin=None, check=True, timeout=120):
     # One thread: the model is tiny, and spinning workers on a busy machine only slow it down.
-    if args and args[0] in ("generate", "chat", "run"):
+    if args and args[0] in ("generate", "chat", "run") and "-t" not in args and "--threads" not in args:
         args = (*args, "--threads", "1")
     p = subprocess.run([ONNXLLM, *args], input=stdin, capture_output=True, text=True, timeout=timeout)
     if check and p.returncode != 0:
@@ -105,6 +106,21 @@ class CliTest(unittest.TestCase):
         self.assertEqual(bad.returncode, 1)
         self.assertIn("context length 512", bad.stderr)
         self.assertEqual(cli("generate", "-m", STORIES, "--ids", prompt, "-n", "3", "--no-timings").stderr, "")
+
+    def test_llama_cpp_short_options(self):
+        # -p, -f and -t as llama.cpp spells them: the same text as --prompt, --prompt-file, --threads.
+        long = cli("generate", "-m", STORIES, "--prompt", "Once upon a time", "-n", "12", "--no-timings").stdout
+        self.assertGreater(len(long), 20)
+        self.assertEqual(cli("generate", "-m", STORIES, "-p", "Once upon a time", "-n", "12", "-t", "1",
+                             "--no-timings").stdout, long)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "prompt.txt")
+            with open(path, "w") as f:
+                f.write("Once upon a time")
+            self.assertEqual(cli("generate", "-m", STORIES, "-f", path, "-n", "12", "--no-timings").stdout, long)
+        bad = cli("generate", "-m", STORIES, "-p", "x", "-f", path, "-n", "2", check=False)
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn("excludes", bad.stderr)
 
     def test_help_shows_defaults(self):
         out = cli("generate", "--help").stdout

@@ -180,8 +180,9 @@ Command add_generate_command(CLI::App& app) {
   add_model_option(cmd, args->model, "Model folder with genai_config.json")->required();
   auto* ids = cmd->add_option("--ids", args->ids,
                               "Prompt token ids: rows separated by ';', ids by ',' (e.g. \"0,0,0,52;0,0,195,331\")");
-  auto* prompt = cmd->add_option("--prompt", args->prompt, "Prompt text, encoded with the model folder's tokenizer");
-  auto* prompt_file = cmd->add_option("--prompt-file", args->prompt_file,
+  // -p and -f as llama.cpp's CLI spells them.
+  auto* prompt = cmd->add_option("-p,--prompt", args->prompt, "Prompt text, encoded with the model folder's tokenizer");
+  auto* prompt_file = cmd->add_option("-f,--prompt-file", args->prompt_file,
                                       "File with the prompt text ('-' = standard input), as --prompt");
   auto* chat = cmd->add_option("--chat", args->chat,
                                "A user message, formatted with the model folder's chat template (generation prompt "

@@ -10,7 +10,7 @@ namespace onnxllm::cli {
 CLI::Option *add_threads_option(CLI::App *cmd, int &threads, const char *help) {
   const std::string text =
       std::string(help) + " (0 = one per available core; at most " + std::to_string(ThreadPool::kMaxThreads) + ")";
-  return cmd->add_option("--threads", threads, text)
+  return cmd->add_option("-t,--threads", threads, text)
       ->check(CLI::Range(0, ThreadPool::kMaxThreads))
       ->capture_default_str();
 }
