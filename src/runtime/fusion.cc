@@ -616,7 +616,9 @@ int gather_before_transpose(Graph& g) {
     const Node& tr = g.nodes[t];
     if (!tr.domain.empty() || tr.op_type != "Transpose" || tr.inputs.size() != 1 || !is_constant(g, tr, 0)) continue;
     const TensorView& w = g.values[tr.inputs[0]].initializer->view;
-    if (tr.attr_ints("perm") != std::vector<int64_t>{1, 0} || w.rank() != 2 || w.dtype() != DType::kFloat32) continue;
+    if (tr.attr_ints("perm") != std::vector<int64_t>{1, 0} || w.rank() != 2 ||
+        (w.dtype() != DType::kFloat32 && w.dtype() != DType::kFloat16))
+      continue;
     const Value& transposed = g.values[tr.outputs[0]];
     if (transposed.is_graph_output || transposed.consumers.empty()) continue;
     // Every reader must be a Gather on axis 0 of computed indices.

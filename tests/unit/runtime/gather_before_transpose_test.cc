@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/float16.h"
 #include "ep/cpu/isa/cpu_isa.h"
 #include "runtime/fusion.h"
 #include "runtime/session.h"
@@ -85,6 +86,61 @@ TEST(GatherBeforeTranspose, GivesTheFoldedGraphsBits) {
             << e.what();
       }
     }
+  }
+}
+
+// A float16 model's tied embedding (8 x 8300, packed as float16 panels for the LM head): the lookup
+// reads the packed copy (no transposed copy folded), and the LM head's float16 MatMul gives the bits
+// of the float32 product of the same values rounded to float16 once, on every ISA.
+TEST(GatherBeforeTranspose, Float16TiedEmbeddingAndPackedFloat16MatMul) {
+  const int64_t hidden = 8, vocab = 8300;
+  std::vector<uint16_t> wh(static_cast<size_t>(hidden * vocab));
+  std::vector<float> wf(wh.size());
+  for (size_t i = 0; i < wh.size(); ++i) {
+    wh[i] = float_to_half_bits(w_at(static_cast<int64_t>(i)) * 0.37f);
+    wf[i] = half_bits_to_float(wh[i]);
+  }
+  auto half_graph = test::new_graph();
+  test::add_input(*half_graph, "ids", DType::kInt64, {-1, -1});
+  std::vector<Float16> w16(wh.size());
+  for (size_t i = 0; i < wh.size(); ++i) w16[i] = Float16::from_bits(wh[i]);
+  test::add_constant(*half_graph, "W", Tensor::from<Float16>(Shape{hidden, vocab}, w16));
+  half_graph->add_node("Transpose", "", {"W"}, {"WT"}, "transpose").attributes = {test::ints_attr("perm", {1, 0})};
+  half_graph->add_node("Gather", "", {"WT", "ids"}, {"emb"}, "lookup");
+  half_graph->add_node("MatMul", "", {"emb", "W"}, {"logits"}, "lm_head");
+  test::add_output(*half_graph, "emb");
+  test::add_output(*half_graph, "logits");
+  // The float32 product of the same values.
+  auto float_graph = test::new_graph();
+  test::add_input(*float_graph, "emb", DType::kFloat32, {-1, -1, hidden});
+  test::add_constant(*float_graph, "W", Tensor::from<float>(Shape{hidden, vocab}, wf));
+  float_graph->add_node("MatMul", "", {"emb", "W"}, {"logits"}, "lm_head");
+  test::add_output(*float_graph, "logits");
+  const Shape shape{2, 3};
+  std::vector<int64_t> ids(static_cast<size_t>(shape.numel()));
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>((i * 7919 + 3) % vocab);
+  const Tensor t = Tensor::from<int64_t>(shape, ids);
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+    if (!isa_available(isa)) continue;
+    SessionOptions o{2, true, nullptr};
+    o.isa = isa;
+    Session s(half_graph, o), f(float_graph, o);
+    EXPECT_EQ(op_count(s, "com.onnxllm.GatherColumns"), 1);
+    EXPECT_EQ(op_count(s, "Transpose"), 0);
+    const auto y = s.run({{"ids", t}});
+    ASSERT_EQ(y[0].dtype(), DType::kFloat16);
+    ASSERT_EQ(y[1].shape(), (Shape{2, 3, vocab}));
+    std::vector<float> emb(static_cast<size_t>(shape.numel() * hidden));
+    const auto* e = static_cast<const uint16_t*>(y[0].view().raw());
+    for (size_t i = 0; i < emb.size(); ++i) {
+      ASSERT_EQ(e[i], wh[(i % hidden) * vocab + ids[i / hidden]]) << "lookup " << i;
+      emb[i] = half_bits_to_float(e[i]);
+    }
+    const auto ref = f.run({{"emb", Tensor::from<float>(Shape{2, 3, hidden}, emb)}});
+    const auto* logits = static_cast<const uint16_t*>(y[1].view().raw());
+    const float* want = ref[0].data<float>();
+    for (int64_t i = 0; i < y[1].numel(); ++i)
+      ASSERT_EQ(logits[i], float_to_half_bits(want[i])) << isa_name(isa) << " logit " << i;
   }
 }
 

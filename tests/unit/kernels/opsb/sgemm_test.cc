@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/float16.h"
 #include "tests/util/test_util.h"
 
 namespace onnxllm {
@@ -129,6 +130,59 @@ TEST(Sgemm, PackedBBitIdenticalToScalarReference) {
             }
           }
       }
+}
+
+// B as float16 (b_half, and packed float16 panels): every kernel gives the bits of the same B
+// widened to float32 first, on odd shapes (vector tails, depth blocks, decode and row blocks).
+TEST(Sgemm, Float16BGivesTheBitsOfItsFloat32Widening) {
+  ThreadPool three(3);
+  uint32_t seed = 41;
+  int cases = 0;
+  for (int64_t m : {1, 2, 7})
+    for (int64_t n : {5, 17, 64, 257, 700})
+      for (int64_t k : {1, 37, 300}) {
+        const auto a = test::gaussian(static_cast<size_t>(m * k), 1.f, seed++);
+        const auto b32 = test::gaussian(static_cast<size_t>(k * n), 1.f, seed++);
+        std::vector<uint16_t> bh(b32.size());
+        std::vector<float> widened(b32.size());
+        for (size_t i = 0; i < b32.size(); ++i) {
+          bh[i] = float_to_half_bits(b32[i]);
+          widened[i] = half_bits_to_float(bh[i]);
+        }
+        const auto ref = run(a, widened, m, n, k, 0, Isa::kScalar, nullptr);
+        const std::string what = "m=" + std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k);
+        for (Isa isa : isas()) {
+          SgemmArgs g;
+          g.a = a.data();
+          g.lda = k;
+          g.b_half = bh.data();
+          g.ldb = n;
+          g.m = m;
+          g.n = n;
+          g.k = k;
+          g.ldc = n;
+          std::vector<float> c(static_cast<size_t>(m * n), -777.f);
+          g.c = c.data();
+          sgemm(g, three, isa);
+          ASSERT_EQ(0, std::memcmp(c.data(), ref.data(), c.size() * 4)) << what << " " << isa_name(isa) << " in place";
+          for (int64_t width : {int64_t{16}, sgemm_panel_width(isa, n), sgemm_panel_width(isa, 4096)}) {
+            std::vector<uint16_t> packed(static_cast<size_t>(sgemm_packed_size(k, n, width)), 0xFFFF);
+            sgemm_pack_b(bh.data(), n, k, n, width, packed.data());
+            SgemmArgs p;
+            p.a = a.data();
+            p.lda = k;
+            p.m = m;
+            p.ldc = n;
+            std::fill(c.begin(), c.end(), -777.f);
+            p.c = c.data();
+            sgemm_packed(p, PackedB{nullptr, k, n, width, packed.data()}, three, isa);
+            ASSERT_EQ(0, std::memcmp(c.data(), ref.data(), c.size() * 4))
+                << what << " width=" << width << " " << isa_name(isa) << " packed";
+          }
+          ++cases;
+        }
+      }
+  EXPECT_GE(cases, 45);
 }
 
 TEST(Sgemm, ZeroDepthGivesZeros) {

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "core/float16.h"
 #include "core/mapped_file.h"
 
 #include "ep/cpu/cpu_provider.h"
@@ -57,6 +58,8 @@ std::shared_ptr<const PackedWeight> packed_weight(const Initializer& w, Isa isa)
   static std::map<std::tuple<const void*, int64_t, int64_t, int64_t>, std::shared_ptr<Slot>> cache;
   const TensorView& v = w.view;
   const int64_t k = v.dim(0), n = v.dim(1), width = sgemm_panel_width(isa, n);
+  const bool half = v.dtype() == DType::kFloat16;  // float16 panels, else float32
+  const size_t element = half ? 2 : 4;
   std::shared_ptr<Slot> slot;
   {
     std::lock_guard<std::mutex> lock(mutex);
@@ -71,17 +74,24 @@ std::shared_ptr<const PackedWeight> packed_weight(const Initializer& w, Isa isa)
   std::lock_guard<std::mutex> lock(slot->mutex);
   if (auto p = slot->packed.lock(); p && w.owner && slot->owner.lock() == w.owner) return p;
   auto p = std::make_shared<PackedWeight>();
-  p->buffer = AlignedBuffer(static_cast<size_t>(sgemm_packed_size(k, n, width)) * sizeof(float), &weight_allocator());
+  p->buffer = AlignedBuffer(static_cast<size_t>(sgemm_packed_size(k, n, width)) * element, &weight_allocator());
   // A band of rows at a time, each band's mapped pages dropped once packed, so the model's memory
   // does not double, not even while it loads.
   constexpr int64_t kBand = 64;
+  const auto* raw = static_cast<const uint8_t*>(v.raw());
   for (int64_t p0 = 0; p0 < k; p0 += kBand) {
     const int64_t p1 = std::min(k, p0 + kBand);
-    MappedFile::populate(v.data<float>() + p0 * n, static_cast<size_t>((p1 - p0) * n) * sizeof(float));
-    sgemm_pack_b(v.data<float>(), n, k, n, width, static_cast<float*>(p->buffer.data()), p0, p1);
-    MappedFile::release_pages(v.data<float>() + p0 * n, static_cast<size_t>((p1 - p0) * n) * sizeof(float));
+    const size_t at = static_cast<size_t>(p0 * n) * element, bytes = static_cast<size_t>((p1 - p0) * n) * element;
+    MappedFile::populate(raw + at, bytes);
+    if (half)
+      sgemm_pack_b(reinterpret_cast<const uint16_t*>(raw), n, k, n, width, static_cast<uint16_t*>(p->buffer.data()),
+                   p0, p1);
+    else
+      sgemm_pack_b(v.data<float>(), n, k, n, width, static_cast<float*>(p->buffer.data()), p0, p1);
+    MappedFile::release_pages(raw + at, bytes);
   }
-  p->b = PackedB{static_cast<const float*>(p->buffer.data()), k, n, width};
+  p->b = half ? PackedB{nullptr, k, n, width, static_cast<const uint16_t*>(p->buffer.data())}
+              : PackedB{static_cast<const float*>(p->buffer.data()), k, n, width};
   slot->owner = w.owner;
   slot->packed = p;
   return p;
@@ -90,10 +100,11 @@ std::shared_ptr<const PackedWeight> packed_weight(const Initializer& w, Isa isa)
 class MatMulKernel final : public OpKernel {
  public:
   explicit MatMulKernel(const KernelInfo& info) : isa_(cpu_isa(info)) {
-    // A constant 2-D float32 B (a weight) is packed into column panels once.
+    // A constant 2-D float32 or float16 B (a weight) is packed into column panels once, float16
+    // as float16 (the kernels widen it as they read: half the bytes a decode step streams).
     const Initializer* b = info.constant_initializer(1);
-    if (b == nullptr || b->view.dtype() != DType::kFloat32 || b->view.rank() != 2 ||
-        b->view.numel() < kMinPackedElements)
+    if (b == nullptr || (b->view.dtype() != DType::kFloat32 && b->view.dtype() != DType::kFloat16) ||
+        b->view.rank() != 2 || b->view.numel() < kMinPackedElements)
       return;
     packed_ = packed_weight(*b, isa_);
   }
@@ -106,6 +117,12 @@ class MatMulKernel final : public OpKernel {
     ONNXLLM_CHECK(ok, kUnsupported, "MatMul of dtype ", dtype_name(a.dtype()), " is not supported");
     const MatMulDims d = matmul_dims(a.shape(), b.shape());
     ctx.set_output(0, a.dtype(), d.out);
+    if (half_packed(a.dtype())) {
+      // A and C as float32 (B is 2-D: A's batches are rows).
+      const int64_t rows = d.k > 0 ? a.numel() / d.k : 0;
+      ctx.request_workspace(half_workspace_floats(rows, d.k, d.n) * sizeof(float));
+      return;
+    }
     // One accumulator row per thread.
     ctx.request_workspace(static_cast<size_t>(d.n) * 8 * static_cast<size_t>(ctx.num_threads()));
   }
@@ -120,6 +137,10 @@ class MatMulKernel final : public OpKernel {
     const auto sb = broadcast_strides(d.b_batch, d.batch);
     if (a.dtype() == DType::kFloat32) {
       run_float(ctx, d, batches, sa, sb);
+      return;
+    }
+    if (half_packed(a.dtype())) {
+      run_half(ctx, d);
       return;
     }
     dispatch_dtype<float, double, Float16, BFloat16, int32_t, int64_t, uint32_t, uint64_t>(a.dtype(), [&]<typename T>() {
@@ -184,20 +205,54 @@ class MatMulKernel final : public OpKernel {
     }
   }
 
+  // float16 A against float16 B packed: A widened to float32, the float32 kernels on float16
+  // panels (each C element one FMA chain over k, as float32 MatMul), C rounded to float16 once.
+  bool half_packed(DType a) const { return packed_ && packed_->b.half && a == DType::kFloat16; }
+  static size_t half_workspace_floats(int64_t rows, int64_t k, int64_t n) {
+    return align16(static_cast<size_t>(rows * k)) + static_cast<size_t>(rows * n);
+  }
+  static size_t align16(size_t n) { return (n + 15) & ~size_t{15}; }
+
+  void run_half(const ComputeContext& ctx, const MatMulDims& d) const {
+    const int64_t rows = d.k > 0 ? ctx.input(0).numel() / d.k : 0;
+    if (rows == 0 || d.n == 0) return;
+    const uint16_t* ah = reinterpret_cast<const uint16_t*>(ctx.input(0).raw());
+    uint16_t* ch = reinterpret_cast<uint16_t*>(ctx.output(0).raw());
+    float* af = static_cast<float*>(ctx.workspace());
+    float* cf = af + align16(static_cast<size_t>(rows * d.k));
+    ThreadPool& pool = ctx.pool();
+    const int64_t a_count = rows * d.k, c_count = rows * d.n;
+    pool.parallel_for(a_count, 16384, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) af[i] = half_bits_to_float(ah[i]);
+    });
+    SgemmArgs g;
+    g.a = af;
+    g.lda = d.k;
+    g.c = cf;
+    g.ldc = d.n;
+    g.m = rows;
+    sgemm_packed(g, packed_->b, pool, isa_);
+    pool.parallel_for(c_count, 16384, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) ch[i] = float_to_half_bits(cf[i]);
+    });
+  }
+
   Isa isa_;
-  std::shared_ptr<const PackedWeight> packed_;  // B in column panels when it is a constant float32 matrix
+  std::shared_ptr<const PackedWeight> packed_;  // B in column panels when it is a constant float32/float16 matrix
 };
 
 // com.onnxllm.GatherColumns(W [K, N], ids) -> [ids..., K]: column id of W per index (negative ids
 // count from the end), i.e. Gather(Transpose(W), ids) without the transposed copy (a tied
 // embedding: runtime/fusion's gather_before_transpose). A W large enough to be packed is read
-// from the same packed copy the LM head's MatMul uses, so the lookup adds no memory.
+// from the same packed copy the LM head's MatMul uses, so the lookup adds no memory. W is float32
+// or float16 (the output has its dtype).
 class GatherColumnsKernel final : public OpKernel {
  public:
   explicit GatherColumnsKernel(const KernelInfo& info) {
     const Initializer* w = info.constant_initializer(0);
-    ONNXLLM_CHECK(w && w->view.dtype() == DType::kFloat32 && w->view.rank() == 2, kInvalidModel,
-                  "GatherColumns needs a constant 2-D float32 W");
+    ONNXLLM_CHECK(w && (w->view.dtype() == DType::kFloat32 || w->view.dtype() == DType::kFloat16) &&
+                      w->view.rank() == 2,
+                  kInvalidModel, "GatherColumns needs a constant 2-D float32 or float16 W");
     w_ = w->view;
     if (w_.numel() >= kMinPackedElements) packed_ = packed_weight(*w, cpu_isa(info));
   }
@@ -207,29 +262,37 @@ class GatherColumnsKernel final : public OpKernel {
     check_indices(ids, w_.dim(1), "the gathered axis");
     Shape out = ids.shape();
     out.push_back(w_.dim(0));
-    ctx.set_output(0, DType::kFloat32, out);
+    ctx.set_output(0, w_.dtype(), out);
   }
   InferDeps infer_deps() const override { return InferDeps::values_of({1}); }
 
   void compute(const ComputeContext& ctx) const noexcept override {
+    if (w_.dtype() == DType::kFloat16)
+      columns<uint16_t>(ctx, packed_ ? packed_->b.half : nullptr);
+    else
+      columns<float>(ctx, packed_ ? packed_->b.data : nullptr);
+  }
+
+ private:
+  template <typename T>
+  void columns(const ComputeContext& ctx, const T* panels) const {
     const TensorView& ids = ctx.input(1);
-    float* out = ctx.output(0).data<float>();
+    T* out = static_cast<T*>(ctx.output(0).raw());
     const int64_t k = w_.dim(0), n = w_.dim(1);
     for (int64_t t = 0; t < ids.numel(); ++t) {
       const int64_t j = wrapped_index(ids, t, n);
-      float* row = out + t * k;
-      if (packed_) {
-        const PackedB& b = packed_->b;
-        const float* col = b.data + j / b.width * b.width * k + j % b.width;
-        for (int64_t p = 0; p < k; ++p) row[p] = col[p * b.width];
+      T* row = out + t * k;
+      if (panels) {
+        const int64_t width = packed_->b.width;
+        const T* col = panels + j / width * width * k + j % width;
+        for (int64_t p = 0; p < k; ++p) row[p] = col[p * width];
       } else {
-        const float* col = w_.data<float>() + j;
+        const T* col = static_cast<const T*>(w_.raw()) + j;
         for (int64_t p = 0; p < k; ++p) row[p] = col[p * n];
       }
     }
   }
 
- private:
   TensorView w_;
   std::shared_ptr<const PackedWeight> packed_;
 };
@@ -294,7 +357,8 @@ class MatMulSiblingsKernel final : public OpKernel {
 }  // namespace
 
 void register_matmul_kernels(KernelRegistry& r) {
-  r.add({"com.onnxllm", "GatherColumns", 1, 1 << 30, {DType::kFloat32}, make_factory<GatherColumnsKernel>()});
+  r.add({"com.onnxllm", "GatherColumns", 1, 1 << 30, {DType::kFloat32, DType::kFloat16},
+         make_factory<GatherColumnsKernel>()});
   r.add({"com.onnxllm", "MatMulSiblings", 1, 1 << 30, {DType::kFloat32}, make_factory<MatMulSiblingsKernel>()});
   r.add({"", "MatMul", 1, 1 << 30,
          {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16, DType::kInt32, DType::kInt64,

@@ -3,20 +3,30 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/float16.h"
+
 namespace onnxllm {
 namespace {
 
-void panel_scalar(const SgemmArgs& g, int64_t j0, int64_t j1) {
+inline float b_value(float x) { return x; }
+inline float b_value(uint16_t h) { return half_bits_to_float(h); }
+
+template <typename TB>
+void panel_scalar_t(const SgemmArgs& g, int64_t j0, int64_t j1) {
   for (int64_t i = 0; i < g.m; ++i) {
     float* ci = g.c + i * g.ldc;
     std::fill(ci + j0, ci + j1, 0.f);
     const float* ai = g.a + i * g.lda;
     for (int64_t p = 0; p < g.k; ++p) {
       const float av = ai[p];
-      const float* bp = g.b + p * g.ldb;
-      for (int64_t j = j0; j < j1; ++j) ci[j] = std::fma(av, bp[j], ci[j]);
+      const TB* bp = sgemm_b<TB>(g) + p * g.ldb;
+      for (int64_t j = j0; j < j1; ++j) ci[j] = std::fma(av, b_value(bp[j]), ci[j]);
     }
   }
+}
+
+void panel_scalar(const SgemmArgs& g, int64_t j0, int64_t j1) {
+  (g.b_half ? panel_scalar_t<uint16_t> : panel_scalar_t<float>)(g, j0, j1);
 }
 
 }  // namespace
@@ -72,17 +82,31 @@ int64_t sgemm_panel_width(Isa isa, int64_t n) {
 
 int64_t sgemm_packed_size(int64_t k, int64_t n, int64_t width) { return (n + width - 1) / width * width * k; }
 
-void sgemm_pack_b(const float* b, int64_t ldb, int64_t k, int64_t n, int64_t width, float* out, int64_t p0,
-                  int64_t p1) {
+namespace {
+
+template <typename T>
+void pack_b(const T* b, int64_t ldb, int64_t k, int64_t n, int64_t width, T* out, int64_t p0, int64_t p1) {
   if (p1 < 0) p1 = k;
   for (int64_t q = 0; q * width < n; ++q) {
     const int64_t j0 = q * width, cols = std::min(width, n - j0);
-    float* panel = out + q * width * k;
+    T* panel = out + q * width * k;
     for (int64_t p = p0; p < p1; ++p) {
       std::copy_n(b + p * ldb + j0, cols, panel + p * width);
-      std::fill(panel + p * width + cols, panel + (p + 1) * width, 0.f);
+      std::fill(panel + p * width + cols, panel + (p + 1) * width, T{0});  // +0 in float16 too
     }
   }
+}
+
+}  // namespace
+
+void sgemm_pack_b(const float* b, int64_t ldb, int64_t k, int64_t n, int64_t width, float* out, int64_t p0,
+                  int64_t p1) {
+  pack_b(b, ldb, k, n, width, out, p0, p1);
+}
+
+void sgemm_pack_b(const uint16_t* b, int64_t ldb, int64_t k, int64_t n, int64_t width, uint16_t* out, int64_t p0,
+                  int64_t p1) {
+  pack_b(b, ldb, k, n, width, out, p0, p1);
 }
 
 namespace {
@@ -93,7 +117,12 @@ void packed_columns(const SgemmArgs& whole, const PackedB& b, SgemmPanel panel, 
   for (int64_t q = j0 / b.width; q * b.width < j1; ++q) {
     const int64_t base = q * b.width;
     SgemmArgs p = whole;
-    p.b = b.data + base * b.k;
+    if (b.half) {
+      p.b = nullptr;
+      p.b_half = b.half + base * b.k;
+    } else {
+      p.b = b.data + base * b.k;
+    }
     p.ldb = b.width;
     p.c = whole.c + base;
     p.n = std::min(b.width, b.n - base);

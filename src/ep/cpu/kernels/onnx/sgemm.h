@@ -3,6 +3,8 @@
 // increasing order starting from 0, so the scalar reference, the AVX2, AVX-512 and NEON kernels
 // and every blocking or thread split give bit-identical results.
 //
+// B is float32 or float16 (b_half: each value widened exactly as it is read, so the product has
+// the bits of the same B converted to float32 first; half the bytes for a decode pass to stream).
 // B is read in place, or (a constant weight) from a copy packed once into column panels as wide
 // as the kernel's decode pass (sgemm_pack_b): row-major B makes a decode pass jump a whole row
 // of B between runs of 64 or 256 columns, which the prefetchers do not follow (about half the
@@ -13,6 +15,7 @@
 
 #include <cstdint>
 #include <span>
+#include <type_traits>
 
 #include "core/thread_pool.h"
 #include "ep/cpu/isa/cpu_isa.h"
@@ -27,7 +30,17 @@ struct SgemmArgs {
   float* c = nullptr;
   int64_t ldc = 0;
   int64_t m = 0, n = 0, k = 0;
+  const uint16_t* b_half = nullptr;  // B as float16 bits, read instead of b when set (same ldb)
 };
+
+// The B a kernel instantiated for element type TB (float or uint16_t: float16 bits) reads.
+template <typename TB>
+inline const TB* sgemm_b(const SgemmArgs& g) {
+  if constexpr (std::is_same_v<TB, uint16_t>)
+    return g.b_half;
+  else
+    return g.b;
+}
 
 // Columns [j0, j1) of C, all rows.
 using SgemmPanel = void (*)(const SgemmArgs& g, int64_t j0, int64_t j1);
@@ -48,6 +61,7 @@ void sgemm(const SgemmArgs& g, ThreadPool& pool, Isa isa) noexcept;
 struct PackedB {
   const float* data = nullptr;
   int64_t k = 0, n = 0, width = 0;
+  const uint16_t* half = nullptr;  // the panels as float16 bits instead of data, when set
 };
 // The panel width `isa`'s decode kernel reads in one pass (a multiple of 16), for a B of n
 // columns. Decode hands whole panels to the threads, so a narrow B gets narrow panels: 896 columns
@@ -59,6 +73,9 @@ int64_t sgemm_packed_size(int64_t k, int64_t n, int64_t width);
 // Rows [p0, p1) of B into every panel (all of B by default; a weight is packed a band at a time).
 void sgemm_pack_b(const float* b, int64_t ldb, int64_t k, int64_t n, int64_t width, float* out, int64_t p0 = 0,
                   int64_t p1 = -1);
+// The same of a float16 B (bits), into float16 panels.
+void sgemm_pack_b(const uint16_t* b, int64_t ldb, int64_t k, int64_t n, int64_t width, uint16_t* out,
+                  int64_t p0 = 0, int64_t p1 = -1);
 // C = A * B with B packed (g.b, g.ldb, g.n and g.k are taken from `b`); bit-identical to sgemm.
 void sgemm_packed(const SgemmArgs& g, const PackedB& b, ThreadPool& pool, Isa isa) noexcept;
 

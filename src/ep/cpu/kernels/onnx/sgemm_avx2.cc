@@ -16,19 +16,23 @@ namespace {
 
 constexpr int64_t kV = 8;  // floats per vector
 
-template <int kRows, int kVecs>
+// 8 values of B as floats (float16 widened exactly).
+inline __m256 load_b(const float* p) { return _mm256_loadu_ps(p); }
+inline __m256 load_b(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+
+template <typename TB, int kRows, int kVecs>
 void block(const SgemmArgs& g, int64_t i0, int64_t j) {
   __m256 acc[kRows][kVecs];
   for (int r = 0; r < kRows; ++r)
     for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm256_setzero_ps();
   const float* a = g.a + i0 * g.lda;
-  const float* b = g.b + j;
+  const TB* b = sgemm_b<TB>(g) + j;
   // A decode pass over a packed panel (rows of B back to back) is one contiguous stream.
   const bool stream = kRows == 1 && g.ldb == kVecs * kV;
   for (int64_t p = 0; p < g.k; ++p, b += g.ldb) {
-    if (stream) touch_stream_ahead(b, kVecs * kV * static_cast<int64_t>(sizeof(float)));
+    if (stream) touch_stream_ahead(b, kVecs * kV * static_cast<int64_t>(sizeof(TB)));
     __m256 bv[kVecs];
-    for (int v = 0; v < kVecs; ++v) bv[v] = _mm256_loadu_ps(b + v * kV);
+    for (int v = 0; v < kVecs; ++v) bv[v] = load_b(b + v * kV);
     for (int r = 0; r < kRows; ++r) {
       const __m256 av = _mm256_set1_ps(a[r * g.lda + p]);
       for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
@@ -39,13 +43,14 @@ void block(const SgemmArgs& g, int64_t i0, int64_t j) {
 }
 
 // One vector of columns at j, every row (columns left over from the panels).
+template <typename TB>
 void vector_column(const SgemmArgs& g, int64_t j) {
   int64_t i = 0;
-  for (; i + 4 <= g.m; i += 4) block<4, 1>(g, i, j);
+  for (; i + 4 <= g.m; i += 4) block<TB, 4, 1>(g, i, j);
   switch (g.m - i) {
-    case 3: block<3, 1>(g, i, j); break;
-    case 2: block<2, 1>(g, i, j); break;
-    case 1: block<1, 1>(g, i, j); break;
+    case 3: block<TB, 3, 1>(g, i, j); break;
+    case 2: block<TB, 2, 1>(g, i, j); break;
+    case 1: block<TB, 1, 1>(g, i, j); break;
     default: break;
   }
 }
@@ -80,14 +85,15 @@ void packed_block(const SgemmArgs& g, const float* panel, int64_t i0, int64_t j,
   }
 }
 
+template <typename TB>
 void packed_columns(const SgemmArgs& g, int64_t j) {
   alignas(32) float panel[kKc * kPanel];
   for (int64_t p0 = 0; p0 < g.k; p0 += kKc) {
     const int64_t kc = g.k - p0 < kKc ? g.k - p0 : kKc;
     for (int64_t p = 0; p < kc; ++p) {
-      const float* src = g.b + (p0 + p) * g.ldb + j;
-      _mm256_store_ps(panel + p * kPanel, _mm256_loadu_ps(src));
-      _mm256_store_ps(panel + p * kPanel + kV, _mm256_loadu_ps(src + kV));
+      const TB* src = sgemm_b<TB>(g) + (p0 + p) * g.ldb + j;
+      _mm256_store_ps(panel + p * kPanel, load_b(src));
+      _mm256_store_ps(panel + p * kPanel + kV, load_b(src + kV));
     }
     int64_t i = 0;
     for (; i + 6 <= g.m; i += 6) packed_block<6>(g, panel, i, j, p0, kc);
@@ -102,15 +108,20 @@ void packed_columns(const SgemmArgs& g, int64_t j) {
   }
 }
 
-void panel(const SgemmArgs& g, int64_t j0, int64_t j1) {
+template <typename TB>
+void panel_t(const SgemmArgs& g, int64_t j0, int64_t j1) {
   int64_t j = j0;
   if (g.m == 1) {
-    for (; j + 8 * kV <= j1; j += 8 * kV) block<1, 8>(g, 0, j);
+    for (; j + 8 * kV <= j1; j += 8 * kV) block<TB, 1, 8>(g, 0, j);
   } else if (g.k > 0) {
-    for (; j + kPanel <= j1; j += kPanel) packed_columns(g, j);
+    for (; j + kPanel <= j1; j += kPanel) packed_columns<TB>(g, j);
   }
-  for (; j + kV <= j1; j += kV) vector_column(g, j);
+  for (; j + kV <= j1; j += kV) vector_column<TB>(g, j);
   if (j < j1) sgemm_panel_scalar()(g, j, j1);
+}
+
+void panel(const SgemmArgs& g, int64_t j0, int64_t j1) {
+  (g.b_half ? panel_t<uint16_t> : panel_t<float>)(g, j0, j1);
 }
 
 }  // namespace

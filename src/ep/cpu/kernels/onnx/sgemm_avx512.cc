@@ -18,21 +18,26 @@ constexpr int64_t kV = 16;  // floats per vector
 
 inline __mmask16 tail_mask(int64_t cols) { return cols >= kV ? 0xFFFF : static_cast<__mmask16>((1u << cols) - 1); }
 
+// 16 values of B as floats (float16 widened exactly), the lanes outside `m` zero.
+inline __m512 load_b(const float* p) { return _mm512_loadu_ps(p); }
+inline __m512 load_b(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+inline __m512 load_b(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+inline __m512 load_b(const uint16_t* p, __mmask16 m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
+
 // kRows rows x kVecs vectors of columns starting at column j; `last` masks the last vector.
-template <int kRows, int kVecs>
+template <typename TB, int kRows, int kVecs>
 void block(const SgemmArgs& g, int64_t i0, int64_t j, __mmask16 last) {
   __m512 acc[kRows][kVecs];
   for (int r = 0; r < kRows; ++r)
     for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_setzero_ps();
   const float* a = g.a + i0 * g.lda;
-  const float* b = g.b + j;
+  const TB* b = sgemm_b<TB>(g) + j;
   // A decode pass over a packed panel (rows of B back to back) is one contiguous stream.
   const bool stream = kRows == 1 && g.ldb == kVecs * kV;
   for (int64_t p = 0; p < g.k; ++p, b += g.ldb) {
-    if (stream) touch_stream_ahead(b, kVecs * kV * static_cast<int64_t>(sizeof(float)));
+    if (stream) touch_stream_ahead(b, kVecs * kV * static_cast<int64_t>(sizeof(TB)));
     __m512 bv[kVecs];
-    for (int v = 0; v < kVecs; ++v)
-      bv[v] = v == kVecs - 1 ? _mm512_maskz_loadu_ps(last, b + v * kV) : _mm512_loadu_ps(b + v * kV);
+    for (int v = 0; v < kVecs; ++v) bv[v] = v == kVecs - 1 ? load_b(b + v * kV, last) : load_b(b + v * kV);
     for (int r = 0; r < kRows; ++r) {
       const __m512 av = _mm512_set1_ps(a[r * g.lda + p]);
       for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
@@ -51,15 +56,16 @@ void block(const SgemmArgs& g, int64_t i0, int64_t j, __mmask16 last) {
 }
 
 // One vector of columns at j (the last `last`-masked), every row: columns left over from the panels.
+template <typename TB>
 void vector_column(const SgemmArgs& g, int64_t j, __mmask16 last) {
   int64_t i = 0;
-  for (; i + 6 <= g.m; i += 6) block<6, 1>(g, i, j, last);
+  for (; i + 6 <= g.m; i += 6) block<TB, 6, 1>(g, i, j, last);
   switch (g.m - i) {
-    case 5: block<5, 1>(g, i, j, last); break;
-    case 4: block<4, 1>(g, i, j, last); break;
-    case 3: block<3, 1>(g, i, j, last); break;
-    case 2: block<2, 1>(g, i, j, last); break;
-    case 1: block<1, 1>(g, i, j, last); break;
+    case 5: block<TB, 5, 1>(g, i, j, last); break;
+    case 4: block<TB, 4, 1>(g, i, j, last); break;
+    case 3: block<TB, 3, 1>(g, i, j, last); break;
+    case 2: block<TB, 2, 1>(g, i, j, last); break;
+    case 1: block<TB, 1, 1>(g, i, j, last); break;
     default: break;
   }
 }
@@ -95,15 +101,17 @@ void packed_block(const SgemmArgs& g, const float* panel, int64_t i0, int64_t j,
 }
 
 // m > 1: per 32-column panel and depth block, B is copied once into a contiguous buffer (one
-// page instead of kc strided rows: no TLB misses, L1-resident) and run against every row block.
+// page instead of kc strided rows: no TLB misses, L1-resident; float16 widened on the way) and
+// run against every row block.
+template <typename TB>
 void packed_columns(const SgemmArgs& g, int64_t j) {
   alignas(64) float panel[kKc * kPanel];
   for (int64_t p0 = 0; p0 < g.k; p0 += kKc) {
     const int64_t kc = g.k - p0 < kKc ? g.k - p0 : kKc;
     for (int64_t p = 0; p < kc; ++p) {
-      const float* src = g.b + (p0 + p) * g.ldb + j;
-      _mm512_store_ps(panel + p * kPanel, _mm512_loadu_ps(src));
-      _mm512_store_ps(panel + p * kPanel + kV, _mm512_loadu_ps(src + kV));
+      const TB* src = sgemm_b<TB>(g) + (p0 + p) * g.ldb + j;
+      _mm512_store_ps(panel + p * kPanel, load_b(src));
+      _mm512_store_ps(panel + p * kPanel + kV, load_b(src + kV));
     }
     int64_t i = 0;
     for (; i + 6 <= g.m; i += 6) packed_block<6>(g, panel, i, j, p0, kc);
@@ -118,17 +126,22 @@ void packed_columns(const SgemmArgs& g, int64_t j) {
   }
 }
 
-void panel(const SgemmArgs& g, int64_t j0, int64_t j1) {
+template <typename TB>
+void panel_t(const SgemmArgs& g, int64_t j0, int64_t j1) {
   int64_t j = j0;
   if (g.m == 1) {
     // Decode: 256 columns per pass, so each row of B is read in 1 KiB runs (64 in a narrow
     // weight's 64-column panels).
-    for (; j + 16 * kV <= j1; j += 16 * kV) block<1, 16>(g, 0, j, 0xFFFF);
-    for (; j + 4 * kV <= j1; j += 4 * kV) block<1, 4>(g, 0, j, 0xFFFF);
+    for (; j + 16 * kV <= j1; j += 16 * kV) block<TB, 1, 16>(g, 0, j, 0xFFFF);
+    for (; j + 4 * kV <= j1; j += 4 * kV) block<TB, 1, 4>(g, 0, j, 0xFFFF);
   } else if (g.k > 0) {
-    for (; j + kPanel <= j1; j += kPanel) packed_columns(g, j);
+    for (; j + kPanel <= j1; j += kPanel) packed_columns<TB>(g, j);
   }
-  for (; j < j1; j += kV) vector_column(g, j, tail_mask(j1 - j));
+  for (; j < j1; j += kV) vector_column<TB>(g, j, tail_mask(j1 - j));
+}
+
+void panel(const SgemmArgs& g, int64_t j0, int64_t j1) {
+  (g.b_half ? panel_t<uint16_t> : panel_t<float>)(g, j0, j1);
 }
 
 }  // namespace

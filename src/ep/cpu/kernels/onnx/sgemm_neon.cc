@@ -13,16 +13,20 @@ namespace {
 
 constexpr int64_t kV = 4;  // floats per vector
 
-template <int kRows, int kVecs>
+// 4 values of B as floats (float16 widened exactly).
+inline float32x4_t load_b(const float* p) { return vld1q_f32(p); }
+inline float32x4_t load_b(const uint16_t* p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
+
+template <typename TB, int kRows, int kVecs>
 void block(const SgemmArgs& g, int64_t i0, int64_t j) {
   float32x4_t acc[kRows][kVecs];
   for (int r = 0; r < kRows; ++r)
     for (int v = 0; v < kVecs; ++v) acc[r][v] = vdupq_n_f32(0.f);
   const float* a = g.a + i0 * g.lda;
-  const float* b = g.b + j;
+  const TB* b = sgemm_b<TB>(g) + j;
   for (int64_t p = 0; p < g.k; ++p, b += g.ldb) {
     float32x4_t bv[kVecs];
-    for (int v = 0; v < kVecs; ++v) bv[v] = vld1q_f32(b + v * kV);
+    for (int v = 0; v < kVecs; ++v) bv[v] = load_b(b + v * kV);
     for (int r = 0; r < kRows; ++r) {
       const float32x4_t av = vdupq_n_f32(a[r * g.lda + p]);
       for (int v = 0; v < kVecs; ++v) acc[r][v] = vfmaq_f32(acc[r][v], av, bv[v]);
@@ -33,13 +37,14 @@ void block(const SgemmArgs& g, int64_t i0, int64_t j) {
 }
 
 // One vector of columns at j, every row (columns left over from the panels).
+template <typename TB>
 void vector_column(const SgemmArgs& g, int64_t j) {
   int64_t i = 0;
-  for (; i + 4 <= g.m; i += 4) block<4, 1>(g, i, j);
+  for (; i + 4 <= g.m; i += 4) block<TB, 4, 1>(g, i, j);
   switch (g.m - i) {
-    case 3: block<3, 1>(g, i, j); break;
-    case 2: block<2, 1>(g, i, j); break;
-    case 1: block<1, 1>(g, i, j); break;
+    case 3: block<TB, 3, 1>(g, i, j); break;
+    case 2: block<TB, 2, 1>(g, i, j); break;
+    case 1: block<TB, 1, 1>(g, i, j); break;
     default: break;
   }
 }
@@ -73,13 +78,14 @@ void packed_block(const SgemmArgs& g, const float* panel, int64_t i0, int64_t j,
   }
 }
 
+template <typename TB>
 void packed_columns(const SgemmArgs& g, int64_t j) {
   alignas(64) float panel[kKc * kPanel];
   for (int64_t p0 = 0; p0 < g.k; p0 += kKc) {
     const int64_t kc = g.k - p0 < kKc ? g.k - p0 : kKc;
     for (int64_t p = 0; p < kc; ++p) {
-      const float* src = g.b + (p0 + p) * g.ldb + j;
-      for (int v = 0; v < kPanelVecs; ++v) vst1q_f32(panel + p * kPanel + v * kV, vld1q_f32(src + v * kV));
+      const TB* src = sgemm_b<TB>(g) + (p0 + p) * g.ldb + j;
+      for (int v = 0; v < kPanelVecs; ++v) vst1q_f32(panel + p * kPanel + v * kV, load_b(src + v * kV));
     }
     int64_t i = 0;
     for (; i + 6 <= g.m; i += 6) packed_block<6>(g, panel, i, j, p0, kc);
@@ -94,16 +100,21 @@ void packed_columns(const SgemmArgs& g, int64_t j) {
   }
 }
 
-void panel(const SgemmArgs& g, int64_t j0, int64_t j1) {
+template <typename TB>
+void panel_t(const SgemmArgs& g, int64_t j0, int64_t j1) {
   int64_t j = j0;
   if (g.m == 1) {
     // Decode: 16 vectors = 64 columns per pass, the packed panel width (sgemm_panel_width).
-    for (; j + 16 * kV <= j1; j += 16 * kV) block<1, 16>(g, 0, j);
+    for (; j + 16 * kV <= j1; j += 16 * kV) block<TB, 1, 16>(g, 0, j);
   } else if (g.k > 0) {
-    for (; j + kPanel <= j1; j += kPanel) packed_columns(g, j);
+    for (; j + kPanel <= j1; j += kPanel) packed_columns<TB>(g, j);
   }
-  for (; j + kV <= j1; j += kV) vector_column(g, j);
+  for (; j + kV <= j1; j += kV) vector_column<TB>(g, j);
   if (j < j1) sgemm_panel_scalar()(g, j, j1);
+}
+
+void panel(const SgemmArgs& g, int64_t j0, int64_t j1) {
+  (g.b_half ? panel_t<uint16_t> : panel_t<float>)(g, j0, j1);
 }
 
 }  // namespace
