@@ -127,6 +127,45 @@ TEST(UnaryOps, Float16AndBFloat16ComputeThroughFloat) {
   }
 }
 
+// Binary arithmetic on float16 and bfloat16 computes in float and rounds once: exactly the
+// rounded float result, over values that exercise subnormals, overflow to inf and ties (with a
+// broadcast operand), and comparisons of the widened values.
+template <typename H>
+void check_half_binary() {
+  std::vector<float> a, b;
+  for (int i = 0; i < 64; ++i) {
+    const float x = std::ldexp(1.0f + static_cast<float>(i) / 64, (i % 40) - 22) * (i % 3 ? 1.f : -1.f);
+    a.push_back(static_cast<float>(H(x)));
+    b.push_back(static_cast<float>(H(std::ldexp(1.0f + static_cast<float>((i * 37) % 64) / 64, (i * 7) % 30 - 15))));
+  }
+  a.push_back(65504.f);
+  b.push_back(2.f);  // float16 overflow to inf
+  const int64_t n = static_cast<int64_t>(a.size());
+  for (const std::string op : {"Add", "Sub", "Mul", "Div"}) {
+    const Tensor y = run1({op, {make_half<H>(Shape{n}, a), make_half<H>(Shape{n}, b)}});
+    const Tensor yb = run1({op, {make_half<H>(Shape{n}, a), make_half<H>(Shape{1}, {b[5]})}});
+    const auto got = as_doubles(y), got_b = as_doubles(yb);
+    for (int64_t i = 0; i < n; ++i) {
+      auto f = [&](float x, float z) {
+        if (op == "Add") return x + z;
+        if (op == "Sub") return x - z;
+        if (op == "Mul") return x * z;
+        return x / z;
+      };
+      EXPECT_EQ(got[i], static_cast<float>(H(f(a[i], b[i])))) << op << " " << a[i] << " " << b[i];
+      EXPECT_EQ(got_b[i], static_cast<float>(H(f(a[i], b[5])))) << op << " broadcast " << a[i];
+    }
+  }
+  const Tensor less = run1({"Less", {make_half<H>(Shape{n}, a), make_half<H>(Shape{n}, b)}});
+  ASSERT_EQ(less.dtype(), DType::kBool);
+  for (int64_t i = 0; i < n; ++i) EXPECT_EQ(less.data<bool>()[i], a[i] < b[i]) << a[i] << " < " << b[i];
+}
+
+TEST(BinaryOps, Float16AndBFloat16RoundTheFloatResultOnce) {
+  check_half_binary<Float16>();
+  check_half_binary<BFloat16>();
+}
+
 TEST(UnaryOps, IsNaNIsInfOnFloat16) {
   const Tensor x = make_half<Float16>(Shape{4}, {1.0f, kNaN, kInf, -kInf});
   EXPECT_EQ(values<bool>(run1({"IsNaN", {x}})), (std::vector<bool>{false, true, false, false}));

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <tuple>
 
+#include "core/fast_math.h"
 #include "core/float16.h"
 #include "core/mapped_file.h"
 
@@ -222,8 +223,9 @@ class MatMulKernel final : public OpKernel {
     float* cf = af + align16(static_cast<size_t>(rows * d.k));
     ThreadPool& pool = ctx.pool();
     const int64_t a_count = rows * d.k, c_count = rows * d.n;
+    // Branch-free conversions (core/fast_math.h: the same values), which GCC vectorizes.
     pool.parallel_for(a_count, 16384, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) af[i] = half_bits_to_float(ah[i]);
+      for (int64_t i = i0; i < i1; ++i) af[i] = half_to_float_fast(ah[i]);
     });
     SgemmArgs g;
     g.a = af;
@@ -233,7 +235,7 @@ class MatMulKernel final : public OpKernel {
     g.m = rows;
     sgemm_packed(g, packed_->b, pool, isa_);
     pool.parallel_for(c_count, 16384, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) ch[i] = float_to_half_bits(cf[i]);
+      for (int64_t i = i0; i < i1; ++i) ch[i] = float_to_half_fast(cf[i]);
     });
   }
 
