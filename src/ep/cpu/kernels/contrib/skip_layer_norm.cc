@@ -8,10 +8,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/fast_math.h"
 #include "ep/cpu/cpu_provider.h"
 #include "ep/cpu/isa/cpu_isa.h"
 #include "ep/cpu/kernels/kernel_utils.h"
+#include "ep/cpu/kernels/onnx/type_list.h"
 #include "ep/kernel_registry.h"
 
 namespace onnxllm {
@@ -27,24 +27,9 @@ struct SkipNormArgs {
   double eps;
 };
 
-// float16 values widened and rounded branch-free (core/fast_math: the same values), so the loops
-// vectorize for float16 rows too (the scalar conversions cost 16 us a 896-value decode row).
-template <typename T>
-[[gnu::always_inline]] inline float widen(T x) {
-  if constexpr (std::is_same_v<T, Float16>)
-    return half_to_float_fast(x.bits);
-  else
-    return static_cast<float>(x);
-}
-template <typename T>
-[[gnu::always_inline]] inline T narrow(float v) {
-  if constexpr (std::is_same_v<T, Float16>)
-    return Float16::from_bits(float_to_half_fast(v));
-  else
-    return T(v);
-}
-
-// Rows [r0, r1); `s` is one row of float scratch.
+// Rows [r0, r1); `s` is one row of float scratch. float16 values go through to_compute /
+// from_compute (type_list.h), which vectorize: Float16's own conversions cost 16 us a 896-value
+// decode row.
 template <bool kSimplified, typename T>
 [[gnu::always_inline]] inline void skip_norm_rows_body(const SkipNormArgs<T>& a, int64_t r0, int64_t r1, float* s) {
   const int64_t n = a.hidden;
@@ -52,14 +37,14 @@ template <bool kSimplified, typename T>
     const T* xr = a.in + r * n;
     const T* sk = a.skip + (r * n) % a.skip_size;  // skip repeats when broadcast
     for (int64_t i = 0; i < n; ++i) {
-      float v = widen(xr[i]) + widen(sk[i]);
-      if (a.bias) v += widen(a.bias[i]);
+      float v = to_compute(xr[i]) + to_compute(sk[i]);
+      if (a.bias) v += to_compute(a.bias[i]);
       s[i] = v;
     }
     const double sum = lane_sum<double>(s, n, [](double v) { return v; });
     if (a.sum_out) {
       T* so = a.sum_out + r * n;
-      for (int64_t i = 0; i < n; ++i) so[i] = narrow<T>(s[i]);
+      for (int64_t i = 0; i < n; ++i) so[i] = from_compute<T>(s[i]);
     }
     const double mean = sum / n;
     const double center = kSimplified ? 0.0 : mean;
@@ -68,9 +53,9 @@ template <bool kSimplified, typename T>
     const float fcenter = static_cast<float>(center), finv = static_cast<float>(inv);
     T* o = a.out + r * n;
     for (int64_t i = 0; i < n; ++i) {
-      float v = (s[i] - fcenter) * finv * widen(a.gamma[i]);
-      if (a.beta) v += widen(a.beta[i]);
-      o[i] = narrow<T>(v);
+      float v = (s[i] - fcenter) * finv * to_compute(a.gamma[i]);
+      if (a.beta) v += to_compute(a.beta[i]);
+      o[i] = from_compute<T>(v);
     }
     if (a.mean_out) a.mean_out[r] = static_cast<float>(mean);
     if (a.inv_out) a.inv_out[r] = finv;

@@ -4,34 +4,12 @@
 #include <limits>
 #include <type_traits>
 
-#include "core/fast_math.h"
 #include "ep/cpu/kernels/kernel_utils.h"
+#include "ep/cpu/kernels/onnx/type_list.h"
 #include "ep/kernel_registry.h"
 
 namespace onnxllm {
 namespace {
-
-template <typename T>
-constexpr bool kIsHalf = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
-template <typename T>
-using ComputeType = std::conditional_t<kIsHalf<T>, float, T>;
-
-// 16-bit floats compute in float, converted branch-free (core/fast_math.h: the same values; an fp16
-// model's SiLU Mul ran 9 ns an element through the branchy conversions).
-template <typename T>
-ComputeType<T> widen(T x) {
-  if constexpr (kIsHalf<T>)
-    return to_float_fast(x);
-  else
-    return x;
-}
-template <typename T>
-T narrow(ComputeType<T> x) {
-  if constexpr (kIsHalf<T>)
-    return from_float_fast<T>(x);
-  else
-    return static_cast<T>(x);
-}
 
 struct AddOp { template <typename T> static T apply(T a, T b) { return a + b; } };
 struct SubOp { template <typename T> static T apply(T a, T b) { return a - b; } };
@@ -111,9 +89,11 @@ class BinaryKernel final : public OpKernel {
         using C = ComputeType<T>;
         if constexpr (kFamily == Family::kArithmetic) {
           if constexpr (!std::is_same_v<T, bool>)
-            broadcast_apply<T, T>(ctx, [](T x, T y) { return narrow<T>(Op::template apply<C>(widen(x), widen(y))); });
+            broadcast_apply<T, T>(ctx, [](T x, T y) {
+              return from_compute<T>(Op::template apply<C>(to_compute(x), to_compute(y)));
+            });
         } else {
-          broadcast_apply<T, bool>(ctx, [](T x, T y) { return Op::template apply<C>(widen(x), widen(y)); });
+          broadcast_apply<T, bool>(ctx, [](T x, T y) { return Op::template apply<C>(to_compute(x), to_compute(y)); });
         }
       });
     }

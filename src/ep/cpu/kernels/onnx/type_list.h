@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/fast_math.h"
 
 namespace onnxllm {
 
@@ -33,5 +34,23 @@ inline constexpr bool kIsHalf = std::is_same_v<T, Float16> || std::is_same_v<T, 
 // The type arithmetic on T is done in: float for the 16-bit floats, T itself otherwise.
 template <typename T>
 using ComputeType = std::conditional_t<kIsHalf<T>, float, T>;
+
+// x as ComputeType<T>, and back to T: the 16-bit floats through core/fast_math's branch-free
+// conversions (the values of Float16's and BFloat16's own, which do not vectorize), anything else
+// as it is. Always inlined, so loops in per-ISA functions vectorize them with their instructions.
+template <typename T>
+[[gnu::always_inline]] inline ComputeType<T> to_compute(T x) {
+  if constexpr (kIsHalf<T>)
+    return to_float_fast(x);
+  else
+    return x;
+}
+template <typename T>
+[[gnu::always_inline]] inline T from_compute(ComputeType<T> x) {
+  if constexpr (kIsHalf<T>)
+    return from_float_fast<T>(x);
+  else
+    return static_cast<T>(x);
+}
 
 }  // namespace onnxllm
