@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/fast_math.h"
+#include "ep/cpu/kernels/float_loop.h"
 #include "tests/unit/kernels/opsa/op_runner.h"
 
 namespace onnxllm {
@@ -301,6 +302,47 @@ TEST(CastOp, HalfPrecisionRounding) {
             (std::vector<float>{1.5f, -2.0f}));
 }
 
+// Runs `call` with the scalar kernels and then each other ISA this CPU has, expecting the same
+// output bytes; returns how many ISAs were compared.
+int expect_scalar_bits_on_every_isa(OpCall call, const std::string& what) {
+  call.isa = Isa::kScalar;
+  const Tensor want = run1(call);
+  int compared = 0;
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+    if (!isa_available(isa)) continue;
+    call.isa = isa;
+    const Tensor got = run1(call);
+    EXPECT_EQ(got.bytes(), want.bytes());
+    if (got.bytes() != want.bytes()) continue;
+    EXPECT_EQ(0, std::memcmp(got.view().raw(), want.view().raw(), want.bytes()))
+        << what << " on " << dtype_name(want.dtype()) << " with " << isa_name(isa);
+    ++compared;
+  }
+  return compared;
+}
+
+// float <-> float16 / bfloat16 casts run per-ISA loops: every ISA gives the scalar loop's bits
+// (the rounding, overflow to inf and NaN of CastOp.HalfPrecisionRounding) over a sweep of floats
+// and back.
+TEST(CastOp, HalfCastsGiveTheScalarBitsOnEveryIsa) {
+  std::vector<float> x;
+  for (uint64_t bits = 0; bits < (uint64_t{1} << 32); bits += 1000003) x.push_back(std::bit_cast<float>(static_cast<uint32_t>(bits)));
+  const int64_t n = static_cast<int64_t>(x.size());
+  const Tensor f = make<float>(Shape{n}, x);
+  int compared = 0;
+  for (int64_t to : {10, 16}) {  // float16, bfloat16
+    OpCall down{"Cast", {f.view()}, {int_attr("to", to)}};
+    down.threads = 2;
+    compared += expect_scalar_bits_on_every_isa(down, "Cast from float");
+    down.isa = Isa::kScalar;
+    const Tensor half = run1(down);
+    OpCall up{"Cast", {half.view()}, {int_attr("to", 1)}};
+    up.threads = 2;
+    compared += expect_scalar_bits_on_every_isa(up, "Cast to float");
+  }
+  if (compared == 0) GTEST_SKIP() << "only the scalar ISA here";
+}
+
 TEST(CastOp, UnsupportedTargetIsAClearError) {
   try {
     run1({"Cast", {make<float>(Shape{1}, {1.0f})}, {int_attr("to", 8)}});
@@ -348,8 +390,9 @@ TEST(Threads, ElementwiseOpsMatchOneThread) {
     EXPECT_NEAR(y.data<float>()[i], 1 / (1 + std::exp(-double(x.data<float>()[i]))), 1e-6);
 }
 
-// The float32 loops are compiled per instruction set: every ISA gives the scalar loop's bits,
-// across the ranges where the approximations switch branches, and on NaN and infinities.
+// The float32 loops are compiled per instruction set, and the float16 / bfloat16 ones with their
+// conversions: every ISA gives the scalar loop's bits, across the ranges where the approximations
+// switch branches, and on NaN and infinities.
 TEST(UnaryIsa, EveryIsaGivesTheScalarBits) {
   auto x = random_floats(4099, -30.f, 30.f, 7);
   x[0] = std::numeric_limits<float>::quiet_NaN();
@@ -357,23 +400,91 @@ TEST(UnaryIsa, EveryIsaGivesTheScalarBits) {
   x[2] = -std::numeric_limits<float>::infinity();
   x[3] = -0.f;
   x[4] = 1e-40f;  // a denormal
-  const Tensor t = make<float>(Shape{4099}, x);
+  x[5] = 3e-6f;    // a float16 subnormal
+  x[6] = 70000.f;  // past float16's range
+  const Tensor tensors[] = {make<float>(Shape{4099}, x), make_half<Float16>(Shape{4099}, x),
+                            make_half<BFloat16>(Shape{4099}, x)};
   int compared = 0;
-  for (const char* op : {"Sigmoid", "Exp", "Tanh", "Erf", "Gelu", "Neg", "Abs", "Sqrt", "Relu", "Softplus", "Log"}) {
-    OpCall call{op, {t.view()}};
-    call.opset = 20;
-    call.threads = 2;
-    call.isa = Isa::kScalar;
-    const Tensor want = run1(call);
-    for (Isa isa : {Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
-      if (!isa_available(isa)) continue;
-      call.isa = isa;
-      const Tensor got = run1(call);
-      ASSERT_EQ(0, std::memcmp(got.view().raw(), want.view().raw(), want.bytes())) << op << " with " << isa_name(isa);
-      ++compared;
+  for (const Tensor& t : tensors) {
+    for (const char* op : {"Sigmoid", "Exp", "Tanh", "Erf", "Gelu", "Neg", "Abs", "Sqrt", "Relu", "Softplus", "Log"}) {
+      OpCall call{op, {t.view()}};
+      call.opset = 20;
+      call.threads = 2;
+      compared += expect_scalar_bits_on_every_isa(call, op);
     }
   }
   if (compared == 0) GTEST_SKIP() << "only the scalar ISA here";
+}
+
+// Binary arithmetic on float16 / bfloat16 widens and rounds with per-ISA loops: the scalar bits on
+// every ISA, for runs longer than a conversion block, with either operand a repeated scalar or
+// broadcast along the outer axes, over values with subnormals, overflow and NaN.
+TEST(BinaryIsa, HalfArithmeticGivesTheScalarBitsOnEveryIsa) {
+  auto x = random_floats(3 * 700, -40.f, 40.f, 11), z = random_floats(3 * 700, -3.f, 3.f, 12);
+  x[0] = kNaN;
+  x[1] = kInf;
+  x[2] = 6e-7f;
+  z[3] = 0.f;  // x / 0
+  x[4] = 60000.f;
+  z[4] = 2.f;  // float16 overflow
+  int compared = 0;
+  for (int kind = 0; kind < 2; ++kind) {
+    const bool half = kind == 0;
+    const Tensor a = half ? make_half<Float16>(Shape{3, 700}, x) : make_half<BFloat16>(Shape{3, 700}, x);
+    const Tensor b = half ? make_half<Float16>(Shape{3, 700}, z) : make_half<BFloat16>(Shape{3, 700}, z);
+    const Tensor s = half ? make_half<Float16>(Shape{1}, {z[7]}) : make_half<BFloat16>(Shape{1}, {z[7]});
+    const Tensor col = half ? make_half<Float16>(Shape{3, 1, 1}, {z[0], z[1], z[2]})
+                            : make_half<BFloat16>(Shape{3, 1, 1}, {z[0], z[1], z[2]});
+    const Tensor a3 = half ? make_half<Float16>(Shape{3, 1, 700}, x) : make_half<BFloat16>(Shape{3, 1, 700}, x);
+    const Tensor wide = half ? make_half<Float16>(Shape{1, 2, 700}, std::vector<float>(x.begin(), x.begin() + 1400))
+                             : make_half<BFloat16>(Shape{1, 2, 700}, std::vector<float>(x.begin(), x.begin() + 1400));
+    const std::vector<std::pair<TensorView, TensorView>> operands = {
+        {a.view(), b.view()}, {a.view(), s.view()}, {s.view(), b.view()}, {a3.view(), col.view()}, {a3.view(), wide.view()}};
+    for (const char* op : {"Add", "Sub", "Mul", "Div"})
+      for (const auto& [l, r] : operands) {
+        OpCall call{op, {l, r}};
+        call.threads = 2;
+        compared += expect_scalar_bits_on_every_isa(call, std::string(op) + " of " + l.shape().to_string() + " and " +
+                                                              r.shape().to_string());
+      }
+  }
+  if (compared == 0) GTEST_SKIP() << "only the scalar ISA here";
+}
+
+// float_loop.h's widen / narrow on every ISA: the bits of core/fast_math's scalar conversions for
+// every float16 and bfloat16 value, and for a sweep of float bit patterns (NaN payloads included),
+// at odd lengths and offsets.
+TEST(HalfLoops, WidenAndNarrowGiveTheScalarBitsOnEveryIsa) {
+  std::vector<uint16_t> all(65536);
+  for (uint32_t h = 0; h < 65536; ++h) all[h] = static_cast<uint16_t>(h);
+  std::vector<float> floats;
+  for (uint64_t bits = 0; bits < (uint64_t{1} << 32); bits += 40009) floats.push_back(std::bit_cast<float>(static_cast<uint32_t>(bits)));
+  for (float f : {0.f, -0.f, kInf, -kInf, kNaN, 65504.f, 65520.f, 5.96e-8f, 2.98e-8f, 1e-45f})
+    floats.push_back(f);
+  const int64_t n = static_cast<int64_t>(floats.size());
+  int compared = 0;
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+    if (!isa_available(isa)) continue;
+    std::vector<float> wide(65536);
+    widen(isa, reinterpret_cast<const Float16*>(all.data()) + 1, wide.data(), 65535);
+    for (uint32_t h = 1; h < 65536; ++h)
+      ASSERT_EQ(std::bit_cast<uint32_t>(wide[h - 1]), std::bit_cast<uint32_t>(half_to_float_fast(static_cast<uint16_t>(h))))
+          << "float16 " << h << " with " << isa_name(isa);
+    widen(isa, reinterpret_cast<const BFloat16*>(all.data()), wide.data(), 65536);
+    for (uint32_t h = 0; h < 65536; ++h)
+      ASSERT_EQ(std::bit_cast<uint32_t>(wide[h]), std::bit_cast<uint32_t>(bfloat16_bits_to_float(static_cast<uint16_t>(h))))
+          << "bfloat16 " << h << " with " << isa_name(isa);
+    std::vector<Float16> h16(static_cast<size_t>(n));
+    std::vector<BFloat16> b16(static_cast<size_t>(n));
+    narrow(isa, floats.data() + 3, h16.data(), n - 3);
+    narrow(isa, floats.data() + 3, b16.data(), n - 3);
+    for (int64_t i = 3; i < n; ++i) {
+      ASSERT_EQ(h16[i - 3].bits, float_to_half_fast(floats[i])) << floats[i] << " with " << isa_name(isa);
+      ASSERT_EQ(b16[i - 3].bits, float_to_bfloat16_fast(floats[i])) << floats[i] << " with " << isa_name(isa);
+    }
+    ++compared;
+  }
+  EXPECT_GE(compared, 1);
 }
 
 }  // namespace

@@ -12,6 +12,8 @@
 #include <type_traits>
 
 #include "core/fast_math.h"
+#include "ep/cpu/cpu_provider.h"
+#include "ep/cpu/kernels/float_loop.h"
 #include "ep/cpu/kernels/kernel_utils.h"
 #include "ep/cpu/kernels/onnx/type_list.h"
 #include "ep/kernel_registry.h"
@@ -51,8 +53,14 @@ To convert(F x) {
 }
 
 template <typename From, typename To>
-void cast_range(const From* x, To* y, int64_t begin, int64_t end) {
-  if constexpr (kIsHalf<From>) {
+void cast_range(Isa isa, const From* x, To* y, int64_t begin, int64_t end) {
+  // The float <-> 16-bit float casts of fp16 models (the logits, each step) with per-ISA loops
+  // (float_loop.h): the same values as convert().
+  if constexpr (kIsHalf<From> && std::is_same_v<To, float>) {
+    widen(isa, x + begin, y + begin, end - begin);
+  } else if constexpr (std::is_same_v<From, float> && kIsHalf<To>) {
+    narrow(isa, x + begin, y + begin, end - begin);
+  } else if constexpr (kIsHalf<From>) {
     float buf[kBlock];
     for (int64_t i = begin; i < end; i += kBlock) {
       const int n = static_cast<int>(std::min<int64_t>(kBlock, end - i));
@@ -68,7 +76,7 @@ void cast_range(const From* x, To* y, int64_t begin, int64_t end) {
   }
 }
 
-void cast_tensor(const ComputeContext& ctx, const TensorView& in, const TensorView& out) {
+void cast_tensor(const ComputeContext& ctx, const TensorView& in, const TensorView& out, Isa isa) {
   if (in.dtype() == out.dtype()) {
     if (in.raw() != out.raw()) std::memcpy(out.raw(), in.raw(), in.bytes());
     return;
@@ -77,7 +85,7 @@ void cast_tensor(const ComputeContext& ctx, const TensorView& in, const TensorVi
     AllTypes::dispatch(out.dtype(), [&]<typename To>() {
       const From* x = in.data<From>();
       To* y = out.data<To>();
-      ctx.pool().parallel_for(in.numel(), kGrain, [&](int64_t b, int64_t e) { cast_range(x, y, b, e); });
+      ctx.pool().parallel_for(in.numel(), kGrain, [&](int64_t b, int64_t e) { cast_range(isa, x, y, b, e); });
     });
   });
 }
@@ -92,7 +100,8 @@ void check_cast_types(DType from, DType to) {
 
 class CastKernel final : public OpKernel {
  public:
-  explicit CastKernel(const KernelInfo& info) : to_(static_cast<DType>(info.node().required_int("to"))) {}
+  explicit CastKernel(const KernelInfo& info)
+      : to_(static_cast<DType>(info.node().required_int("to"))), isa_(cpu_isa(info)) {}
 
   void infer(InferContext& ctx) const override {
     const TensorView& x = ctx.input(0);
@@ -103,16 +112,17 @@ class CastKernel final : public OpKernel {
   }
   InferDeps infer_deps() const override { return InferDeps::shapes(); }
 
-  void compute(const ComputeContext& ctx) const noexcept override { cast_tensor(ctx, ctx.input(0), ctx.output(0)); }
+  void compute(const ComputeContext& ctx) const noexcept override { cast_tensor(ctx, ctx.input(0), ctx.output(0), isa_); }
 
  private:
   DType to_;
+  Isa isa_;
 };
 
 // CastLike(input, target_type): Cast to target_type's dtype (its values are not read).
 class CastLikeKernel final : public OpKernel {
  public:
-  explicit CastLikeKernel(const KernelInfo&) {}
+  explicit CastLikeKernel(const KernelInfo& info) : isa_(cpu_isa(info)) {}
 
   void infer(InferContext& ctx) const override {
     const TensorView& x = ctx.input(0);
@@ -123,7 +133,10 @@ class CastLikeKernel final : public OpKernel {
   }
   InferDeps infer_deps() const override { return InferDeps::shapes(); }
 
-  void compute(const ComputeContext& ctx) const noexcept override { cast_tensor(ctx, ctx.input(0), ctx.output(0)); }
+  void compute(const ComputeContext& ctx) const noexcept override { cast_tensor(ctx, ctx.input(0), ctx.output(0), isa_); }
+
+ private:
+  Isa isa_;
 };
 
 }  // namespace

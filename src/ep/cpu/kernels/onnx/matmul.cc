@@ -10,6 +10,7 @@
 #include "core/mapped_file.h"
 
 #include "ep/cpu/cpu_provider.h"
+#include "ep/cpu/kernels/float_loop.h"
 #include "ep/cpu/kernels/kernel_utils.h"
 #include "ep/cpu/kernels/onnx/matmul_dims.h"
 #include "ep/cpu/kernels/onnx/sgemm.h"
@@ -217,16 +218,14 @@ class MatMulKernel final : public OpKernel {
   void run_half(const ComputeContext& ctx, const MatMulDims& d) const {
     const int64_t rows = d.k > 0 ? ctx.input(0).numel() / d.k : 0;
     if (rows == 0 || d.n == 0) return;
-    const uint16_t* ah = reinterpret_cast<const uint16_t*>(ctx.input(0).raw());
-    uint16_t* ch = reinterpret_cast<uint16_t*>(ctx.output(0).raw());
+    const Float16* ah = ctx.input(0).data<Float16>();
+    Float16* ch = ctx.output(0).data<Float16>();
     float* af = static_cast<float*>(ctx.workspace());
     float* cf = af + align16(static_cast<size_t>(rows * d.k));
     ThreadPool& pool = ctx.pool();
     const int64_t a_count = rows * d.k, c_count = rows * d.n;
-    // Branch-free conversions (core/fast_math.h: the same values), which GCC vectorizes.
-    pool.parallel_for(a_count, 16384, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) af[i] = half_to_float_fast(ah[i]);
-    });
+    // Branch-free conversions (core/fast_math.h: the same values) compiled per ISA (float_loop.h).
+    pool.parallel_for(a_count, 16384, [&](int64_t i0, int64_t i1) { widen(isa_, ah + i0, af + i0, i1 - i0); });
     SgemmArgs g;
     g.a = af;
     g.lda = d.k;
@@ -234,9 +233,7 @@ class MatMulKernel final : public OpKernel {
     g.ldc = d.n;
     g.m = rows;
     sgemm_packed(g, packed_->b, pool, isa_);
-    pool.parallel_for(c_count, 16384, [&](int64_t i0, int64_t i1) {
-      for (int64_t i = i0; i < i1; ++i) ch[i] = float_to_half_fast(cf[i]);
-    });
+    pool.parallel_for(c_count, 16384, [&](int64_t i0, int64_t i1) { narrow(isa_, cf + i0, ch + i0, i1 - i0); });
   }
 
   Isa isa_;

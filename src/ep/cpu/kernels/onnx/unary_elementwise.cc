@@ -19,7 +19,7 @@ namespace onnxllm {
 namespace {
 
 constexpr int64_t kGrain = 16384;  // elements per parallel chunk
-constexpr int kBlock = 256;        // 16-bit floats go through float buffers of this many elements
+constexpr int64_t kBlock = 256;    // 16-bit floats to bool ops go through float buffers of this many elements
 
 // -x for integers without signed overflow: the minimum wraps to itself, as in numpy.
 template <typename C>
@@ -205,7 +205,7 @@ Op make_op(const Node& node) {
 }
 
 // y[i] = op(x[i]) over the whole tensor, in parallel chunks. 16-bit floats are computed in float
-// through small stack buffers so the op's float loop still vectorizes.
+// through small stack buffers (float_loop.h's half_loop), so every loop vectorizes for the ISA.
 template <typename T, typename Op>
 void apply_unary(const ComputeContext& ctx, const Op& op, Isa isa) {
   using C = ComputeType<T>;
@@ -214,17 +214,14 @@ void apply_unary(const ComputeContext& ctx, const Op& op, Isa isa) {
   const T* x = ctx.input(0).data<T>();
   Out* y = ctx.output(0).data<Out>();
   ctx.pool().parallel_for(ctx.input(0).numel(), kGrain, [&](int64_t begin, int64_t end) {
-    if constexpr (kIsHalf<T>) {
+    if constexpr (kIsHalf<T> && !kBoolOut) {
+      half_loop(isa, x + begin, y + begin, end - begin, op);
+    } else if constexpr (kIsHalf<T>) {
       float buf[kBlock];
       for (int64_t i = begin; i < end; i += kBlock) {
-        const int n = static_cast<int>(std::min<int64_t>(kBlock, end - i));
-        for (int j = 0; j < n; ++j) buf[j] = to_float_fast(x[i + j]);
-        if constexpr (kBoolOut) {
-          for (int j = 0; j < n; ++j) y[i + j] = op(buf[j]);
-        } else {
-          for (int j = 0; j < n; ++j) buf[j] = op(buf[j]);
-          for (int j = 0; j < n; ++j) y[i + j] = from_float_fast<T>(buf[j]);
-        }
+        const int64_t n = std::min<int64_t>(kBlock, end - i);
+        widen(isa, x + i, buf, n);
+        for (int64_t j = 0; j < n; ++j) y[i + j] = op(buf[j]);
       }
     } else if constexpr (std::is_same_v<T, bool>) {
       // Bytes other than 0/1 are not valid bools: read them as bytes.
