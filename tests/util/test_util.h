@@ -1,12 +1,18 @@
 // Helpers for tests: the shared data folder, temporary folders and error expectations.
 #pragma once
 
+#include <cstdint>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <optional>
 #include <random>
 #include <string>
 #include <vector>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -32,6 +38,45 @@ inline std::filesystem::path temp_dir(const std::string& name) {
   std::filesystem::remove_all(p);
   std::filesystem::create_directories(p);
   return p;
+}
+
+// Resident bytes of the mappings that hold [p, p + n), from /proc/self/smaps (-1 where
+// unreadable): that file's pages alone. The process's RssFile also counts the binary's code pages
+// that the measured call touches first (an AddressSanitizer build's added ~1 MiB).
+inline int64_t mapped_rss_bytes(const void* p, size_t n) {
+  std::ifstream in("/proc/self/smaps");
+  if (!in) return -1;
+  const auto lo = reinterpret_cast<uintptr_t>(p), hi = lo + n;
+  int64_t total = 0;
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    unsigned long start = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &start, &end) == 2) {  // a mapping's first line
+      inside = start < hi && lo < end;
+    } else if (inside && line.rfind("Rss:", 0) == 0) {
+      total += std::stoll(line.substr(4)) * 1024;
+    }
+  }
+  return total;
+}
+
+// Bytes of [p, p + n)'s pages that are mapped into this process now (present in its page table,
+// from /proc/self/pagemap; -1 where unreadable): a file mapping's pages count once touched or
+// populated, and no more after MappedFile::release_pages.
+inline int64_t present_bytes(const void* p, size_t n) {
+  if (n == 0) return 0;
+  const int fd = ::open("/proc/self/pagemap", O_RDONLY);
+  if (fd < 0) return -1;
+  constexpr uint64_t kPage = 4096;
+  const uint64_t first = reinterpret_cast<uintptr_t>(p) / kPage, last = (reinterpret_cast<uintptr_t>(p) + n - 1) / kPage;
+  std::vector<uint64_t> entries(last - first + 1);
+  const ssize_t want = static_cast<ssize_t>(entries.size() * 8);
+  const ssize_t got = ::pread(fd, entries.data(), static_cast<size_t>(want), static_cast<off_t>(first * 8));
+  ::close(fd);
+  if (got != want) return -1;
+  int64_t pages = 0;
+  for (uint64_t e : entries) pages += (e >> 63) & 1;
+  return pages * static_cast<int64_t>(kPage);
 }
 
 // n floats drawn uniformly from [lo, hi) by mt19937(seed): the same values on every run.

@@ -90,26 +90,6 @@ TEST(Loader, PackedWeightReleasesItsMappedPagesAndStillReads) {
   EXPECT_EQ(heap[50000], 2.f);
 }
 
-// Resident bytes of the mappings that hold [p, p + n), from /proc/self/smaps (-1 where
-// unreadable): that file's pages alone. The process's RssFile also counts the binary's code pages
-// that the measured call touches first (an AddressSanitizer build's added ~1 MiB).
-int64_t mapped_rss_bytes(const void* p, size_t n) {
-  std::ifstream in("/proc/self/smaps");
-  if (!in) return -1;
-  const auto lo = reinterpret_cast<uintptr_t>(p), hi = lo + n;
-  int64_t total = 0;
-  bool inside = false;
-  for (std::string line; std::getline(in, line);) {
-    unsigned long start = 0, end = 0;
-    if (std::sscanf(line.c_str(), "%lx-%lx ", &start, &end) == 2) {  // a mapping's first line
-      inside = start < hi && lo < end;
-    } else if (inside && line.rfind("Rss:", 0) == 0) {
-      total += std::stoll(line.substr(4)) * 1024;
-    }
-  }
-  return total;
-}
-
 // populate maps a mapped weight's pages in one call (a packer's faults, one per 64 KiB, cost
 // 10 us each on a VM with shadow page tables); other memory and ranges past a mapping are refused.
 TEST(Loader, PopulateMapsAMappedWeightsPages) {
@@ -121,11 +101,11 @@ TEST(Loader, PopulateMapsAMappedWeightsPages) {
   auto g = load_onnx_model(dir / "model.onnx");
   const TensorView& w = g->values[g->find_value("w")].initializer->view;
   ASSERT_TRUE(MappedFile::release_pages(w.raw(), w.bytes()));
-  const int64_t before = mapped_rss_bytes(w.raw(), w.bytes());
+  const int64_t before = test::mapped_rss_bytes(w.raw(), w.bytes());
   ASSERT_GE(before, 0);
   EXPECT_TRUE(MappedFile::populate(w.raw(), w.bytes()));
   // The whole weight is mapped now (less a page at either end that release_pages kept).
-  EXPECT_GE(mapped_rss_bytes(w.raw(), w.bytes()) - before, static_cast<int64_t>(w.bytes()) - 2 * 4096);
+  EXPECT_GE(test::mapped_rss_bytes(w.raw(), w.bytes()) - before, static_cast<int64_t>(w.bytes()) - 2 * 4096);
   for (int64_t i : {int64_t{0}, k * n / 2, k * n - 1})
     EXPECT_EQ(w.data<float>()[i], static_cast<float>(i % 7) - 3.f) << "weight element " << i;
   std::vector<float> heap(100000, 2.f);
@@ -173,11 +153,11 @@ TEST(Loader, GatherOfMappedRowsReadsThemWithoutMappingThem) {
   ids.push_back(rows - 1);
   Tensor x = Tensor::from<int64_t>(Shape{1, static_cast<int64_t>(ids.size())}, ids);
   ASSERT_TRUE(MappedFile::release_pages(table.raw(), table.bytes()));
-  const int64_t before = mapped_rss_bytes(table.raw(), table.bytes());
+  const int64_t before = test::mapped_rss_bytes(table.raw(), table.bytes());
   ASSERT_GE(before, 0);
   expect_rows(s.run({{"ids", x}})[0], ids, cols);
   // 202 rows through the mapping would map at least 202 pages (800 KiB).
-  EXPECT_LT(mapped_rss_bytes(table.raw(), table.bytes()) - before, 256 << 10);
+  EXPECT_LT(test::mapped_rss_bytes(table.raw(), table.bytes()) - before, 256 << 10);
 }
 
 // MappedFile::region_of / read: offsets within a mapping, refusals outside one, and a file

@@ -86,7 +86,7 @@ class MatMulNBitsSiblingsKernel final : public OpKernel {
       const Member& m = members_[i];
       // B's file pages mapped in one call just before packing reads them, dropped after it (as
       // MatMulNBits: only the packed copy is read).
-      const size_t b_bytes = static_cast<size_t>(ns[i] * m.layout.blocks * (bs / 2));
+      const size_t b_bytes = static_cast<size_t>(ns[i] * m.layout.blocks * m.layout.shape.blob_bytes());
       MappedFile::populate(sources[i].b, b_bytes);
       pack_nbits_q8(m.layout, sources[i], static_cast<uint8_t*>(packed_.data()) + m.offset, 0, m.layout.tiles, isa_);
       MappedFile::release_pages(sources[i].b, b_bytes);
