@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "onnx/model_loader.h"
@@ -152,13 +153,17 @@ TEST(MatMulNBitsFusion, SiblingsOfAnUndeclaredActivationFuse) {
 
 // Mul(QuickGelu(gate), up) of two siblings (a gated MLP) runs inside the siblings node: the
 // unfused bits for every row count (runs of 8 tiles per kernel call up to 64 rows, fewer above, one
-// from 257), either
-// Mul operand order, alpha 1 and 1.702, and every ISA; a gate read elsewhere too stays unfused.
+// from 257), either Mul operand order, alpha 1 and 1.702, gate and up tiles of one or two sizes
+// (float16 or float32 scales), and every ISA; a gate read elsewhere too stays unfused.
 std::shared_ptr<Graph> gated_graph(int64_t k, int64_t n, float alpha, bool up_first, bool gate_is_output, int bits) {
   auto g = test::new_graph();
   test::add_input(*g, "A", DType::kFloat32, {-1, k});
   for (int i = 0; i < 2; ++i) {
-    const QuantWeight w = test::random_weight(k, n, bits, 32, false, 20 + i);
+    QuantWeight w = test::random_weight(k, n, bits, 32, false, 20 + i);
+    // With up_first the gate's scales all fit float16's normal range (random ones need not), so
+    // its tiles store float16 scales and are shorter than the up member's.
+    if (up_first && i == 0)
+      for (float& x : w.scales) x = std::copysign(std::clamp(std::fabs(x), 1e-3f, 1e3f), x);
     const std::string s = std::to_string(i);
     test::add_constant(*g, "B" + s, Tensor::from<uint8_t>(Shape{w.n, w.blocks(), w.blob()}, w.b));
     test::add_constant(*g, "S" + s, Tensor::from<float>(Shape{w.n, w.blocks()}, w.scales));

@@ -5,7 +5,7 @@
 // With attribute gate_alpha (two members of one N, one output): the gated MLP's
 // QuickGelu(member 0, alpha) * member 1 (SwiGLU at alpha 1), each pair of tiles computed into
 // scratch and combined there, so the two products never reach memory; the bits of
-// MatMulNBits x 2, QuickGelu and Mul.
+// MatMulNBits x 2, QuickGelu and Mul. Its members are packed as one stream (gate_group_offset).
 #include <algorithm>
 
 #include "core/fast_math.h"
@@ -82,15 +82,26 @@ class MatMulNBitsSiblingsKernel final : public OpKernel {
       members_.push_back(m);
     }
     packed_ = AlignedBuffer(bytes, &weight_allocator());
-    for (size_t i = 0; i < ns.size(); ++i) {
-      const Member& m = members_[i];
-      // B's file pages mapped in one call just before packing reads them, dropped after it (as
-      // MatMulNBits: only the packed copy is read).
-      const size_t b_bytes = static_cast<size_t>(ns[i] * m.layout.blocks * m.layout.shape.blob_bytes());
-      MappedFile::populate(sources[i].b, b_bytes);
-      pack_nbits_q8(m.layout, sources[i], static_cast<uint8_t*>(packed_.data()) + m.offset, 0, m.layout.tiles, isa_);
-      MappedFile::release_pages(sources[i].b, b_bytes);
+    auto* packed = static_cast<uint8_t*>(packed_.data());
+    // B's file pages mapped in one call just before packing reads them, dropped after it (as
+    // MatMulNBits: only the packed copy is read).
+    auto b_bytes = [&](size_t i) { return static_cast<size_t>(ns[i] * members_[i].layout.blocks * members_[i].layout.shape.blob_bytes()); };
+    for (size_t i = 0; i < ns.size(); ++i) MappedFile::populate(sources[i].b, b_bytes(i));
+    if (gated_) {
+      // Groups of kGateGroup gate tiles, each followed by the same up tiles: one stream.
+      const Member &gate = members_[0], &up = members_[1];
+      for (int64_t t0 = 0; t0 < gate.layout.tiles; t0 += kGateGroup) {
+        const int64_t t1 = std::min(gate.layout.tiles, t0 + kGateGroup);
+        uint8_t* group = packed + gate_group_offset(t0);
+        pack_nbits_q8(gate.layout, sources[0], group - t0 * gate.layout.tile_bytes, t0, t1, isa_);
+        pack_nbits_q8(up.layout, sources[1], group + (t1 - t0) * gate.layout.tile_bytes - t0 * up.layout.tile_bytes,
+                      t0, t1, isa_);
+      }
+    } else {
+      for (size_t i = 0; i < ns.size(); ++i)
+        pack_nbits_q8(members_[i].layout, sources[i], packed + members_[i].offset, 0, members_[i].layout.tiles, isa_);
     }
+    for (size_t i = 0; i < ns.size(); ++i) MappedFile::release_pages(sources[i].b, b_bytes(i));
   }
 
   void infer(InferContext& ctx) const override {
@@ -143,7 +154,18 @@ class MatMulNBitsSiblingsKernel final : public OpKernel {
 
   // Gated: tiles per kernel call, so that a thread's scratch (m rows of that many tiles, twice)
   // stays within 64 KiB while a decode step's calls cover 8 tiles each.
-  static int64_t gate_tiles(int64_t m) { return std::clamp<int64_t>(512 / m, 1, 8); }
+  static int64_t gate_tiles(int64_t m) { return std::clamp<int64_t>(512 / m, 1, kGateGroup); }
+  // Gated members are packed as groups of kGateGroup gate tiles, each followed by the same up
+  // tiles, so that the calls below read one contiguous stream and each kernel's prefetch of its
+  // next tile lands on the next call's first one. Gate and up as two streams, alternating every
+  // 8 tiles, cost 5-8% of the node's time at batch 8 (against one region over both members and a
+  // separate gate pass, profiled, 3 alternations).
+  static constexpr int64_t kGateGroup = 8;
+  // Byte offset of the group holding gate tile t (a multiple of kGateGroup).
+  size_t gate_group_offset(int64_t t) const {
+    return static_cast<size_t>(t / kGateGroup * kGateGroup) *
+           static_cast<size_t>(members_[0].layout.tile_bytes + members_[1].layout.tile_bytes);
+  }
   static size_t gate_scratch_bytes(int64_t m) {
     return nbits_align64(static_cast<size_t>(m * 2 * gate_tiles(m) * kCols) * 4);
   }
@@ -171,13 +193,18 @@ class MatMulNBitsSiblingsKernel final : public OpKernel {
     float* y = ctx.output(0).data<float>();
     const int64_t n = gate.layout.shape.n;
     ThreadPool& pool = ctx.pool();
-    pool.parallel_parts(gate.layout.tiles, 1, pool.num_threads(), [&](int part, int64_t t0, int64_t t1) {
+    const int64_t total = gate.layout.tiles;
+    // Parts of whole groups; a call stays within one group.
+    pool.parallel_parts(total, kGateGroup, pool.num_threads(), [&](int part, int64_t t0, int64_t t1) {
       auto* g = reinterpret_cast<float*>(scratch + static_cast<size_t>(part) * gate_scratch_bytes(m));
       float* u = g + m * width;
-      for (int64_t t = t0; t < t1; t += group) {
-        const int64_t tiles = std::min(group, t1 - t);
-        kernel(gate_run, packed + gate.offset + t * gate.layout.tile_bytes, q, m, nullptr, g, 0, tiles);
-        kernel(up_run, packed + up.offset + t * up.layout.tile_bytes, q, m, nullptr, u, 0, tiles);
+      for (int64_t t = t0, tiles; t < t1; t += tiles) {
+        const int64_t in_group = t % kGateGroup, group_tiles = std::min(kGateGroup, total - (t - in_group));
+        tiles = std::min({group, t1 - t, group_tiles - in_group});
+        const uint8_t* at = packed + gate_group_offset(t);
+        kernel(gate_run, at + in_group * gate.layout.tile_bytes, q, m, nullptr, g, 0, tiles);
+        kernel(up_run, at + group_tiles * gate.layout.tile_bytes + in_group * up.layout.tile_bytes, q, m, nullptr, u, 0,
+               tiles);
         float_rows2(isa_, g, u, width, m, tiles * kCols, y + t * kCols, n, GateOp{alpha_});
       }
     });
