@@ -1,12 +1,17 @@
 // Einsum and Gemm against naive float64 references written independently of the kernels (the
 // einsum reference loops over every label combination; ellipsis cases are given to it with the
-// ellipsis spelled out as letters), plus multithreaded runs equal to single-threaded ones.
+// ellipsis spelled out as letters), plus multithreaded runs equal to single-threaded ones; and
+// float16 MatMul against the float32 MatMul of the same values.
 #include <gtest/gtest.h>
 
 #include <map>
 #include <optional>
 
+#include "ep/cpu/isa/cpu_isa.h"
+#include "runtime/session.h"
 #include "tests/unit/kernels/opsb/opsb_test_util.h"
+#include "tests/util/graph_builder.h"
+#include "tests/util/session_util.h"
 
 namespace onnxllm {
 namespace {
@@ -250,6 +255,73 @@ TEST(Gemm, MultithreadedEqualsSingleThreaded) {
     const Tensor c = test::random_tensor(Shape{301}, 13);
     const auto spec = gemm_spec(g, a, b, &c);
     expect_identical(run_node(spec, 4)[0], run_node(spec, 1)[0], constant_b ? "prepacked" : "packed per run");
+  }
+}
+
+// Standard normal values (test::normal_tensor's) rounded to float16, and a float16 tensor's
+// values as float32 (exact).
+Tensor normal_half(const Shape& shape, uint32_t seed) {
+  const Tensor f = test::normal_tensor(shape, seed);
+  Tensor h(DType::kFloat16, shape);
+  for (int64_t i = 0; i < f.numel(); ++i) h.data<Float16>()[i] = Float16(f.data<float>()[i]);
+  return h;
+}
+Tensor widened(const Tensor& h) {
+  Tensor f(DType::kFloat32, h.shape());
+  for (int64_t i = 0; i < h.numel(); ++i) f.data<float>()[i] = static_cast<float>(h.data<Float16>()[i]);
+  return f;
+}
+
+// float16 MatMul of any shape (batched and broadcast, a computed or small constant B, K = 0) is
+// the float32 MatMul of the same (widened) values, rounded once to float16: the same kernels.
+TEST(MatMulFloat16, IsTheRoundedFloat32ProductOfTheSameValues) {
+  struct Case {
+    Shape a, b;
+    bool constant_b;
+  };
+  const std::vector<Case> cases = {{{2, 3, 5, 64}, {3, 64, 24}, false},  // attention-like, B broadcast over the first dim
+                                   {{1, 7, 96}, {96, 40}, true},         // small weight, read in place
+                                   {{3, 1, 130}, {130, 300}, true},      // packed weight
+                                   {{4, 16}, {16}, false},               // vector B
+                                   {{2, 0}, {0, 5}, false}};             // K = 0: zeros
+  uint32_t seed = 50;
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+    if (!isa_available(isa)) continue;
+    for (const Case& c : cases) {
+      const uint32_t b_seed = seed + 1;
+      const Tensor a = normal_half(c.a, seed), b = normal_half(c.b, b_seed);
+      seed += 2;
+      auto graph = [&](DType dt) {
+        auto g = test::new_graph();
+        test::add_input(*g, "a", dt, std::vector<int64_t>(c.a.begin(), c.a.end()));
+        if (c.constant_b) {
+          test::add_constant(*g, "b", dt == DType::kFloat16 ? normal_half(c.b, b_seed) : widened(b));
+        } else {
+          test::add_input(*g, "b", dt, std::vector<int64_t>(c.b.begin(), c.b.end()));
+        }
+        g->add_node("MatMul", "", {"a", "b"}, {"y"}, "mm");
+        test::add_output(*g, "y");
+        return g;
+      };
+      SessionOptions o{2, true, nullptr};
+      o.isa = isa;
+      std::vector<std::pair<std::string, TensorView>> half_feeds = {{"a", a.view()}}, float_feeds;
+      const Tensor af = widened(a), bf = widened(b);
+      float_feeds.push_back({"a", af.view()});
+      if (!c.constant_b) {
+        half_feeds.push_back({"b", b.view()});
+        float_feeds.push_back({"b", bf.view()});
+      }
+      const Tensor y16 = std::move(Session(graph(DType::kFloat16), o).run(half_feeds)[0]);
+      const Tensor y32 = std::move(Session(graph(DType::kFloat32), o).run(float_feeds)[0]);
+      ASSERT_EQ(y16.dtype(), DType::kFloat16);
+      ASSERT_EQ(y16.shape(), y32.shape());
+      for (int64_t i = 0; i < y16.numel(); ++i)
+        ASSERT_EQ(y16.data<Float16>()[i].bits, Float16(y32.data<float>()[i]).bits)
+            << "element " << i << " of " << c.a.to_string() << " x " << c.b.to_string() << " with " << isa_name(isa);
+      if (c.a.dim(-1) == 0)
+        for (int64_t i = 0; i < y16.numel(); ++i) EXPECT_EQ(static_cast<float>(y16.data<Float16>()[i]), 0.f);
+    }
   }
 }
 

@@ -119,10 +119,9 @@ class MatMulKernel final : public OpKernel {
     ONNXLLM_CHECK(ok, kUnsupported, "MatMul of dtype ", dtype_name(a.dtype()), " is not supported");
     const MatMulDims d = matmul_dims(a.shape(), b.shape());
     ctx.set_output(0, a.dtype(), d.out);
-    if (half_packed(a.dtype())) {
-      // A and C as float32 (B is 2-D: A's batches are rows).
-      const int64_t rows = d.k > 0 ? a.numel() / d.k : 0;
-      ctx.request_workspace(half_workspace_floats(rows, d.k, d.n) * sizeof(float));
+    if (a.dtype() == DType::kFloat16) {
+      // A and C as float32 (B is read as float16, in place or packed).
+      ctx.request_workspace(half_workspace_floats(a.numel(), d.out.numel()) * sizeof(float));
       return;
     }
     // One accumulator row per thread.
@@ -141,8 +140,8 @@ class MatMulKernel final : public OpKernel {
       run_float(ctx, d, batches, sa, sb);
       return;
     }
-    if (half_packed(a.dtype())) {
-      run_half(ctx, d);
+    if (a.dtype() == DType::kFloat16) {
+      run_half(ctx, d, batches, sa, sb);
       return;
     }
     dispatch_dtype<float, double, Float16, BFloat16, int32_t, int64_t, uint32_t, uint64_t>(a.dtype(), [&]<typename T>() {
@@ -166,30 +165,69 @@ class MatMulKernel final : public OpKernel {
   }
 
  private:
-  // float32: the blocked SIMD kernels (sgemm.h). Many small products (attention in exported
-  // graphs) go one per thread; otherwise each product splits its columns over the pool.
+  // float32: the blocked SIMD kernels (sgemm.h) on A, B and C as they are.
   template <typename Strides>
   void run_float(const ComputeContext& ctx, const MatMulDims& d, int64_t batches, const Strides& sa,
                  const Strides& sb) const {
-    const float* pa = ctx.input(0).data<float>();
-    const float* pb = ctx.input(1).data<float>();
-    float* pc = ctx.output(0).data<float>();
+    products(ctx.pool(), d, batches, sa, sb, ctx.input(0).data<float>(), ctx.input(1).data<float>(), nullptr,
+             ctx.output(0).data<float>());
+  }
+
+  // float16: A widened to float32, the float32 kernels reading B as float16 (packed, or in place
+  // for a small or computed B: attention's products in exported float16 graphs), each C element
+  // one FMA chain over k as float32 MatMul, C rounded to float16 once. So the bits of the float32
+  // MatMul of the same values, rounded.
+  static size_t half_workspace_floats(int64_t a_count, int64_t c_count) {
+    return align16(static_cast<size_t>(a_count)) + static_cast<size_t>(c_count);
+  }
+  static size_t align16(size_t n) { return (n + 15) & ~size_t{15}; }
+
+  template <typename Strides>
+  void run_half(const ComputeContext& ctx, const MatMulDims& d, int64_t batches, const Strides& sa,
+                const Strides& sb) const {
+    const int64_t a_count = ctx.input(0).numel(), c_count = ctx.output(0).numel();
+    if (c_count == 0) return;
+    const Float16* ah = ctx.input(0).data<Float16>();
+    Float16* ch = ctx.output(0).data<Float16>();
+    float* af = static_cast<float*>(ctx.workspace());
+    float* cf = af + align16(static_cast<size_t>(a_count));
+    ThreadPool& pool = ctx.pool();
+    // Branch-free conversions (core/fast_math.h: the same values) compiled per ISA (float_loop.h).
+    pool.parallel_for(a_count, 16384, [&](int64_t i0, int64_t i1) { widen(isa_, ah + i0, af + i0, i1 - i0); });
+    products(pool, d, batches, sa, sb, af, nullptr, reinterpret_cast<const uint16_t*>(ctx.input(1).raw()), cf);
+    pool.parallel_for(c_count, 16384, [&](int64_t i0, int64_t i1) { narrow(isa_, cf + i0, ch + i0, i1 - i0); });
+  }
+
+  // C = A * B for every batch, B float32 (b) or float16 (b_half). A packed B is 2-D: all of A's
+  // batches are rows of one product. Otherwise many small products (attention in exported graphs)
+  // go one per thread, and larger ones each split their columns over the pool.
+  template <typename Strides>
+  void products(ThreadPool& pool, const MatMulDims& d, int64_t batches, const Strides& sa, const Strides& sb,
+                const float* a, const float* b, const uint16_t* b_half, float* c) const {
+    SgemmArgs whole;
+    whole.a = a;
+    whole.lda = d.k;
+    whole.c = c;
+    whole.ldc = d.n;
+    if (packed_) {
+      whole.m = batches * d.m;
+      sgemm_packed(whole, packed_->b, pool, isa_);
+      return;
+    }
     auto args = [&](int64_t bi) {
       const auto [oa, ob] = batch_offsets(d, bi, sa, sb);
-      SgemmArgs g;
-      g.a = pa + oa * d.m * d.k;
-      g.lda = d.k;
-      g.b = pb + ob * d.k * d.n;
+      SgemmArgs g = whole;
+      g.a = a + oa * d.m * d.k;
+      if (b_half) g.b_half = b_half + ob * d.k * d.n;
+      else g.b = b + ob * d.k * d.n;
       g.ldb = d.n;
-      g.c = pc + bi * d.m * d.n;
-      g.ldc = d.n;
+      g.c = c + bi * d.m * d.n;
       g.m = d.m;
       g.n = d.n;
       g.k = d.k;
       return g;
     };
-    ThreadPool& pool = ctx.pool();
-    if (!packed_ && batches >= pool.num_threads() && batches > 1) {
+    if (batches >= pool.num_threads() && batches > 1) {
       pool.parallel_for(batches, 1, [&](int64_t b0, int64_t b1) {
         for (int64_t bi = b0; bi < b1; ++bi) {
           const SgemmArgs g = args(bi);
@@ -198,42 +236,7 @@ class MatMulKernel final : public OpKernel {
       });
       return;
     }
-    for (int64_t bi = 0; bi < batches; ++bi) {
-      if (packed_) {
-        sgemm_packed(args(bi), packed_->b, pool, isa_);
-      } else {
-        sgemm(args(bi), pool, isa_);
-      }
-    }
-  }
-
-  // float16 A against float16 B packed: A widened to float32, the float32 kernels on float16
-  // panels (each C element one FMA chain over k, as float32 MatMul), C rounded to float16 once.
-  bool half_packed(DType a) const { return packed_ && packed_->b.half && a == DType::kFloat16; }
-  static size_t half_workspace_floats(int64_t rows, int64_t k, int64_t n) {
-    return align16(static_cast<size_t>(rows * k)) + static_cast<size_t>(rows * n);
-  }
-  static size_t align16(size_t n) { return (n + 15) & ~size_t{15}; }
-
-  void run_half(const ComputeContext& ctx, const MatMulDims& d) const {
-    const int64_t rows = d.k > 0 ? ctx.input(0).numel() / d.k : 0;
-    if (rows == 0 || d.n == 0) return;
-    const Float16* ah = ctx.input(0).data<Float16>();
-    Float16* ch = ctx.output(0).data<Float16>();
-    float* af = static_cast<float*>(ctx.workspace());
-    float* cf = af + align16(static_cast<size_t>(rows * d.k));
-    ThreadPool& pool = ctx.pool();
-    const int64_t a_count = rows * d.k, c_count = rows * d.n;
-    // Branch-free conversions (core/fast_math.h: the same values) compiled per ISA (float_loop.h).
-    pool.parallel_for(a_count, 16384, [&](int64_t i0, int64_t i1) { widen(isa_, ah + i0, af + i0, i1 - i0); });
-    SgemmArgs g;
-    g.a = af;
-    g.lda = d.k;
-    g.c = cf;
-    g.ldc = d.n;
-    g.m = rows;
-    sgemm_packed(g, packed_->b, pool, isa_);
-    pool.parallel_for(c_count, 16384, [&](int64_t i0, int64_t i1) { narrow(isa_, cf + i0, ch + i0, i1 - i0); });
+    for (int64_t bi = 0; bi < batches; ++bi) sgemm(args(bi), pool, isa_);
   }
 
   Isa isa_;
