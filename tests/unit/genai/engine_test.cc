@@ -239,7 +239,8 @@ TEST(Engine, AloneMatchesTheGenerator) {
 class EngineBatch : public ::testing::TestWithParam<DType> {};
 
 TEST_P(EngineBatch, SixteenWithJoinsAndLeaves) {
-  const auto model = load(build("batch", "fp32"), "", GetParam());
+  // A folder per parameter: ctest runs the instances in parallel.
+  const auto model = load(build("batch_" + std::string(dtype_name(GetParam())), "fp32"), "", GetParam());
   ASSERT_EQ(model->io().kv_dtype, GetParam());
   EngineOptions options;
   options.block_size = 8;
