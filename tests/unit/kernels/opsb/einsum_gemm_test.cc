@@ -272,8 +272,9 @@ Tensor widened(const Tensor& h) {
   return f;
 }
 
-// float16 MatMul of any shape (batched and broadcast, a computed or small constant B, K = 0) is
-// the float32 MatMul of the same (widened) values, rounded once to float16: the same kernels.
+// float16 MatMul of any shape (batched and broadcast, a computed or small constant B, K = 0, more
+// batches than one run of its float copies) is the float32 MatMul of the same (widened) values,
+// rounded once to float16: the same kernels.
 TEST(MatMulFloat16, IsTheRoundedFloat32ProductOfTheSameValues) {
   struct Case {
     Shape a, b;
@@ -283,7 +284,10 @@ TEST(MatMulFloat16, IsTheRoundedFloat32ProductOfTheSameValues) {
                                    {{1, 7, 96}, {96, 40}, true},         // small weight, read in place
                                    {{3, 1, 130}, {130, 300}, true},      // packed weight
                                    {{4, 16}, {16}, false},               // vector B
-                                   {{2, 0}, {0, 5}, false}};             // K = 0: zeros
+                                   {{2, 0}, {0, 5}, false},              // K = 0: zeros
+                                   // More batches than one run of float copies (2 M floats) holds:
+                                   {{100, 128, 64}, {100, 64, 128}, false},
+                                   {{128, 64}, {90, 64, 200}, false}};  // A broadcast over the runs
   uint32_t seed = 50;
   for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
     if (!isa_available(isa)) continue;

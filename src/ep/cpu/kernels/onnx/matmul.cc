@@ -121,7 +121,7 @@ class MatMulKernel final : public OpKernel {
     ctx.set_output(0, a.dtype(), d.out);
     if (a.dtype() == DType::kFloat16) {
       // A and C as float32 (B is read as float16, in place or packed).
-      ctx.request_workspace(half_workspace_floats(a.numel(), d.out.numel()) * sizeof(float));
+      ctx.request_workspace(half_workspace_floats(d, a.numel()) * sizeof(float));
       return;
     }
     // One accumulator row per thread.
@@ -169,18 +169,41 @@ class MatMulKernel final : public OpKernel {
   template <typename Strides>
   void run_float(const ComputeContext& ctx, const MatMulDims& d, int64_t batches, const Strides& sa,
                  const Strides& sb) const {
-    products(ctx.pool(), d, batches, sa, sb, ctx.input(0).data<float>(), ctx.input(1).data<float>(), nullptr,
-             ctx.output(0).data<float>());
+    const float* pa = ctx.input(0).data<float>();
+    const float* pb = ctx.input(1).data<float>();
+    float* pc = ctx.output(0).data<float>();
+    if (packed_) {
+      packed_product(ctx.pool(), d, batches, pa, pc);
+      return;
+    }
+    unpacked_products(ctx.pool(), 0, batches, [&](int64_t bi) {
+      const auto [oa, ob] = batch_offsets(d, bi, sa, sb);
+      SgemmArgs g = product_args(d);
+      g.a = pa + oa * d.m * d.k;
+      g.b = pb + ob * d.k * d.n;
+      g.c = pc + bi * d.m * d.n;
+      return g;
+    });
   }
 
   // float16: A widened to float32, the float32 kernels reading B as float16 (packed, or in place
   // for a small or computed B: attention's products in exported float16 graphs), each C element
   // one FMA chain over k as float32 MatMul, C rounded to float16 once. So the bits of the float32
-  // MatMul of the same values, rounded.
-  static size_t half_workspace_floats(int64_t a_count, int64_t c_count) {
-    return align16(static_cast<size_t>(a_count)) + static_cast<size_t>(c_count);
-  }
+  // MatMul of the same values, rounded. Unpacked products go a run of batches at a time, so the
+  // float copies stay within kHalfScratchFloats (one batch at least): an exported graph's
+  // [heads, S, S] attention scores at a long prompt would otherwise double its largest tensor.
+  static constexpr int64_t kHalfScratchFloats = int64_t{1} << 21;  // 8 MiB
   static size_t align16(size_t n) { return (n + 15) & ~size_t{15}; }
+  // Batches per run of an unpacked product.
+  static int64_t half_run_batches(const MatMulDims& d) {
+    const int64_t per = d.m * d.k + d.m * d.n;
+    return std::clamp<int64_t>(per > 0 ? kHalfScratchFloats / per : 1, 1, std::max<int64_t>(1, d.batch.numel()));
+  }
+  size_t half_workspace_floats(const MatMulDims& d, int64_t a_count) const {
+    if (packed_) return align16(static_cast<size_t>(a_count)) + static_cast<size_t>(d.out.numel());
+    const int64_t run = half_run_batches(d);
+    return align16(static_cast<size_t>(run * d.m * d.k)) + static_cast<size_t>(run * d.m * d.n);
+  }
 
   template <typename Strides>
   void run_half(const ComputeContext& ctx, const MatMulDims& d, int64_t batches, const Strides& sa,
@@ -190,53 +213,75 @@ class MatMulKernel final : public OpKernel {
     const Float16* ah = ctx.input(0).data<Float16>();
     Float16* ch = ctx.output(0).data<Float16>();
     float* af = static_cast<float*>(ctx.workspace());
-    float* cf = af + align16(static_cast<size_t>(a_count));
     ThreadPool& pool = ctx.pool();
     // Branch-free conversions (core/fast_math.h: the same values) compiled per ISA (float_loop.h).
-    pool.parallel_for(a_count, 16384, [&](int64_t i0, int64_t i1) { widen(isa_, ah + i0, af + i0, i1 - i0); });
-    products(pool, d, batches, sa, sb, af, nullptr, reinterpret_cast<const uint16_t*>(ctx.input(1).raw()), cf);
-    pool.parallel_for(c_count, 16384, [&](int64_t i0, int64_t i1) { narrow(isa_, cf + i0, ch + i0, i1 - i0); });
-  }
-
-  // C = A * B for every batch, B float32 (b) or float16 (b_half). A packed B is 2-D: all of A's
-  // batches are rows of one product. Otherwise many small products (attention in exported graphs)
-  // go one per thread, and larger ones each split their columns over the pool.
-  template <typename Strides>
-  void products(ThreadPool& pool, const MatMulDims& d, int64_t batches, const Strides& sa, const Strides& sb,
-                const float* a, const float* b, const uint16_t* b_half, float* c) const {
-    SgemmArgs whole;
-    whole.a = a;
-    whole.lda = d.k;
-    whole.c = c;
-    whole.ldc = d.n;
     if (packed_) {
-      whole.m = batches * d.m;
-      sgemm_packed(whole, packed_->b, pool, isa_);
+      float* cf = af + align16(static_cast<size_t>(a_count));
+      pool.parallel_for(a_count, 16384, [&](int64_t i0, int64_t i1) { widen(isa_, ah + i0, af + i0, i1 - i0); });
+      packed_product(pool, d, batches, af, cf);
+      pool.parallel_for(c_count, 16384, [&](int64_t i0, int64_t i1) { narrow(isa_, cf + i0, ch + i0, i1 - i0); });
       return;
     }
-    auto args = [&](int64_t bi) {
-      const auto [oa, ob] = batch_offsets(d, bi, sa, sb);
-      SgemmArgs g = whole;
-      g.a = a + oa * d.m * d.k;
-      if (b_half) g.b_half = b_half + ob * d.k * d.n;
-      else g.b = b + ob * d.k * d.n;
-      g.ldb = d.n;
-      g.c = c + bi * d.m * d.n;
-      g.m = d.m;
-      g.n = d.n;
-      g.k = d.k;
-      return g;
-    };
-    if (batches >= pool.num_threads() && batches > 1) {
-      pool.parallel_for(batches, 1, [&](int64_t b0, int64_t b1) {
-        for (int64_t bi = b0; bi < b1; ++bi) {
+    const int64_t a_size = d.m * d.k, c_size = d.m * d.n, run = half_run_batches(d);
+    float* cf = af + align16(static_cast<size_t>(run * a_size));
+    const auto* bh = reinterpret_cast<const uint16_t*>(ctx.input(1).raw());
+    for (int64_t b0 = 0; b0 < batches; b0 += run) {
+      const int64_t b1 = std::min(batches, b0 + run);
+      // Each batch's A (A may be broadcast over batches) widened into the run's rows.
+      pool.parallel_for((b1 - b0) * a_size, 16384, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1;) {
+          const int64_t bi = b0 + i / a_size, at = i % a_size, len = std::min(i1 - i, a_size - at);
+          widen(isa_, ah + batch_offsets(d, bi, sa, sb).first * a_size + at, af + i, len);
+          i += len;
+        }
+      });
+      unpacked_products(pool, b0, b1, [&](int64_t bi) {
+        SgemmArgs g = product_args(d);
+        g.a = af + (bi - b0) * a_size;
+        g.b_half = bh + batch_offsets(d, bi, sa, sb).second * d.k * d.n;
+        g.c = cf + (bi - b0) * c_size;
+        return g;
+      });
+      pool.parallel_for((b1 - b0) * c_size, 16384,
+                        [&](int64_t i0, int64_t i1) { narrow(isa_, cf + i0, ch + b0 * c_size + i0, i1 - i0); });
+    }
+  }
+
+  // One batch's product shape (A, B and C pointers left for the caller).
+  static SgemmArgs product_args(const MatMulDims& d) {
+    SgemmArgs g;
+    g.lda = d.k;
+    g.ldb = d.n;
+    g.ldc = d.n;
+    g.m = d.m;
+    g.n = d.n;
+    g.k = d.k;
+    return g;
+  }
+
+  // C = A * B with B packed (2-D): all of A's batch rows as one product.
+  void packed_product(ThreadPool& pool, const MatMulDims& d, int64_t batches, const float* a, float* c) const {
+    SgemmArgs g = product_args(d);
+    g.a = a;
+    g.c = c;
+    g.m = batches * d.m;
+    sgemm_packed(g, packed_->b, pool, isa_);
+  }
+
+  // The unpacked products of batches [b0, b1) (args(bi) each): many small ones one per thread,
+  // larger ones each splitting its columns over the pool.
+  template <typename Args>
+  void unpacked_products(ThreadPool& pool, int64_t b0, int64_t b1, const Args& args) const {
+    if (b1 - b0 >= pool.num_threads() && b1 - b0 > 1) {
+      pool.parallel_for(b1 - b0, 1, [&](int64_t i0, int64_t i1) {
+        for (int64_t bi = b0 + i0; bi < b0 + i1; ++bi) {
           const SgemmArgs g = args(bi);
           sgemm_columns(g, 0, g.n, isa_);
         }
       });
       return;
     }
-    for (int64_t bi = 0; bi < batches; ++bi) sgemm(args(bi), pool, isa_);
+    for (int64_t bi = b0; bi < b1; ++bi) sgemm(args(bi), pool, isa_);
   }
 
   Isa isa_;
