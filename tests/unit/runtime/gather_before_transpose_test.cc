@@ -21,12 +21,10 @@ float w_at(int64_t i) { return static_cast<float>(i % 977) * 0.25f - 3.f; }
 
 // ids -> Gather(Transpose(W)) -> emb; emb x W -> logits (the LM head reading W as it is stored).
 // With `also_read_transposed`, the transposed W is an output too (a reader that is no Gather).
-std::shared_ptr<Graph> tied_graph(bool also_read_transposed, int64_t hidden = 5, int64_t vocab = 11) {
+std::shared_ptr<Graph> tied_graph_of(Tensor w, bool also_read_transposed) {
   auto g = test::new_graph();
   test::add_input(*g, "ids", DType::kInt64, {-1, -1});
-  std::vector<float> w(static_cast<size_t>(hidden * vocab));
-  for (size_t i = 0; i < w.size(); ++i) w[i] = w_at(static_cast<int64_t>(i));
-  test::add_constant(*g, "W", Tensor::from<float>(Shape{hidden, vocab}, w));
+  test::add_constant(*g, "W", std::move(w));
   g->add_node("Transpose", "", {"W"}, {"WT"}, "transpose").attributes = {test::ints_attr("perm", {1, 0})};
   g->add_node("Gather", "", {"WT", "ids"}, {"emb"}, "lookup");
   g->add_node("MatMul", "", {"emb", "W"}, {"logits"}, "lm_head");
@@ -34,6 +32,13 @@ std::shared_ptr<Graph> tied_graph(bool also_read_transposed, int64_t hidden = 5,
   test::add_output(*g, "logits");
   if (also_read_transposed) test::add_output(*g, "WT");
   return g;
+}
+
+// tied_graph_of a float32 W of w_at's values.
+std::shared_ptr<Graph> tied_graph(bool also_read_transposed, int64_t hidden = 5, int64_t vocab = 11) {
+  std::vector<float> w(static_cast<size_t>(hidden * vocab));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = w_at(static_cast<int64_t>(i));
+  return tied_graph_of(Tensor::from<float>(Shape{hidden, vocab}, w), also_read_transposed);
 }
 
 using test::op_count;
@@ -100,16 +105,9 @@ TEST(GatherBeforeTranspose, Float16TiedEmbeddingAndPackedFloat16MatMul) {
     wh[i] = float_to_half_bits(w_at(static_cast<int64_t>(i)) * 0.37f);
     wf[i] = half_bits_to_float(wh[i]);
   }
-  auto half_graph = test::new_graph();
-  test::add_input(*half_graph, "ids", DType::kInt64, {-1, -1});
   std::vector<Float16> w16(wh.size());
   for (size_t i = 0; i < wh.size(); ++i) w16[i] = Float16::from_bits(wh[i]);
-  test::add_constant(*half_graph, "W", Tensor::from<Float16>(Shape{hidden, vocab}, w16));
-  half_graph->add_node("Transpose", "", {"W"}, {"WT"}, "transpose").attributes = {test::ints_attr("perm", {1, 0})};
-  half_graph->add_node("Gather", "", {"WT", "ids"}, {"emb"}, "lookup");
-  half_graph->add_node("MatMul", "", {"emb", "W"}, {"logits"}, "lm_head");
-  test::add_output(*half_graph, "emb");
-  test::add_output(*half_graph, "logits");
+  const auto half_graph = tied_graph_of(Tensor::from<Float16>(Shape{hidden, vocab}, w16), false);
   // The float32 product of the same values.
   auto float_graph = test::new_graph();
   test::add_input(*float_graph, "emb", DType::kFloat32, {-1, -1, hidden});

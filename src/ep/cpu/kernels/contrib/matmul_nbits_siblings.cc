@@ -53,6 +53,7 @@ class MatMulNBitsSiblingsKernel final : public OpKernel {
     // unfused node would), so members sit at byte offsets.
     all_ = nbits_q8_layout(NBitsShape{k, tiles * NBitsQ8Layout::kCols, bits, bs}, false, true);
     std::vector<NBitsSource> sources;
+    std::vector<TensorView> bs_views;  // each member's B, whose file pages packing reads once
     size_t bytes = 0;
     int64_t tile0 = 0;
     for (size_t i = 0; i < ns.size(); ++i) {
@@ -70,6 +71,7 @@ class MatMulNBitsSiblingsKernel final : public OpKernel {
       MappedFile::populate(scales->raw(), scales->bytes());
       NBitsSource src;
       src.b = b->data<uint8_t>();
+      bs_views.push_back(*b);
       src.scales = scales->raw();
       src.scale_dtype = scales->dtype();
       sources.push_back(src);
@@ -85,8 +87,7 @@ class MatMulNBitsSiblingsKernel final : public OpKernel {
     auto* packed = static_cast<uint8_t*>(packed_.data());
     // B's file pages mapped in one call just before packing reads them, dropped after it (as
     // MatMulNBits: only the packed copy is read).
-    auto b_bytes = [&](size_t i) { return static_cast<size_t>(ns[i] * members_[i].layout.blocks * members_[i].layout.shape.blob_bytes()); };
-    for (size_t i = 0; i < ns.size(); ++i) MappedFile::populate(sources[i].b, b_bytes(i));
+    for (const TensorView& b : bs_views) MappedFile::populate(b.raw(), b.bytes());
     if (gated_) {
       // Groups of kGateGroup gate tiles, each followed by the same up tiles: one stream.
       const Member &gate = members_[0], &up = members_[1];
@@ -101,7 +102,7 @@ class MatMulNBitsSiblingsKernel final : public OpKernel {
       for (size_t i = 0; i < ns.size(); ++i)
         pack_nbits_q8(members_[i].layout, sources[i], packed + members_[i].offset, 0, members_[i].layout.tiles, isa_);
     }
-    for (size_t i = 0; i < ns.size(); ++i) MappedFile::release_pages(sources[i].b, b_bytes(i));
+    for (const TensorView& b : bs_views) MappedFile::release_pages(b.raw(), b.bytes());
   }
 
   void infer(InferContext& ctx) const override {

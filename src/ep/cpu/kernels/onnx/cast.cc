@@ -64,7 +64,7 @@ void cast_range(Isa isa, const From* x, To* y, int64_t begin, int64_t end) {
     float buf[kBlock];
     for (int64_t i = begin; i < end; i += kBlock) {
       const int n = static_cast<int>(std::min<int64_t>(kBlock, end - i));
-      for (int j = 0; j < n; ++j) buf[j] = to_float_fast(x[i + j]);
+      widen(isa, x + i, buf, n);
       for (int j = 0; j < n; ++j) y[i + j] = convert<To>(buf[j]);
     }
   } else if constexpr (std::is_same_v<From, bool>) {

@@ -5,7 +5,6 @@
 #include <mutex>
 #include <tuple>
 
-#include "core/fast_math.h"
 #include "core/float16.h"
 #include "core/mapped_file.h"
 
