@@ -4,6 +4,7 @@
 // float16 MatMul against the float32 MatMul of the same values.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <map>
 #include <optional>
 
@@ -327,6 +328,93 @@ TEST(MatMulFloat16, IsTheRoundedFloat32ProductOfTheSameValues) {
         for (int64_t i = 0; i < y16.numel(); ++i) EXPECT_EQ(static_cast<float>(y16.data<Float16>()[i]), 0.f);
     }
   }
+}
+
+// float32 and float16 Gemm run on MatMul's kernels on every ISA: each element of A' * B' is one FMA
+// chain over k in order from 0 (as float32, float16 values widened), then alpha times it, then
+// plus beta times C's (float16: rounded once at the end). The expected bits come from a plain loop
+// here; transA, transB (the constant B packed from its transpose), every C broadcast, depth
+// blocks, 8-row blocks and rows left over, K = 0.
+TEST(Gemm, Float32AndFloat16GiveTheFusedChainBitsOnEveryIsa) {
+  struct Case {
+    int64_t m, k, n;
+    bool trans_a, trans_b, constant_b;
+    std::optional<Shape> c;
+    float alpha, beta;
+  };
+  const std::vector<Case> cases = {
+      {13, 300, 100, false, true, true, Shape{100}, 1, 1},      // a Linear layer's shape
+      {13, 300, 100, true, false, false, Shape{13, 1}, 0.3f, -1.7f},
+      {21, 40, 257, true, true, false, Shape{21, 257}, 1, 0.7f},
+      {9, 70, 50, false, false, true, Shape{}, -1.5f, 1},
+      {1, 64, 300, false, true, true, std::nullopt, 2, 1},       // decode
+      {16, 33, 48, false, false, false, Shape{1, 48}, 1, 0},     // beta 0: C ignored
+      {3, 0, 20, false, true, true, Shape{20}, 1, 1},            // K = 0: beta * C
+  };
+  uint32_t seed = 300;
+  for (DType dt : {DType::kFloat32, DType::kFloat16})
+    for (const Case& c : cases) {
+      const Shape a_shape = c.trans_a ? Shape{c.k, c.m} : Shape{c.m, c.k};
+      const Shape b_shape = c.trans_b ? Shape{c.n, c.k} : Shape{c.k, c.n};
+      // float16 inputs hold float16 values; the float32 ones the same values widened.
+      const Tensor a16 = normal_half(a_shape, seed++), b16 = normal_half(b_shape, seed++);
+      const Tensor c16 = c.c ? normal_half(*c.c, seed++) : Tensor();
+      const Tensor a = dt == DType::kFloat16 ? Tensor::copy_of(a16) : widened(a16);
+      const Tensor b = dt == DType::kFloat16 ? Tensor::copy_of(b16) : widened(b16);
+      const Tensor cc = c.c ? (dt == DType::kFloat16 ? Tensor::copy_of(c16) : widened(c16)) : Tensor();
+      std::vector<float> want(static_cast<size_t>(c.m * c.n));
+      const Tensor af = widened(a16), bf = widened(b16);
+      for (int64_t i = 0; i < c.m; ++i)
+        for (int64_t j = 0; j < c.n; ++j) {
+          float acc = 0.f;
+          for (int64_t p = 0; p < c.k; ++p)
+            acc = std::fma(af.data<float>()[c.trans_a ? p * c.m + i : i * c.k + p],
+                           bf.data<float>()[c.trans_b ? j * c.k + p : p * c.n + j], acc);
+          float v = c.alpha * acc;
+          if (c.c && c.beta != 0.f) {
+            const Shape& cs = *c.c;
+            const int64_t rows = cs.rank() == 2 ? cs[0] : 1, cols = cs.rank() >= 1 ? cs.dim(-1) : 1;
+            v = v + c.beta * static_cast<float>(c16.data<Float16>()[(rows == 1 ? 0 : i) * cols + (cols == 1 ? 0 : j)]);
+          }
+          want[static_cast<size_t>(i * c.n + j)] = v;
+        }
+      for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kNeon}) {
+        if (!isa_available(isa)) continue;
+        auto g = test::new_graph();
+        test::add_input(*g, "a", dt, std::vector<int64_t>(a_shape.begin(), a_shape.end()));
+        std::vector<std::string> inputs = {"a", "b"};
+        if (c.constant_b) {
+          test::add_constant(*g, "b", Tensor::copy_of(b));
+        } else {
+          test::add_input(*g, "b", dt, std::vector<int64_t>(b_shape.begin(), b_shape.end()));
+        }
+        if (c.c) {
+          test::add_constant(*g, "c", Tensor::copy_of(cc));
+          inputs.push_back("c");
+        }
+        Node& node = g->add_node("Gemm", "", inputs, {"y"}, "gemm");
+        node.attributes = {float_attr("alpha", c.alpha), float_attr("beta", c.beta), int_attr("transA", c.trans_a),
+                           int_attr("transB", c.trans_b)};
+        test::add_output(*g, "y");
+        SessionOptions o{2, true, nullptr};
+        o.isa = isa;
+        std::vector<std::pair<std::string, TensorView>> feeds = {{"a", a.view()}};
+        if (!c.constant_b) feeds.push_back({"b", b.view()});
+        const Tensor y = std::move(Session(g, o).run(feeds)[0]);
+        const std::string what = str_cat(dtype_name(dt), " gemm ", c.m, "x", c.k, "x", c.n, (c.trans_a ? " transA" : ""),
+                                         (c.trans_b ? " transB" : ""), (c.constant_b ? " constant B" : ""), " on ",
+                                         isa_name(isa));
+        ASSERT_EQ(y.dtype(), dt) << what;
+        ASSERT_EQ(y.shape(), (Shape{c.m, c.n})) << what;
+        for (int64_t i = 0; i < y.numel(); ++i) {
+          const float w = want[static_cast<size_t>(i)];
+          if (dt == DType::kFloat16)
+            ASSERT_EQ(y.data<Float16>()[i].bits, Float16(w).bits) << what << " at " << i;
+          else
+            ASSERT_EQ(std::bit_cast<uint32_t>(y.data<float>()[i]), std::bit_cast<uint32_t>(w)) << what << " at " << i;
+        }
+      }
+    }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -187,6 +188,36 @@ TEST(Sgemm, Float16BGivesTheBitsOfItsFloat32Widening) {
         }
       }
   EXPECT_GE(cases, 45);
+}
+
+// Panels packed from B's transpose (Gemm's transB), whole or a band of its rows at a time, are the
+// panels packed from B, padding included; float16 bits too.
+TEST(Sgemm, PackingFromTheTransposeGivesTheSamePanels) {
+  uint32_t seed = 61;
+  for (int64_t n : {1, 16, 50, 64, 130, 300})
+    for (int64_t k : {1, 7, 33})
+      for (int64_t width : {int64_t{16}, int64_t{64}, int64_t{256}}) {
+        const auto b = test::gaussian(static_cast<size_t>(k * n), 1.f, seed++);
+        std::vector<float> bt(b.size());
+        std::vector<uint16_t> bh(b.size()), bth(b.size());
+        for (int64_t p = 0; p < k; ++p)
+          for (int64_t j = 0; j < n; ++j) {
+            bt[j * k + p] = b[p * n + j];
+            bh[p * n + j] = bth[j * k + p] = float_to_half_bits(b[p * n + j]);
+          }
+        const size_t size = static_cast<size_t>(sgemm_packed_size(k, n, width));
+        std::vector<float> want(size, -1.f), whole(size, -2.f), banded(size, -3.f);
+        sgemm_pack_b(b.data(), n, k, n, width, want.data());
+        sgemm_pack_b_transposed(bt.data(), k, k, n, width, whole.data());
+        for (int64_t j0 = 0; j0 < n; j0 += 48) sgemm_pack_b_transposed(bt.data(), k, k, n, width, banded.data(), j0, std::min(n, j0 + 48));
+        const std::string what = "n=" + std::to_string(n) + " k=" + std::to_string(k) + " width=" + std::to_string(width);
+        ASSERT_EQ(0, std::memcmp(whole.data(), want.data(), size * 4)) << what;
+        ASSERT_EQ(0, std::memcmp(banded.data(), want.data(), size * 4)) << what << " in bands";
+        std::vector<uint16_t> want_h(size, 1), got_h(size, 2);
+        sgemm_pack_b(bh.data(), n, k, n, width, want_h.data());
+        sgemm_pack_b_transposed(bth.data(), k, k, n, width, got_h.data());
+        ASSERT_EQ(want_h, got_h) << what << " float16";
+      }
 }
 
 TEST(Sgemm, ZeroDepthGivesZeros) {

@@ -1,11 +1,24 @@
 // Gemm: Y = alpha * A' * B' + beta * C, with A' = transA ? A^T : A, B' likewise, and C broadcast
-// unidirectionally to [M, N]. B' is packed into panels of kNr columns ([panel][K][kNr], the last one
-// zero-padded) once at prepare time when B is a constant, else per run into the workspace; the
-// micro-kernel then accumulates a kMr x kNr block over K with contiguous panel reads, whatever
-// transB was. Work is split over (row block, panel) tiles.
+// unidirectionally to [M, N].
+// float32 and float16 run on MatMul's SIMD kernels (sgemm.h): a constant B' is packed once into
+// their column panels (shared with any other kernel on the same weight, transposed from B when
+// transB), a computed one is read in place or transposed into the workspace, as is a transposed
+// A; each element of A' * B' is then one FMA chain over K in float32 (the bits of MatMul on the
+// same values), and alpha, beta * C follow (float16: in float32, rounded once). Before, a portable
+// micro-kernel ran 13.5x slower than MatMul + Add on the same product (20 x [128, 768] x [768,
+// 2304], 2 threads, Zen 5); float64 still runs it: B' packed into panels of kNr columns
+// ([panel][K][kNr], the last one zero-padded) once at prepare time when B is a constant, else per
+// run into the workspace, a kMr x kNr block accumulated over K, work split over (row block,
+// panel) tiles.
 #include <cstring>
 
+#include "core/float16.h"
+#include "ep/cpu/cpu_provider.h"
+#include "ep/cpu/kernels/float_loop.h"
 #include "ep/cpu/kernels/kernel_utils.h"
+#include "ep/cpu/kernels/onnx/packed_weight.h"
+#include "ep/cpu/kernels/onnx/sgemm.h"
+#include "ep/cpu/kernels/onnx/strided_copy.h"
 #include "ep/kernel_registry.h"
 
 namespace onnxllm {
@@ -58,39 +71,51 @@ void micro_kernel(const T* a, int64_t a_row, int64_t a_col, const T* panel, int6
 class GemmKernel final : public OpKernel {
  public:
   explicit GemmKernel(const KernelInfo& info)
-      : alpha_(info.node().attr_float("alpha", 1.0f)),
+      : isa_(cpu_isa(info)),
+        alpha_(info.node().attr_float("alpha", 1.0f)),
         beta_(info.node().attr_float("beta", 1.0f)),
         trans_a_(info.node().attr_int("transA", 0) != 0),
         trans_b_(info.node().attr_int("transB", 0) != 0) {
     // A constant B is packed once; runs then skip the packing step.
+    const Initializer* w = info.constant_initializer(1);
+    if (w && w->view.rank() == 2 && (w->view.dtype() == DType::kFloat32 || w->view.dtype() == DType::kFloat16)) {
+      packed_ = packed_weight(*w, isa_, trans_b_);
+      return;
+    }
     const TensorView* b = info.constant_input(1);
-    if (b && b->rank() == 2 && (b->dtype() == DType::kFloat32 || b->dtype() == DType::kFloat64)) {
+    if (b && b->rank() == 2 && b->dtype() == DType::kFloat64) {
       GemmDims d;
       d.k = b->shape()[trans_b_ ? 1 : 0];
       d.n = b->shape()[trans_b_ ? 0 : 1];
-      packed_b_ = Tensor(b->dtype(), Shape{static_cast<int64_t>(d.packed_elements())});
+      packed_b_ = Tensor(DType::kFloat64, Shape{static_cast<int64_t>(d.packed_elements())});
       prepacked_ = true;
-      dispatch_dtype<float, double>(b->dtype(), [&]<typename T>() {
-        pack_b_panels(b->data<T>(), trans_b_, d.k, d.n, 0, d.panels(), packed_b_.data<T>());
-      });
+      pack_b_panels(b->data<double>(), trans_b_, d.k, d.n, 0, d.panels(), packed_b_.data<double>());
     }
   }
 
   void infer(InferContext& ctx) const override {
     const TensorView& a = ctx.input(0);
     const TensorView& b = ctx.input(1);
-    ONNXLLM_CHECK(a.dtype() == DType::kFloat32 || a.dtype() == DType::kFloat64, kUnsupported, "Gemm of dtype ",
-                  dtype_name(a.dtype()), " is not supported");
+    ONNXLLM_CHECK(a.dtype() == DType::kFloat32 || a.dtype() == DType::kFloat64 || a.dtype() == DType::kFloat16,
+                  kUnsupported, "Gemm of dtype ", dtype_name(a.dtype()), " is not supported");
     check_same_dtype(a, b, "A", "B");
     if (ctx.has_input(2)) check_same_dtype(a, ctx.input(2), "A", "C");
     const GemmDims d = dims(ctx);
     ctx.set_output(0, a.dtype(), Shape{d.m, d.n});
-    if (!prepacked_) ctx.request_workspace(d.packed_elements() * dtype_size(a.dtype()));
+    if (a.dtype() == DType::kFloat64) {
+      if (!prepacked_) ctx.request_workspace(d.packed_elements() * sizeof(double));
+      return;
+    }
+    ctx.request_workspace(workspace(d, a.dtype()).bytes);
   }
 
   void compute(const ComputeContext& ctx) const noexcept override {
     const GemmDims d = dims(ctx);
-    dispatch_dtype<float, double>(ctx.input(0).dtype(), [&]<typename T>() { run<T>(ctx, d); });
+    if (ctx.input(0).dtype() == DType::kFloat64) {
+      run<double>(ctx, d);
+      return;
+    }
+    run_sgemm(ctx, d);
   }
 
  private:
@@ -119,6 +144,114 @@ class GemmKernel final : public OpKernel {
     return d;
   }
 
+  // The float32 / float16 path's workspace: a transposed A (float16: A widened, and transposed
+  // first in float16), a transposed computed B (in its own dtype), and for float16 the float32
+  // product.
+  struct Workspace {
+    size_t a_t = 0, a_f = 0, b_t = 0, c_f = 0, bytes = 0;  // byte offsets, then the total
+  };
+  Workspace workspace(const GemmDims& d, DType dtype) const {
+    const size_t e = dtype_size(dtype);
+    auto aligned = [](size_t b) { return (b + 63) / 64 * 64; };
+    const size_t mk = static_cast<size_t>(d.m * d.k), kn = static_cast<size_t>(d.k * d.n);
+    Workspace w;
+    size_t at = 0;
+    w.a_t = at;
+    if (trans_a_) at += aligned(mk * e);
+    w.a_f = at;
+    if (dtype == DType::kFloat16) at += aligned(mk * sizeof(float));
+    w.b_t = at;
+    if (trans_b_ && !packed_) at += aligned(kn * e);
+    w.c_f = at;
+    if (dtype == DType::kFloat16) at += aligned(static_cast<size_t>(d.m * d.n) * sizeof(float));
+    w.bytes = at;
+    return w;
+  }
+
+  // dst [cols, rows] = src [rows, cols]^T.
+  static void transpose(const void* src, int64_t rows, int64_t cols, void* dst, size_t element, ThreadPool& pool) {
+    StridedCopy t;
+    t.add_dim(cols, 1);
+    t.add_dim(rows, cols);
+    t.run(src, dst, element, pool);
+  }
+
+  // y = alpha * y + beta * C over the [m, n] float32 product (each element: alpha times it, then
+  // plus beta times C's, as the float64 path does).
+  template <typename TC>
+  void finish(float* y, const GemmDims& d, const TC* c, ThreadPool& pool) const {
+    if (alpha_ == 1.0f && c == nullptr) return;
+    const float alpha = alpha_, beta = beta_;
+    pool.parallel_for(d.m, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, d.n)), [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) {
+        float* yi = y + i * d.n;
+        if (alpha != 1.0f)
+          for (int64_t j = 0; j < d.n; ++j) yi[j] = alpha * yi[j];
+        if (c == nullptr) continue;
+        const TC* ci = c + i * d.c_row_stride;
+        if (d.c_col_stride == 0) {
+          const float bc = beta * static_cast<float>(ci[0]);
+          for (int64_t j = 0; j < d.n; ++j) yi[j] = yi[j] + bc;
+        } else {
+          for (int64_t j = 0; j < d.n; ++j) yi[j] = yi[j] + beta * static_cast<float>(ci[j]);
+        }
+      }
+    });
+  }
+
+  // float32 and float16 on the sgemm kernels.
+  void run_sgemm(const ComputeContext& ctx, const GemmDims& d) const {
+    if (d.m == 0 || d.n == 0) return;
+    ThreadPool& pool = ctx.pool();
+    const bool half = ctx.input(0).dtype() == DType::kFloat16;
+    const size_t e = half ? 2 : 4;
+    auto* ws = static_cast<uint8_t*>(ctx.workspace());
+    const Workspace w = workspace(d, ctx.input(0).dtype());
+    const void* a = ctx.input(0).raw();
+    if (trans_a_) {
+      transpose(a, d.k, d.m, ws + w.a_t, e, pool);
+      a = ws + w.a_t;
+    }
+    SgemmArgs g;
+    g.a = static_cast<const float*>(a);
+    if (half) {
+      float* af = reinterpret_cast<float*>(ws + w.a_f);
+      const auto* ah = static_cast<const Float16*>(a);
+      pool.parallel_for(d.m * d.k, 16384, [&](int64_t i0, int64_t i1) { widen(isa_, ah + i0, af + i0, i1 - i0); });
+      g.a = af;
+    }
+    g.lda = d.k;
+    g.c = half ? reinterpret_cast<float*>(ws + w.c_f) : ctx.output(0).data<float>();
+    g.ldc = d.n;
+    g.m = d.m;
+    g.n = d.n;
+    g.k = d.k;
+    if (packed_) {
+      sgemm_packed(g, packed_->b, pool, isa_);
+    } else {
+      const void* b = ctx.input(1).raw();
+      if (trans_b_) {
+        transpose(b, d.n, d.k, ws + w.b_t, e, pool);
+        b = ws + w.b_t;
+      }
+      g.ldb = d.n;
+      if (half)
+        g.b_half = static_cast<const uint16_t*>(b);
+      else
+        g.b = static_cast<const float*>(b);
+      sgemm(g, pool, isa_);
+    }
+    const bool has_c = ctx.has_input(2) && beta_ != 0.0f;
+    if (!half) {
+      finish(g.c, d, has_c ? ctx.input(2).data<float>() : nullptr, pool);
+      return;
+    }
+    finish(g.c, d, has_c ? ctx.input(2).data<Float16>() : nullptr, pool);
+    Float16* y = ctx.output(0).data<Float16>();
+    pool.parallel_for(d.m * d.n, 16384, [&](int64_t i0, int64_t i1) { narrow(isa_, g.c + i0, y + i0, i1 - i0); });
+  }
+
+  // float64: the portable micro-kernel.
   template <typename T>
   void run(const ComputeContext& ctx, const GemmDims& d) const {
     T* y = ctx.output(0).data<T>();
@@ -163,9 +296,11 @@ class GemmKernel final : public OpKernel {
     });
   }
 
+  Isa isa_;
   float alpha_, beta_;
   bool trans_a_, trans_b_;
-  Tensor packed_b_;  // B' in panels when B is a constant
+  std::shared_ptr<const PackedWeight> packed_;  // B' in sgemm's panels when B is a constant float32/float16 matrix
+  Tensor packed_b_;  // B' in kNr panels when B is a constant float64 matrix
   bool prepacked_ = false;
 };
 
@@ -173,7 +308,7 @@ class GemmKernel final : public OpKernel {
 
 void register_gemm_kernels(KernelRegistry& r) {
   // Gemm-7 made C broadcast unidirectionally (no `broadcast` attribute); C is optional from 11.
-  r.add({"", "Gemm", 7, 1 << 30, {DType::kFloat32, DType::kFloat64}, make_factory<GemmKernel>()});
+  r.add({"", "Gemm", 7, 1 << 30, {DType::kFloat32, DType::kFloat64, DType::kFloat16}, make_factory<GemmKernel>()});
 }
 
 }  // namespace onnxllm

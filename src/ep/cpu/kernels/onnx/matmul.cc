@@ -1,17 +1,14 @@
 // MatMul with numpy semantics (1-D promotion, batch broadcasting).
 #include <algorithm>
 #include <cstring>
-#include <map>
-#include <mutex>
-#include <tuple>
 
 #include "core/float16.h"
-#include "core/mapped_file.h"
 
 #include "ep/cpu/cpu_provider.h"
 #include "ep/cpu/kernels/float_loop.h"
 #include "ep/cpu/kernels/kernel_utils.h"
 #include "ep/cpu/kernels/onnx/matmul_dims.h"
+#include "ep/cpu/kernels/onnx/packed_weight.h"
 #include "ep/cpu/kernels/onnx/sgemm.h"
 #include "ep/cpu/kernels/onnx/type_list.h"
 #include "ep/kernel_registry.h"
@@ -32,70 +29,6 @@ void gemm_rows(const T* a, const T* b, T* c, int64_t m0, int64_t m1, int64_t k, 
     }
     for (int64_t j = 0; j < n; ++j) c[i * n + j] = static_cast<T>(row[j]);
   }
-}
-
-// B packed into column panels, shared by every MatMul kernel on the same weight (a model's
-// sessions, e.g. the LM head's own graph, hold one copy). An entry is reused only while the
-// weight's owner is alive, so its memory still holds the same immutable values.
-struct PackedWeight {
-  AlignedBuffer buffer;
-  PackedB b;
-};
-
-// Smaller weights stay row-major: their rows are short, so the decode pass hardly jumps.
-constexpr int64_t kMinPackedElements = int64_t{1} << 16;
-
-// The width comes from `isa` and w's column count here, so the LM head's MatMul and a tied
-// embedding's GatherColumns always ask for the same copy.
-std::shared_ptr<const PackedWeight> packed_weight(const Initializer& w, Isa isa) {
-  // One slot per weight; its own lock is held while packing, so kernels created in parallel pack
-  // different weights at once and the same weight once.
-  struct Slot {
-    std::mutex mutex;
-    std::weak_ptr<const void> owner;
-    std::weak_ptr<const PackedWeight> packed;
-  };
-  static std::mutex mutex;
-  static std::map<std::tuple<const void*, int64_t, int64_t, int64_t>, std::shared_ptr<Slot>> cache;
-  const TensorView& v = w.view;
-  const int64_t k = v.dim(0), n = v.dim(1), width = sgemm_panel_width(isa, n);
-  const bool half = v.dtype() == DType::kFloat16;  // float16 panels, else float32
-  const size_t element = half ? 2 : 4;
-  std::shared_ptr<Slot> slot;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    std::erase_if(cache, [](const auto& e) {
-      std::unique_lock<std::mutex> busy(e.second->mutex, std::try_to_lock);
-      return busy.owns_lock() && e.second->packed.expired();
-    });
-    auto& s = cache[{v.raw(), k, n, width}];
-    if (!s) s = std::make_shared<Slot>();
-    slot = s;
-  }
-  std::lock_guard<std::mutex> lock(slot->mutex);
-  if (auto p = slot->packed.lock(); p && w.owner && slot->owner.lock() == w.owner) return p;
-  auto p = std::make_shared<PackedWeight>();
-  p->buffer = AlignedBuffer(static_cast<size_t>(sgemm_packed_size(k, n, width)) * element, &weight_allocator());
-  // A band of rows at a time, each band's mapped pages dropped once packed, so the model's memory
-  // does not double, not even while it loads.
-  constexpr int64_t kBand = 64;
-  const auto* raw = static_cast<const uint8_t*>(v.raw());
-  for (int64_t p0 = 0; p0 < k; p0 += kBand) {
-    const int64_t p1 = std::min(k, p0 + kBand);
-    const size_t at = static_cast<size_t>(p0 * n) * element, bytes = static_cast<size_t>((p1 - p0) * n) * element;
-    MappedFile::populate(raw + at, bytes);
-    if (half)
-      sgemm_pack_b(reinterpret_cast<const uint16_t*>(raw), n, k, n, width, static_cast<uint16_t*>(p->buffer.data()),
-                   p0, p1);
-    else
-      sgemm_pack_b(v.data<float>(), n, k, n, width, static_cast<float*>(p->buffer.data()), p0, p1);
-    MappedFile::release_pages(raw + at, bytes);
-  }
-  p->b = half ? PackedB{nullptr, k, n, width, static_cast<const uint16_t*>(p->buffer.data())}
-              : PackedB{static_cast<const float*>(p->buffer.data()), k, n, width};
-  slot->owner = w.owner;
-  slot->packed = p;
-  return p;
 }
 
 class MatMulKernel final : public OpKernel {

@@ -97,7 +97,33 @@ void pack_b(const T* b, int64_t ldb, int64_t k, int64_t n, int64_t width, T* out
   }
 }
 
+template <typename T>
+void pack_b_transposed(const T* bt, int64_t ldbt, int64_t k, int64_t n, int64_t width, T* out, int64_t j0, int64_t j1) {
+  if (j1 < 0) j1 = n;
+  // 16 columns at a time: 16 rows of bt read side by side, each panel row written a line at once.
+  constexpr int64_t kCols = 16;
+  for (int64_t c0 = j0; c0 < j1; c0 += kCols) {
+    const int64_t c1 = std::min(j1, c0 + kCols);
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t j = c0; j < c1; ++j) out[j / width * width * k + p * width + j % width] = bt[j * ldbt + p];
+  }
+  if (j1 == n && n % width != 0) {
+    T* panel = out + n / width * width * k;
+    for (int64_t p = 0; p < k; ++p) std::fill(panel + p * width + n % width, panel + (p + 1) * width, T{0});
+  }
+}
+
 }  // namespace
+
+void sgemm_pack_b_transposed(const float* bt, int64_t ldbt, int64_t k, int64_t n, int64_t width, float* out,
+                             int64_t j0, int64_t j1) {
+  pack_b_transposed(bt, ldbt, k, n, width, out, j0, j1);
+}
+
+void sgemm_pack_b_transposed(const uint16_t* bt, int64_t ldbt, int64_t k, int64_t n, int64_t width, uint16_t* out,
+                             int64_t j0, int64_t j1) {
+  pack_b_transposed(bt, ldbt, k, n, width, out, j0, j1);
+}
 
 void sgemm_pack_b(const float* b, int64_t ldb, int64_t k, int64_t n, int64_t width, float* out, int64_t p0,
                   int64_t p1) {

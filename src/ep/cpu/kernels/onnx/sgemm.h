@@ -76,6 +76,13 @@ void sgemm_pack_b(const float* b, int64_t ldb, int64_t k, int64_t n, int64_t wid
 // The same of a float16 B (bits), into float16 panels.
 void sgemm_pack_b(const uint16_t* b, int64_t ldb, int64_t k, int64_t n, int64_t width, uint16_t* out,
                   int64_t p0 = 0, int64_t p1 = -1);
+// The same panels of B = bt^T from bt [n, k] (row j at bt + j * ldbt: column j of B), for its
+// rows [j0, j1) (all by default), which fill columns [j0, j1) of every panel row; the call that
+// reaches row n also zeroes the last panel's padding.
+void sgemm_pack_b_transposed(const float* bt, int64_t ldbt, int64_t k, int64_t n, int64_t width, float* out,
+                             int64_t j0 = 0, int64_t j1 = -1);
+void sgemm_pack_b_transposed(const uint16_t* bt, int64_t ldbt, int64_t k, int64_t n, int64_t width, uint16_t* out,
+                             int64_t j0 = 0, int64_t j1 = -1);
 // C = A * B with B packed (g.b, g.ldb, g.n and g.k are taken from `b`); bit-identical to sgemm.
 void sgemm_packed(const SgemmArgs& g, const PackedB& b, ThreadPool& pool, Isa isa) noexcept;
 
