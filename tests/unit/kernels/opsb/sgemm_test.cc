@@ -125,7 +125,7 @@ TEST(Sgemm, WideDecodeRowsBitIdenticalToScalarReference) {
 TEST(Sgemm, PackedBBitIdenticalToScalarReference) {
   ThreadPool three(3);
   uint32_t seed = 23;
-  for (int64_t m : {1, 2, 7})
+  for (int64_t m : {1, 2, 7, 13})  // 13: the 8-row blocks and the rest (4 + 1)
     for (int64_t n : {5, 64, 250, 257, 700})
       for (int64_t k : {1, 37, 300}) {
         const auto a = test::gaussian(static_cast<size_t>(m * k), 1.f, seed++);
