@@ -24,7 +24,7 @@ OgaResult* guard(const char* function, Fn&& fn) noexcept {
   } catch (const std::bad_alloc&) {
     return make_result(std::string(function) + ": out of memory");
   } catch (const std::exception& e) {
-    return make_result(e.what());
+    return make_result(error_text(e.what()));
   } catch (...) {
     return make_result(std::string(function) + ": unknown error");
   }
@@ -36,7 +36,7 @@ T guard_value(const char* function, T fallback, Fn&& fn) noexcept {
   try {
     return fn();
   } catch (const std::exception& e) {
-    warn(std::string(function) + ": " + e.what());
+    warn(std::string(function) + ": " + error_text(e.what()));
   } catch (...) {
     warn(std::string(function) + ": unknown error");
   }

@@ -20,9 +20,15 @@ enum class ErrorCode {
 
 std::string_view error_code_name(ErrorCode code);
 
+// `message` safe to print and to pass on as text: bytes that are not UTF-8, control characters
+// other than newline and tab (an escape sequence in a model's node name would otherwise reach the
+// user's terminal) and C1 controls as \xNN; everything else as is. Every Error's message is
+// this; the API boundaries apply it to other exceptions' messages too.
+std::string error_text(std::string_view message);
+
 class Error : public std::runtime_error {
  public:
-  Error(ErrorCode code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  Error(ErrorCode code, const std::string& message) : std::runtime_error(error_text(message)), code_(code) {}
   ErrorCode code() const { return code_; }
 
  private:
@@ -36,9 +42,10 @@ std::string str_cat(const Args&... args) {
   return os.str();
 }
 
-// Text from a file or a request, fit to quote in a message: control bytes and bytes that are not
-// UTF-8 as \xNN, and at most `max` bytes of it (then "..."), so that a corrupt name neither
-// writes escape sequences to a terminal nor makes a message megabytes long.
+// Text from a file or a request, fit to quote in a message: control bytes (newlines and tabs
+// included) and bytes that are not UTF-8 as \xNN, and at most `max` bytes of it (then "..."), so
+// that a corrupt name neither writes escape sequences to a terminal nor makes a message megabytes
+// long.
 std::string printable(std::string_view text, size_t max = 200);
 
 template <typename... Args>

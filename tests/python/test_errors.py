@@ -1,12 +1,17 @@
 """Bad input from Python: clear exceptions naming what is wrong, never a crash."""
 
 import gc
+import json
+import shutil
+import subprocess
 
 import numpy as np
+import onnx
 import pytest
+from onnx import TensorProto, helper
 
 import onnxllm as og
-from conftest import run_python
+from conftest import CLI, run_python
 
 
 @pytest.fixture(scope="module")
@@ -153,3 +158,28 @@ print(float(logits.max()) > -1e30, stream.decode(403) is not None)
     result = run_python(script)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["True", "True"]
+
+
+def test_escape_sequences_and_bad_utf8_in_a_model_are_escaped_in_errors(stories_dir, tmp_path):
+    """A node name or op type with a terminal escape sequence and bytes that are not UTF-8: the
+    error names them with \\xNN escapes. Python got an empty message for the invalid UTF-8, and
+    the CLI wrote the escape sequence (one that clears the screen) to the terminal."""
+    node = helper.make_node("NoSuchOp", ["x"], ["y"], name="evil\x1b[31mRED")
+    node.op_type = "Bad\x1b[2JOp"
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    data = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    folder = tmp_path / "evil"
+    folder.mkdir()
+    shutil.copy(stories_dir / "genai_config.json", folder / "genai_config.json")
+    model_file = folder / json.loads((folder / "genai_config.json").read_text())["model"]["decoder"]["filename"]
+    model_file.write_bytes(data.replace(b"RED", b"\xffED"))
+    with pytest.raises(RuntimeError) as error:
+        og.Model(str(folder))
+    message = str(error.value)
+    assert "Bad\\x1b[2JOp" in message and "evil\\x1b[31m\\xffED" in message, message
+    assert "\x1b" not in message
+    run = subprocess.run([str(CLI), "run", "-m", str(model_file)], capture_output=True)
+    assert run.returncode == 1
+    assert b"\x1b" not in run.stderr and b"\xff" not in run.stderr, run.stderr
+    assert b"Bad\\x1b[2JOp" in run.stderr, run.stderr

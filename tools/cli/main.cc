@@ -38,11 +38,9 @@ int main(int argc, char** argv) {
   try {
     for (auto& [sub, run] : commands)
       if (sub->parsed()) return run();
-  } catch (const onnxllm::Error& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 1;
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    // onnxllm::Error's text is escaped already; a library's (a path in a filesystem error) is not.
+    std::cerr << "error: " << onnxllm::error_text(e.what()) << "\n";
     return 1;
   }
   return 1;

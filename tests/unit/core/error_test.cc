@@ -1,5 +1,6 @@
 // core/error's printable(): file or request text quoted in a message keeps its printable ASCII and
-// whole UTF-8 sequences, escapes everything else as \xNN, and stops at a length.
+// whole UTF-8 sequences, escapes everything else as \xNN, and stops at a length. error_text(), which
+// every Error's message goes through, does the same without a limit and keeps line breaks.
 #include "core/error.h"
 
 #include <gtest/gtest.h>
@@ -20,6 +21,22 @@ TEST(Printable, KeepsTextAndEscapesTheRest) {
   EXPECT_EQ(printable("\xc0\xaf"), "\\xc0\\xaf");         // an overlong '/'
   EXPECT_EQ(printable("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // a surrogate
   EXPECT_EQ(printable("\xf4\x90\x80\x80"), "\\xf4\\x90\\x80\\x80");  // past U+10FFFF
+  EXPECT_EQ(printable("a\xc2\x9b" "2Jb"), "a\\xc2\\x9b" "2Jb");       // U+009B, CSI to some terminals
+  EXPECT_EQ(printable("\xc2\xa0"), "\xc2\xa0");                       // U+00A0 is text
+}
+
+TEST(ErrorText, EscapesWhatATerminalWouldActOnAndKeepsLineBreaks) {
+  EXPECT_EQ(error_text("node 'a\x1b[2Jb'\n\tline two"), "node 'a\\x1b[2Jb'\n\tline two");
+  EXPECT_EQ(error_text(std::string("\0\r\x7f\xff\xc2\x85 caf\xc3\xa9", 12)), "\\x00\\x0d\\x7f\\xff\\xc2\\x85 caf\xc3\xa9");
+  const std::string long_text(100000, 'x');
+  EXPECT_EQ(error_text(long_text), long_text);  // no limit
+  // Applying it again changes nothing: the boundaries that escape other exceptions' messages
+  // leave an Error's alone.
+  const std::string once = error_text("\x1b]0;title\x07\xfe");
+  EXPECT_EQ(once, "\\x1b]0;title\\x07\\xfe");
+  EXPECT_EQ(error_text(once), once);
+  const Error e(ErrorCode::kInvalidModel, "unknown operator Bad\x1b[2JOp in node 'evil\xff'");
+  EXPECT_STREQ(e.what(), "unknown operator Bad\\x1b[2JOp in node 'evil\\xff'");
 }
 
 TEST(Printable, StopsAtTheLimit) {
