@@ -6,7 +6,6 @@ import shutil
 import subprocess
 
 import numpy as np
-import onnx
 import pytest
 from onnx import TensorProto, helper
 
@@ -183,3 +182,13 @@ def test_escape_sequences_and_bad_utf8_in_a_model_are_escaped_in_errors(stories_
     assert run.returncode == 1
     assert b"\x1b" not in run.stderr and b"\xff" not in run.stderr, run.stderr
     assert b"Bad\\x1b[2JOp" in run.stderr, run.stderr
+    # Names `onnxllm run` prints: escaped the same way.
+    node = helper.make_node("Identity", ["in\x1b[2J"], ["outQ"], name="n")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("in\x1b[2J", TensorProto.FLOAT, [2])],
+                              [helper.make_tensor_value_info("outQ", TensorProto.FLOAT, [2])])
+    names = tmp_path / "names.onnx"
+    names.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+                      .SerializeToString().replace(b"outQ", b"out\xff"))
+    run = subprocess.run([str(CLI), "run", "-m", str(names)], capture_output=True)
+    assert run.returncode == 0, run.stderr
+    assert b"input  in\\x1b[2J float32[2]" in run.stdout and b"output out\\xff float32[2]" in run.stdout, run.stdout

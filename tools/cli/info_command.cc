@@ -203,7 +203,7 @@ nlohmann::ordered_json describe(const fs::path& input) {
 
 void print_text(const nlohmann::ordered_json& j, std::ostream& os) {
   const auto field = [&](const char* label, const nlohmann::ordered_json& v) {
-    os << label << ": " << (v.is_null() ? std::string("unknown") : v.is_string() ? v.get<std::string>() : v.dump())
+    os << label << ": " << (v.is_null() ? std::string("unknown") : v.is_string() ? printable(v.get<std::string>()) : v.dump())
        << "\n";
   };
   field("model type", j["model_type"]);
@@ -216,7 +216,7 @@ void print_text(const nlohmann::ordered_json& j, std::ostream& os) {
        << format_bytes(static_cast<double>(s["bytes"].get<int64_t>())) << ")\n";
   os << "files:\n";
   for (const auto& f : j["files"])
-    os << "  " << f["name"].get<std::string>() << ": " << f["bytes"].get<int64_t>() << " bytes ("
+    os << "  " << printable(f["name"].get<std::string>()) << ": " << f["bytes"].get<int64_t>() << " bytes ("
        << format_bytes(static_cast<double>(f["bytes"].get<int64_t>())) << ")\n";
   field("context length", j["context_length"]);
   field("vocab size", j["vocab_size"]);
@@ -229,8 +229,8 @@ void print_text(const nlohmann::ordered_json& j, std::ostream& os) {
   field("kv bytes per token", j["kv_bytes_per_token"]);
   os << "ops (count, provider):\n";
   for (const auto& op : j["ops"])
-    os << "  " << op["op"].get<std::string>() << ": " << op["count"].get<int>() << " on "
-       << op["provider"].get<std::string>() << "\n";
+    os << "  " << printable(op["op"].get<std::string>()) << ": " << op["count"].get<int>() << " on "
+       << printable(op["provider"].get<std::string>()) << "\n";
 }
 
 }  // namespace
@@ -248,7 +248,7 @@ Command add_info_command(CLI::App& app) {
   return {cmd, [args] {
             const nlohmann::ordered_json j = describe(args->model);
             if (args->json)
-              std::cout << j.dump(2) << "\n";
+              std::cout << j.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
             else
               print_text(j, std::cout);
             return 0;

@@ -51,7 +51,7 @@ Command add_run_command(CLI::App& app) {
                 << llm.past_length() << "\n";
     for (const auto& in : session->inputs()) {
       if (auto t = llm.make(in)) {
-        std::cout << "input  " << in.name << " " << t->view().describe() << "\n";
+        std::cout << "input  " << printable(in.name) << " " << t->view().describe() << "\n";
         inputs.push_back(std::move(*t));
         binding.bind_input(in.name, inputs.back());
         continue;
@@ -67,7 +67,7 @@ Command add_run_command(CLI::App& app) {
           for (auto& v : t.span<T>()) v = static_cast<T>(rng() % 4);
         });
       }
-      std::cout << "input  " << in.name << " " << t.view().describe() << "\n";
+      std::cout << "input  " << printable(in.name) << " " << t.view().describe() << "\n";
       inputs.push_back(std::move(t));
       binding.bind_input(in.name, inputs.back());
     }
@@ -75,7 +75,7 @@ Command add_run_command(CLI::App& app) {
     const auto t2 = std::chrono::steady_clock::now();
     for (size_t i = 0; i < session->outputs().size(); ++i) {
       const TensorView& out = binding.output(static_cast<int>(i));
-      std::cout << "output " << session->outputs()[i].name << " " << out.describe();
+      std::cout << "output " << printable(session->outputs()[i].name) << " " << out.describe();
       if (out.dtype() == DType::kFloat32) {
         std::cout << " [";
         for (int64_t j = 0; j < std::min<int64_t>(out.numel(), 5); ++j) std::cout << (j ? ", " : "") << out.data<float>()[j];
