@@ -437,6 +437,9 @@ struct RowSoftmaxAvx512 {
   }
   ONNXLLM_TARGET_AVX512 static float exp_sum(float* x, int64_t begin, int64_t end, float top) {
     // sum8's 8 partial sums are one 8-lane register: each 16 keys add their low half, then high.
+    // The loop is throughput-bound (fast_exp16 alone ~16 cycles a vector on Zen 5), not latency:
+    // four exponentials a pass took the softmax step from 3.64 to 3.45 k ticks (7 rows x 512 keys
+    // in L2) and nothing measurable streaming 2048 keys, so it stays one a pass.
     const __m512 t = _mm512_set1_ps(top);
     __m256 acc = _mm256_setzero_ps();
     int64_t j = begin;

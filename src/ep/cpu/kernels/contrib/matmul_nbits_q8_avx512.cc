@@ -16,7 +16,11 @@
 // from DRAM there), and 4 rows x 4 columns a register (weights broadcast by 16-byte loads, the
 // activations spread by VPERMD) ran x0.75-0.94 in cache. Separate broadcasts of the same count
 // and split accumulator chains measured within noise (in-process A/B, bit-identical results); so
-// did an earlier 16-row tile, in cache only (tile_rows' kRows2).
+// did an earlier 16-row tile, in cache only (tile_rows' kRows2). Nor was a third: 4 rows of two
+// adjacent tiles a pass, each broadcast a register feeding both tiles, the group's other 4 rows
+// in a second pass over the same tiles from L1 (no spills, half the broadcasts): x1.25 in cache
+// on one thread, x1.08-1.12 on two, within noise streaming on two and in batch-8 steps (619-665
+// against 635-653 tokens/s, alternated); two threads in cache reached only 1.7x one thread.
 #include "ep/cpu/kernels/contrib/matmul_nbits_q8.h"
 #include "core/stream_touch.h"
 
