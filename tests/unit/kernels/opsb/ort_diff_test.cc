@@ -150,5 +150,33 @@ TEST(OrtDiffOps, Gemm) {
   compare_with_ort("gemm", nodes, 1e-4, 13);
 }
 
+// float16 Gemm (exported fp16 graphs): ONNX Runtime accumulates in float32 and rounds once too, so
+// results differ by at most a float16 rounding step.
+TEST(OrtDiffOps, GemmFloat16) {
+  struct Case {
+    int64_t m, k, n;
+    int trans_a, trans_b;
+    std::optional<Shape> c;
+    float alpha, beta;
+  };
+  const std::vector<Case> cases = {
+      {1, 768, 96, 0, 0, Shape{96}, 1, 1},
+      {9, 64, 50, 0, 1, Shape{9, 50}, 0.7f, 1.3f},
+      {6, 33, 17, 1, 0, Shape{6, 1}, 1, 1},
+      {13, 40, 70, 1, 1, std::nullopt, -1, 1},
+  };
+  std::vector<NodeSpec> nodes;
+  uint32_t seed = 80;
+  for (const auto& c : cases) {
+    NodeSpec n{"Gemm", "",
+               {{"a", half_of(test::random_tensor(c.trans_a ? Shape{c.k, c.m} : Shape{c.m, c.k}, seed++))},
+                {"b", half_of(test::random_tensor(c.trans_b ? Shape{c.n, c.k} : Shape{c.k, c.n}, seed++))}},
+               {float_attr("alpha", c.alpha), float_attr("beta", c.beta), int_attr("transA", c.trans_a), int_attr("transB", c.trans_b)}};
+    if (c.c) n.inputs.emplace_back("c", half_of(test::random_tensor(*c.c, seed++)));
+    nodes.push_back(std::move(n));
+  }
+  compare_with_ort("gemm_float16", nodes, 2e-3, 13);
+}
+
 }  // namespace
 }  // namespace onnxllm
