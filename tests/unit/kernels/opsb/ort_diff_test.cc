@@ -124,58 +124,48 @@ TEST(OrtDiffOps, Einsum) {
   compare_with_ort("einsum", nodes, 1e-5, 13);
 }
 
+struct GemmCase {
+  int64_t m, k, n;
+  int trans_a, trans_b;
+  std::optional<Shape> c;
+  float alpha, beta;
+};
+
+// One Gemm node per case on random inputs, each passed through `as` (the input dtype).
+template <typename As>
+std::vector<NodeSpec> gemm_nodes(const std::vector<GemmCase>& cases, uint32_t seed, const As& as) {
+  std::vector<NodeSpec> nodes;
+  for (const auto& c : cases) {
+    NodeSpec n{"Gemm", "",
+               {{"a", as(test::random_tensor(c.trans_a ? Shape{c.k, c.m} : Shape{c.m, c.k}, seed++))},
+                {"b", as(test::random_tensor(c.trans_b ? Shape{c.n, c.k} : Shape{c.k, c.n}, seed++))}},
+               {float_attr("alpha", c.alpha), float_attr("beta", c.beta), int_attr("transA", c.trans_a), int_attr("transB", c.trans_b)}};
+    if (c.c) n.inputs.emplace_back("c", as(test::random_tensor(*c.c, seed++)));
+    nodes.push_back(std::move(n));
+  }
+  return nodes;
+}
+
 TEST(OrtDiffOps, Gemm) {
-  struct Case {
-    int64_t m, k, n;
-    int trans_a, trans_b;
-    std::optional<Shape> c;
-    float alpha, beta;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<GemmCase> cases = {
       {1, 768, 96, 0, 0, Shape{96}, 1, 1},       // GPT-2 Conv1D decode step
       {9, 64, 50, 0, 1, Shape{9, 50}, 0.5f, 2},  // nn.Linear export
       {6, 33, 17, 1, 0, Shape{6, 1}, 1, 1},
       {5, 20, 31, 1, 1, std::nullopt, -1, 1},
   };
-  std::vector<NodeSpec> nodes;
-  uint32_t seed = 60;
-  for (const auto& c : cases) {
-    NodeSpec n{"Gemm", "",
-               {{"a", test::random_tensor(c.trans_a ? Shape{c.k, c.m} : Shape{c.m, c.k}, seed++)},
-                {"b", test::random_tensor(c.trans_b ? Shape{c.n, c.k} : Shape{c.k, c.n}, seed++)}},
-               {float_attr("alpha", c.alpha), float_attr("beta", c.beta), int_attr("transA", c.trans_a), int_attr("transB", c.trans_b)}};
-    if (c.c) n.inputs.emplace_back("c", test::random_tensor(*c.c, seed++));
-    nodes.push_back(std::move(n));
-  }
-  compare_with_ort("gemm", nodes, 1e-4, 13);
+  compare_with_ort("gemm", gemm_nodes(cases, 60, [](Tensor t) { return t; }), 1e-4, 13);
 }
 
 // float16 Gemm (exported fp16 graphs): ONNX Runtime accumulates in float32 and rounds once too, so
 // results differ by at most a float16 rounding step.
 TEST(OrtDiffOps, GemmFloat16) {
-  struct Case {
-    int64_t m, k, n;
-    int trans_a, trans_b;
-    std::optional<Shape> c;
-    float alpha, beta;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<GemmCase> cases = {
       {1, 768, 96, 0, 0, Shape{96}, 1, 1},
       {9, 64, 50, 0, 1, Shape{9, 50}, 0.7f, 1.3f},
       {6, 33, 17, 1, 0, Shape{6, 1}, 1, 1},
       {13, 40, 70, 1, 1, std::nullopt, -1, 1},
   };
-  std::vector<NodeSpec> nodes;
-  uint32_t seed = 80;
-  for (const auto& c : cases) {
-    NodeSpec n{"Gemm", "",
-               {{"a", half_of(test::random_tensor(c.trans_a ? Shape{c.k, c.m} : Shape{c.m, c.k}, seed++))},
-                {"b", half_of(test::random_tensor(c.trans_b ? Shape{c.n, c.k} : Shape{c.k, c.n}, seed++))}},
-               {float_attr("alpha", c.alpha), float_attr("beta", c.beta), int_attr("transA", c.trans_a), int_attr("transB", c.trans_b)}};
-    if (c.c) n.inputs.emplace_back("c", half_of(test::random_tensor(*c.c, seed++)));
-    nodes.push_back(std::move(n));
-  }
-  compare_with_ort("gemm_float16", nodes, 2e-3, 13);
+  compare_with_ort("gemm_float16", gemm_nodes(cases, 80, [](const Tensor& t) { return half_of(t); }), 2e-3, 13);
 }
 
 }  // namespace
