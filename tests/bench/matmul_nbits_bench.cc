@@ -120,7 +120,7 @@ void run_q8(benchmark::State& state, size_t copies) {
   AlignedBuffer ws(matmul_nbits_q8_workspace(l, m));
   ThreadPool pool(threads);
   ThreadPool::SpinScope spin(&pool);
-  const Isa isa = best_isa();
+  const Isa isa = selected_isa();  // ONNXLLM_ISA applies
   size_t next = 0;
   for (auto _ : state) {
     matmul_nbits_q8_run(l, static_cast<const uint8_t*>(packed[next].data()), a.data(), m, nullptr, y.data(), ws.data(),
@@ -192,7 +192,7 @@ void BM_QuantizeA(benchmark::State& state) {
   AlignedBuffer ws(matmul_nbits_q8_workspace(l, m));
   ThreadPool pool(threads);
   ThreadPool::SpinScope spin(&pool);
-  const Isa isa = best_isa();
+  const Isa isa = selected_isa();  // ONNXLLM_ISA applies
   for (auto _ : state) {
     const QuantizedA q = matmul_nbits_q8_quantize(l, a.data(), m, ws.data(), pool, isa);
     benchmark::DoNotOptimize(q.values);

@@ -43,7 +43,7 @@ for name, flags in models.items():
 
 prompts = ["1", "1,403,407,261,263,217", "1;1,403,407"]  # BOS, a prompt, a padded batch
 isas = []
-for isa in ["scalar", "avx2", "avx512", "neon"]:
+for isa in ["scalar", "avx2", "avx2-vnni", "avx512", "neon"]:
     r = run(["generate", "-m", str(work / "fp32"), "--ids", "1", "-n", "1", "--print-ids", "--no-timings"], isa)
     if r.returncode == 0:
         isas.append(isa)

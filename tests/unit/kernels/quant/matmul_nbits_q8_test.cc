@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -63,7 +64,8 @@ TEST(MatMulNBitsQ8, AvxVnniKernelWhereTheCpuHasIt) {
   if (!isa_available(Isa::kAvx2) || !nbits_q8_kernel_avx2()) GTEST_SKIP() << "no AVX2 here";
   ASSERT_NE(nbits_q8_kernel_avxvnni(), nullptr);
   ASSERT_NE(nbits_q8_kernel_avxvnni(), nbits_q8_kernel_avx2());
-  EXPECT_EQ(nbits_q8_kernel(Isa::kAvx2), cpu_features().avx_vnni ? nbits_q8_kernel_avxvnni() : nbits_q8_kernel_avx2());
+  EXPECT_EQ(nbits_q8_kernel(Isa::kAvx2), avx_vnni_enabled() ? nbits_q8_kernel_avxvnni() : nbits_q8_kernel_avx2());
+  if (!std::getenv("ONNXLLM_ISA")) EXPECT_EQ(avx_vnni_enabled(), cpu_features().avx_vnni);
 }
 
 // The SDOT kernel is the one Isa::kNeon runs when the CPU has SDOT (qemu's default CPU does), and
@@ -321,6 +323,36 @@ TEST(MatMulNBitsQ8, ScalarMatchesReferenceAndSimdIsBitIdentical) {
             const auto yk = run_kernel(p, a, m, b, kernel, three);
             ASSERT_EQ(0, std::memcmp(y.data(), yk.data(), y.size() * 4))
                 << what << ": " << kernel.name << " differs from scalar";
+          }
+        }
+}
+
+// The largest integer sums a block can hold: every weight at its top (15 or 255) or bottom code,
+// every activation at +-127, blocks up to 256 values. The AVX2 kernel sums runs of 4-bit products
+// in int16 lanes (at most 30480 a run of 32); a longer run, or no widening at the run's end,
+// would wrap. Every kernel must give the scalar bits, and those the exact value.
+TEST(MatMulNBitsQ8, ExtremeCodesAndActivationsStayExact) {
+  ThreadPool three(3);
+  for (int bits : {4, 8})
+    for (int64_t bs : {16, 32, 64, 256})
+      for (uint8_t byte : {uint8_t{0xFF}, uint8_t{0x00}})
+        for (float sign : {1.f, -1.f}) {
+          const int64_t k = 2 * bs, n = 19, m = 9;
+          QuantWeight w = test::random_weight(k, n, bits, bs, false, 3);
+          std::fill(w.b.begin(), w.b.end(), byte);
+          std::fill(w.scales.begin(), w.scales.end(), 1.f);
+          const std::vector<float> a(static_cast<size_t>(m * k), sign);  // each value quantizes to +-127
+          const Packed p = pack(w, Isa::kScalar, false);
+          const auto y = run(p, a, m, nullptr, Isa::kScalar, three);
+          // Code c is weight c - 2^(bits-1); each activation is sign * 127 * (1 / 127).
+          const int code = byte == 0xFF ? (1 << bits) - 1 : 0;
+          const double expect = static_cast<double>(code - (1 << (bits - 1))) * sign * static_cast<double>(k);
+          const std::string what = std::to_string(bits) + "-bit bs=" + std::to_string(bs) + " code " +
+                                   std::to_string(code) + " sign " + std::to_string(sign);
+          ASSERT_NEAR(y[0], expect, 1e-4 * std::abs(expect)) << what;
+          for (const SimdKernel& kernel : simd_kernels()) {
+            const auto yk = run_kernel(p, a, m, nullptr, kernel, three);
+            ASSERT_EQ(0, std::memcmp(y.data(), yk.data(), y.size() * 4)) << what << ": " << kernel.name;
           }
         }
 }

@@ -240,7 +240,7 @@ size_t matmul_nbits_q8_workspace(const NBitsQ8Layout& l, int64_t m) { return wor
 
 NBitsQ8Kernel nbits_q8_kernel(Isa isa) {
   if (isa == Isa::kAvx512 && nbits_q8_kernel_avx512()) return nbits_q8_kernel_avx512();
-  if (isa == Isa::kAvx2 && cpu_features().avx_vnni && nbits_q8_kernel_avxvnni()) return nbits_q8_kernel_avxvnni();
+  if (isa == Isa::kAvx2 && avx_vnni_enabled() && nbits_q8_kernel_avxvnni()) return nbits_q8_kernel_avxvnni();
   if (isa == Isa::kAvx2 && nbits_q8_kernel_avx2()) return nbits_q8_kernel_avx2();
   // Plain NEON has no int8 dot product worth a kernel: without SDOT the scalar one runs.
   if (isa == Isa::kNeon && cpu_features().neon_dotprod && nbits_q8_kernel_neon())

@@ -124,8 +124,8 @@ QuantizedA matmul_nbits_q8_quantize(const NBitsQ8Layout& l, const float* a, int6
                                     Isa isa) noexcept;
 NBitsQ8Kernel nbits_q8_kernel(Isa isa);
 // nullptr when not compiled in (the other architecture's builds). The NEON one needs SDOT
-// (cpu_features().neon_dotprod) and the AVX-VNNI one cpu_features().avx_vnni: nbits_q8_kernel
-// checks them (Isa::kAvx2 runs the AVX-VNNI kernel where the CPU has it).
+// (cpu_features().neon_dotprod) and the AVX-VNNI one avx_vnni_enabled(): nbits_q8_kernel
+// checks them (Isa::kAvx2 runs the AVX-VNNI kernel where the CPU has it, unless ONNXLLM_ISA=avx2).
 NBitsQ8Kernel nbits_q8_kernel_avx2();
 NBitsQ8Kernel nbits_q8_kernel_avxvnni();
 NBitsQ8Kernel nbits_q8_kernel_avx512();

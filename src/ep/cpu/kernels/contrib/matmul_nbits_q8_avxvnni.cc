@@ -2,7 +2,7 @@
 // VEX-encoded VNNI but no AVX-512 (Alder Lake and later client chips): the AVX2 body of
 // matmul_nbits_q8_avx2_tiles.h with one VPDPBUSD for VPMADDUBSW + VPMADDWD + VPADDD, the same
 // exact integer sums. Compiled with ${ONNXLLM_AVX2_FLAGS} -mavxvnni, called only when
-// cpu_features().avx_vnni (nbits_q8_kernel(Isa::kAvx2) checks it).
+// avx_vnni_enabled() (nbits_q8_kernel(Isa::kAvx2) checks it).
 #include "ep/cpu/kernels/contrib/matmul_nbits_q8.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -20,7 +20,11 @@ namespace {
 struct VnniDot {
   static constexpr int kRows = 4;
   template <int>
+  static constexpr int64_t kRunValues = int64_t{1} << 30;  // 32-bit sums all along
+  template <int>
   static __m256i add(__m256i sum, __m256i w, __m256i a) { return _mm256_dpbusd_avx_epi32(sum, w, a); }
+  template <int>
+  static __m256i finish(__m256i sum) { return sum; }
 };
 
 }  // namespace
