@@ -53,6 +53,7 @@ std::vector<SimdKernel> simd_kernels() {
 // The vector quantizers this CPU runs (each must equal quantize_a_q8 bit for bit).
 std::vector<std::pair<Isa, NBitsQ8Quantizer>> vector_quantizers() {
   std::vector<std::pair<Isa, NBitsQ8Quantizer>> v;
+  if (isa_available(Isa::kAvx2) && nbits_q8_quantizer_avx2()) v.emplace_back(Isa::kAvx2, nbits_q8_quantizer_avx2());
   if (isa_available(Isa::kAvx512) && nbits_q8_quantizer_avx512())
     v.emplace_back(Isa::kAvx512, nbits_q8_quantizer_avx512());
   if (cpu_features().neon_dotprod && nbits_q8_quantizer_neon()) v.emplace_back(Isa::kNeon, nbits_q8_quantizer_neon());

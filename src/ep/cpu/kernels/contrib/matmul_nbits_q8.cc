@@ -257,6 +257,7 @@ QuantizedA matmul_nbits_q8_quantize(const NBitsQ8Layout& l, const float* a, int6
   q.scales = reinterpret_cast<float*>(ws + parts.scales);
   q.sums = reinterpret_cast<int32_t*>(ws + parts.sums);
   NBitsQ8Quantizer quantize = quantize_a_q8;
+  if (isa == Isa::kAvx2 && nbits_q8_quantizer_avx2()) quantize = nbits_q8_quantizer_avx2();
   if (isa == Isa::kAvx512 && l.shape.block_size % 16 == 0 && nbits_q8_quantizer_avx512())
     quantize = nbits_q8_quantizer_avx512();
   if (isa == Isa::kNeon && cpu_features().neon_dotprod && nbits_q8_quantizer_neon())

@@ -132,6 +132,7 @@ NBitsQ8Kernel nbits_q8_kernel_avx512();
 NBitsQ8Kernel nbits_q8_kernel_neon();
 // quantize_a_q8 vectorized (the same values bit for bit).
 using NBitsQ8Quantizer = void (*)(const NBitsQ8Layout& l, const float* a, int64_t r0, int64_t r1, const QuantizedA& q) noexcept;
+NBitsQ8Quantizer nbits_q8_quantizer_avx2();
 NBitsQ8Quantizer nbits_q8_quantizer_avx512();
 NBitsQ8Quantizer nbits_q8_quantizer_neon();  // compiled with SDOT allowed: same check as the kernel
 

@@ -1,6 +1,6 @@
 // AVX2 kernel of MatMulNBits with int8 activations (matmul_nbits_q8.h), for CPUs without AVX-512:
 // the body in matmul_nbits_q8_avx2_tiles.h with VPMADDUBSW + VPMADDWD for VPDPBUSD (their int16
-// step is exact here), and the AVX2 column packer. Compiled with ${ONNXLLM_AVX2_FLAGS}, called
+// step is exact here), the AVX2 column packer and activation quantizer. Compiled with ${ONNXLLM_AVX2_FLAGS}, called
 // only when the CPU has them; matmul_nbits_q8_avxvnni.cc is the same body with AVX-VNNI.
 #include "ep/cpu/kernels/contrib/matmul_nbits_q8.h"
 
@@ -8,6 +8,8 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "ep/cpu/kernels/contrib/matmul_nbits_q8_avx2_tiles.h"
@@ -82,10 +84,63 @@ void pack_column(const uint8_t* q, int64_t block_size, uint8_t* o) noexcept {
   }
 }
 
+// quantize_a_q8 with 8 lanes: the same maximum, multiply, clamp and round-half-to-even
+// conversion, so the values are the scalar quantizer's exactly; a block's last values that fill no
+// register go one at a time. Against the scalar one (one thread, Zen 5): x4.3 at M = 1 and 8.
+void quantize(const NBitsQ8Layout& l, const float* a, int64_t r0, int64_t r1, const QuantizedA& q) noexcept {
+  const int64_t k = l.shape.k, bs = l.shape.block_size;
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  const __m256 lowest = _mm256_set1_ps(-127.f), highest = _mm256_set1_ps(127.f);
+  for (int64_t r = r0; r < r1; ++r) {
+    const float* ar = a + r * k;
+    int8_t* qr = q.values + r * l.k_padded;
+    for (int64_t blk = 0; blk < l.blocks; ++blk) {
+      const int64_t k0 = blk * bs, len = std::min(bs, k - k0);
+      const float* x = ar + k0;
+      // max_ps(|x|, m) keeps m where x is NaN, as std::max(amax, |x|) does.
+      __m256 vmax = _mm256_setzero_ps();
+      int64_t i = 0;
+      for (; i + 8 <= len; i += 8) vmax = _mm256_max_ps(_mm256_and_ps(_mm256_loadu_ps(x + i), abs_mask), vmax);
+      alignas(32) float lanes[8];
+      _mm256_store_ps(lanes, vmax);
+      float amax = 0.f;
+      for (float lane : lanes) amax = std::max(amax, lane);
+      for (; i < len; ++i) amax = std::max(amax, std::fabs(x[i]));
+      const float inv = amax > 0.f ? 127.f / amax : 0.f;
+      const __m256 s = _mm256_set1_ps(inv);
+      __m256i vsum = _mm256_setzero_si256();
+      for (i = 0; i + 8 <= len; i += 8) {
+        __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), s);
+        // Below -127 and NaN to -127 (the comparison is false for NaN), above 127 to 127.
+        v = _mm256_min_ps(_mm256_blendv_ps(lowest, v, _mm256_cmp_ps(v, lowest, _CMP_GE_OQ)), highest);
+        const __m256i w = _mm256_cvtps_epi32(v);  // round half to even (the default MXCSR mode)
+        vsum = _mm256_add_epi32(vsum, w);
+        const __m128i w16 = _mm_packs_epi32(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
+        _mm_storel_epi64(reinterpret_cast<__m128i*>(qr + k0 + i), _mm_packs_epi16(w16, w16));
+      }
+      alignas(32) int32_t sums[8];
+      _mm256_store_si256(reinterpret_cast<__m256i*>(sums), vsum);
+      int32_t sum = 0;
+      for (int32_t part : sums) sum += part;
+      for (; i < len; ++i) {
+        float v = x[i] * inv;
+        if (!(v >= -127.f)) v = -127.f;
+        if (v > 127.f) v = 127.f;
+        qr[k0 + i] = static_cast<int8_t>(_mm_cvtss_si32(_mm_set_ss(v)));
+        sum += qr[k0 + i];
+      }
+      std::fill(qr + k0 + len, qr + k0 + bs, int8_t{0});
+      q.scales[r * l.blocks + blk] = amax / 127.f;
+      q.sums[r * l.blocks + blk] = sum;
+    }
+  }
+}
+
 }  // namespace
 
 NBitsQ8Kernel nbits_q8_kernel_avx2() { return kernel<MaddDot>; }
 NBitsQ8ColumnPacker nbits_q8_column_packer_avx2() { return pack_column; }
+NBitsQ8Quantizer nbits_q8_quantizer_avx2() { return quantize; }
 
 }  // namespace onnxllm
 
@@ -94,6 +149,7 @@ NBitsQ8ColumnPacker nbits_q8_column_packer_avx2() { return pack_column; }
 namespace onnxllm {
 NBitsQ8Kernel nbits_q8_kernel_avx2() { return nullptr; }
 NBitsQ8ColumnPacker nbits_q8_column_packer_avx2() { return nullptr; }
+NBitsQ8Quantizer nbits_q8_quantizer_avx2() { return nullptr; }
 }  // namespace onnxllm
 
 #endif
