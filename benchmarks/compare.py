@@ -130,7 +130,8 @@ class Runner:
                 "decode_tok_s": j["decode_tokens_per_s"], "load_ms": j["model_load_ms"],
                 "peak_rss_mib": j["peak_rss_bytes"] / 2**20, "tokens": j["generated_ids"],
                 "process_to_ready_ms": j["process_to_ready_ms"], "bytes_per_decode_token": j["bytes_per_decode_token"],
-                "read_bandwidth_bytes_per_s": j["read_bandwidth_bytes_per_s"], "roofline_percent": j["roofline_percent"]}
+                "read_bandwidth_bytes_per_s": j["read_bandwidth_bytes_per_s"], "roofline_percent": j["roofline_percent"],
+                "isa": j["isa"]}
 
     def ort(self):
         a = self.a
@@ -303,7 +304,7 @@ def main():
         for t in others:
             line += f"{med['onnxllm'][key] / med[t][key] if med[t][key] else float('nan'):18.2f}"
         print(line)
-    print(f"onnxllm: process start to ready {extra['process_to_ready_ms']:.0f} ms, "
+    print(f"onnxllm ({o[0]['isa']} kernels): process start to ready {extra['process_to_ready_ms']:.0f} ms, "
           f"{extra['bytes_per_decode_token'] / 2**20:.1f} MiB read per decode token, read bandwidth "
           f"{extra['read_bandwidth_bytes_per_s'] / 1e9:.1f} GB/s, roofline {extra['roofline_percent']:.1f}%")
     for t in others:

@@ -28,7 +28,7 @@ HF_CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidd
              "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "bos_token_id": 1, "eos_token_id": 2,
              "tie_word_embeddings": False}
 
-KEYS = ["model", "threads", "batch", "prompt_len", "gen_len", "reps", "warmup", "seed", "process_to_ready_ms", "model_load_ms",
+KEYS = ["model", "threads", "isa", "batch", "prompt_len", "gen_len", "reps", "warmup", "seed", "process_to_ready_ms", "model_load_ms",
         "prompt_tokens", "prompt_ms", "time_to_first_token_ms", "prompt_tokens_per_s", "new_tokens", "decode_tokens",
         "decode_ms", "decode_tokens_per_s", "peak_rss_bytes", "rss_anon_bytes", "rss_file_bytes", "mean_decode_context", "weight_bytes_per_step",
         "row_bytes_per_token", "kv_bytes_per_position", "kv_bytes_per_step", "bytes_per_decode_token",
@@ -47,8 +47,8 @@ def check(cond, what):
         print("FAIL:", what)
 
 
-def run(args, timeout=120):
-    return subprocess.run([cli] + args, capture_output=True, text=True, timeout=timeout)
+def run(args, timeout=120, env=None):
+    return subprocess.run([cli] + args, capture_output=True, text=True, timeout=timeout, env=env)
 
 
 def build(precision):
@@ -124,6 +124,7 @@ for precision, model in models.items():
             check(isinstance(j[k], (int, float)) and j[k] > 0 and math.isfinite(j[k]), f"{what}: {k} = {j[k]}")
         echoed = [j[k] for k in ("threads", "batch", "prompt_len", "gen_len", "reps", "warmup", "seed")]
         check(echoed == [2, batch, P, G, reps, batch - 1, 5], f"{what}: echoed options {echoed}")
+        check(j["isa"] in ("scalar", "avx2", "avx2-vnni", "avx512", "neon"), f"{what}: isa {j['isa']!r}")
         check(j["prompt_tokens"] == P * batch, f"{what}: prompt_tokens {j['prompt_tokens']}")
         check(j["new_tokens"] == G * batch, f"{what}: new_tokens {j['new_tokens']} != gen_len x batch")
         check(j["decode_tokens"] == (G - 1) * batch, f"{what}: decode_tokens {j['decode_tokens']}")
@@ -219,6 +220,16 @@ if nb:
 r = run(["bench", "-m", models["int4"], "--prompt-len", "8", "--gen-len", "4", "--reps", "1", "--no-bandwidth"])
 check(r.returncode == 0 and "not measured (--no-bandwidth)" in r.stdout and "roofline" not in r.stdout,
       f"text --no-bandwidth: {r.stdout!r}")
+# The kernels' instruction set is reported as ONNXLLM_ISA names it, and follows it.
+env = {k: v for k, v in os.environ.items() if k != "ONNXLLM_ISA"}
+for isa in ("scalar", None):
+    r = run(["bench", "-m", models["int4"], "--json", "--prompt-len", "4", "--gen-len", "2", "--reps", "1", "--no-bandwidth"],
+            env=dict(env, ONNXLLM_ISA=isa) if isa else env)
+    got = json.loads(r.stdout)["isa"] if r.returncode == 0 else r.stderr
+    check(got == isa if isa else got in ("avx2", "avx2-vnni", "avx512", "neon", "scalar"), f"ONNXLLM_ISA={isa}: isa {got!r}")
+    t = run(["bench", "-m", models["int4"], "--prompt-len", "4", "--gen-len", "2", "--reps", "1", "--no-bandwidth"],
+            env=dict(env, ONNXLLM_ISA=isa) if isa else env)
+    check(t.returncode == 0 and f"{got} kernels" in t.stdout, f"text output names the kernels ({got}): {t.stdout[:200]!r}")
 h = run(["bench", "--help"])
 check(h.returncode == 0 and "decode_tokens_per_s" in h.stdout and "roofline_percent" in h.stdout,
       "--help lists the JSON keys")

@@ -44,6 +44,7 @@
 
 #include "core/error.h"
 #include "core/memory_bandwidth.h"
+#include "ep/cpu/isa/cpu_isa.h"
 #include "genai/config/config.h"
 #include "genai/generator/generator.h"
 #include "genai/model/model.h"
@@ -55,7 +56,7 @@ namespace onnxllm::cli {
 namespace {
 
 constexpr const char* kJsonKeysHelp =
-    "JSON keys: model, threads, batch, prompt_len, gen_len, reps, warmup, seed; process_to_ready_ms (process start to "
+    "JSON keys: model, threads, isa (the CPU kernels' instruction set, as ONNXLLM_ISA names it), batch, prompt_len, gen_len, reps, warmup, seed; process_to_ready_ms (process start to "
     "model ready), model_load_ms (genai_config.json + session creation); prompt_tokens (prompt_len x batch), "
     "prompt_ms, time_to_first_token_ms, prompt_tokens_per_s; new_tokens (generated tokens counted, all rows), "
     "decode_tokens ((gen_len - 1) x batch, the timed ones), decode_ms, decode_tokens_per_s; peak_rss_bytes; "
@@ -256,9 +257,9 @@ std::string mib(double bytes) {
 void print_text(const nlohmann::ordered_json& j, std::ostream& os) {
   const auto num = [&](const char* key) { return j[key].is_null() ? 0.0 : j[key].get<double>(); };
   char line[512];
-  std::snprintf(line, sizeof(line), "model: %s (threads %d, batch %d, prompt %d, gen %d, reps %d)\n",
-                j["model"].get<std::string>().c_str(), j["threads"].get<int>(), j["batch"].get<int>(),
-                j["prompt_len"].get<int>(), j["gen_len"].get<int>(), j["reps"].get<int>());
+  std::snprintf(line, sizeof(line), "model: %s (threads %d, %s kernels, batch %d, prompt %d, gen %d, reps %d)\n",
+                j["model"].get<std::string>().c_str(), j["threads"].get<int>(), j["isa"].get<std::string>().c_str(),
+                j["batch"].get<int>(), j["prompt_len"].get<int>(), j["gen_len"].get<int>(), j["reps"].get<int>());
   os << line;
   std::snprintf(line, sizeof(line), "load: %.1f ms from process start to model ready, model load %.1f ms\n",
                 num("process_to_ready_ms"), num("model_load_ms"));
@@ -370,6 +371,7 @@ int run_bench(const BenchArgs& args) {
   nlohmann::ordered_json j;
   j["model"] = args.model;
   j["threads"] = pool.num_threads();
+  j["isa"] = std::string(isa_label(selected_isa()));
   j["batch"] = args.batch;
   j["prompt_len"] = args.prompt_len;
   j["gen_len"] = args.gen_len;

@@ -71,6 +71,8 @@ Isa selected_isa() { return selection().isa; }
 
 bool avx_vnni_enabled() { return selection().avx_vnni; }
 
+std::string_view isa_label(Isa isa) { return isa == Isa::kAvx2 && avx_vnni_enabled() ? kAvx2VnniName : isa_name(isa); }
+
 Isa parse_isa(std::string_view name) {
   const std::optional<Isa> isa = isa_named(name);
   ONNXLLM_CHECK(isa, kInvalidArgument, "unknown ISA '", name, "' (expected scalar, avx2, avx512 or neon)");

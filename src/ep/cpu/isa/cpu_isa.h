@@ -42,6 +42,9 @@ Isa selected_isa();
 // Whether the AVX2 level's int8 kernels use AVX-VNNI: the CPU has it and ONNXLLM_ISA does not
 // name plain avx2 (throws as selected_isa does).
 bool avx_vnni_enabled();
+// The name ONNXLLM_ISA would give for what `isa` runs in this process: isa_name, or "avx2-vnni"
+// for the AVX2 level with AVX-VNNI (for reports: which kernels a measurement ran).
+std::string_view isa_label(Isa isa);
 // Parses "scalar", "avx2", "avx512" or "neon" (throws kInvalidArgument naming the accepted values).
 Isa parse_isa(std::string_view name);
 std::string_view isa_name(Isa isa);
