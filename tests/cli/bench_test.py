@@ -221,14 +221,14 @@ r = run(["bench", "-m", models["int4"], "--prompt-len", "8", "--gen-len", "4", "
 check(r.returncode == 0 and "not measured (--no-bandwidth)" in r.stdout and "roofline" not in r.stdout,
       f"text --no-bandwidth: {r.stdout!r}")
 # The kernels' instruction set is reported as ONNXLLM_ISA names it, and follows it.
-env = {k: v for k, v in os.environ.items() if k != "ONNXLLM_ISA"}
+unset = {k: v for k, v in os.environ.items() if k != "ONNXLLM_ISA"}
 for isa in ("scalar", None):
-    r = run(["bench", "-m", models["int4"], "--json", "--prompt-len", "4", "--gen-len", "2", "--reps", "1", "--no-bandwidth"],
-            env=dict(env, ONNXLLM_ISA=isa) if isa else env)
+    env = dict(unset, ONNXLLM_ISA=isa) if isa else unset
+    short = ["bench", "-m", models["int4"], "--prompt-len", "4", "--gen-len", "2", "--reps", "1", "--no-bandwidth"]
+    r = run(short + ["--json"], env=env)
     got = json.loads(r.stdout)["isa"] if r.returncode == 0 else r.stderr
     check(got == isa if isa else got in ("avx2", "avx2-vnni", "avx512", "neon", "scalar"), f"ONNXLLM_ISA={isa}: isa {got!r}")
-    t = run(["bench", "-m", models["int4"], "--prompt-len", "4", "--gen-len", "2", "--reps", "1", "--no-bandwidth"],
-            env=dict(env, ONNXLLM_ISA=isa) if isa else env)
+    t = run(short, env=env)
     check(t.returncode == 0 and f"{got} kernels" in t.stdout, f"text output names the kernels ({got}): {t.stdout[:200]!r}")
 h = run(["bench", "--help"])
 check(h.returncode == 0 and "decode_tokens_per_s" in h.stdout and "roofline_percent" in h.stdout,

@@ -5,10 +5,11 @@
 // with its own flags (a shared inline copy could be the VNNI one on a CPU without VNNI).
 //
 // Each 64-byte register's worth of a chunk is two 256-bit halves of 8 columns; Dot::add(sum, w, a)
-// adds to each 32-bit lane the sum of 4 products of unsigned weight bytes and signed activation
-// bytes, exactly: nibbles (0..15) for 4-bit weights, whole bytes for 8-bit ones (the AVX2 form
-// splits those into nibbles, as |255 * 127 * 2| would saturate its int16 step). The float steps
-// are the scalar kernel's, lane by lane, so both units give its bits.
+// adds the sums of 4 products of unsigned weight bytes and signed activation bytes, exactly:
+// nibbles (0..15) for 4-bit weights, whole bytes for 8-bit ones. Its sums are 32-bit lanes, or
+// for AVX2's 4-bit weights int16 pairs that Dot::finish widens after at most Dot::kRunValues
+// values (AVX2 splits 8-bit weights into nibbles, as |255 * 127 * 2| would saturate the int16
+// step). The float steps are the scalar kernel's, lane by lane, so both units give its bits.
 #pragma once
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -32,12 +33,12 @@ inline __m256i broadcast4(const int8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
-// Rows [r0, r0 + kRows) against one tile: per block, integer sums in registers, then the float step.
-// Dot::add sums runs of at most Dot::kRunValues<kBits> values in its own form (int16 pairs for
-// AVX2's 4-bit weights), Dot::finish turns a run into 32-bit lanes. kBlock: the block size when
-// known at compile time (32, the common one: a block is then one run). One row takes the tile's
-// two 8-column halves in one pass, so its weights stream in once; more rows take a half a pass,
-// so that their sums fit the 16 registers (both halves a pass: x0.97-0.98 at M = 8 and 64 in cache).
+// Rows [r0, r0 + kRows) against one tile: per block, integer sums in registers (runs of
+// Dot::kRunValues values, each widened by Dot::finish), then the float step. kBlock: the block
+// size when known at compile time (32, the common one: a block is then one run). One row takes
+// the tile's two 8-column halves in one pass, so its weights stream in once; more rows take a half
+// a pass, so that their sums fit the 16 registers (both halves a pass: x0.97-0.98 at M = 8 and 64
+// in cache).
 template <class Dot, int kBits, int kRows, bool kHasZp, int kBlock>
 void tile_rows(const NBitsQ8Layout& l, const uint8_t* tile, const QuantizedA& a, int64_t r0, const float* bias,
                float* y, int64_t n0) {
