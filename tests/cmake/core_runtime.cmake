@@ -1,6 +1,6 @@
 # Core, graph, ONNX I/O and runtime tests, and the ONNX backend node suite.
 onnxllm_test(unit_core SOURCES
-  ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/allocator_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/arena_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/cpu_features_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/error_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/fast_math_avx512_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/float16_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/memory_bandwidth_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/shape_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/spare_buffer_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/thread_pool_test.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/allocator_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/arena_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/cpu_features_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/error_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/fast_math_avx2_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/fast_math_avx512_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/float16_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/memory_bandwidth_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/shape_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/spare_buffer_test.cc ${CMAKE_CURRENT_SOURCE_DIR}/unit/core/thread_pool_test.cc
   DEPS onnxllm_core)
 # Parallel-region overhead of the thread pool (google-benchmark; `make bench`, not part of ctest).
 onnxllm_benchmark(bench_thread_pool ${CMAKE_CURRENT_SOURCE_DIR}/bench/thread_pool_bench.cc DEPS onnxllm_core)

@@ -35,8 +35,8 @@ TEST(AttendBlockIsa, EveryIsaBitIdenticalToScalar) {
   int cases = 0;
   int64_t subnormal_weights = 0, zero_weights = 0;  // variant 3's, to show it reaches them
   for (int64_t head : {8, 13, 64, 80})
-    // Every remainder of the SIMD row tiles, 4-row tiles that overlap, AVX-512's 7-row tiles
-    // alone (7), with a remainder (9) and twice (14).
+    // Every remainder of the SIMD row tiles (AVX2's 3 rows, AVX-512's 4), 4-row tiles that
+    // overlap, AVX-512's 7-row tiles alone (7), with a remainder (9) and twice (14).
     for (int64_t rows : {1, 2, 3, 4, 5, 7, 8, 9, 14})
       for (int64_t keys : {1, 5, 33, 300})
         for (int variant = 0; variant < 4; ++variant) {

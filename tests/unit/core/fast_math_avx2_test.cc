@@ -1,0 +1,59 @@
+// core/fast_math_avx2.h against core/fast_math.h: every lane's bits equal the scalar exp's (a NaN
+// for a NaN) over a stride through all 2^32 float bit patterns (NaNs, infinities, subnormals, both
+// zeros, the clamp ends) and a dense sweep of the range where exp is neither 0 nor infinite.
+#include "core/fast_math_avx2.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "core/fast_math.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+
+namespace onnxllm {
+namespace {
+
+uint32_t bits_of(float x) {
+  uint32_t b;
+  std::memcpy(&b, &x, 4);
+  return b;
+}
+
+[[gnu::target("avx2")]] void exp8(const float* x, float* out) { _mm256_storeu_ps(out, fast_exp8(_mm256_loadu_ps(x))); }
+
+TEST(FastMathAvx2, ExpHasTheScalarBitsInEveryLane) {
+  if (!__builtin_cpu_supports("avx2")) GTEST_SKIP() << "no AVX2 here";
+  std::vector<float> values;
+  for (uint64_t bits = 0; bits < (uint64_t{1} << 32); bits += 4099) {
+    float x;
+    const uint32_t b = static_cast<uint32_t>(bits);
+    std::memcpy(&x, &b, 4);
+    values.push_back(x);
+  }
+  for (float x = -120.0f; x < 100.0f; x += 0.0037f) values.push_back(x);
+  for (const float x : {-104.0f, -103.99999f, 88.8f, 88.79999f, 88.8001f, -0.0f, 0.0f, 1e-45f, -1e-45f, -87.5f, -126.0f})
+    values.push_back(x);
+  while (values.size() % 8) values.push_back(1.0f);
+  int64_t subnormal = 0;
+  for (size_t i = 0; i < values.size(); i += 8) {
+    float got[8];
+    exp8(values.data() + i, got);
+    for (size_t j = 0; j < 8; ++j) {
+      const float x = values[i + j], want = fast_exp(x);
+      ASSERT_TRUE(bits_of(got[j]) == bits_of(want) || (std::isnan(got[j]) && std::isnan(want)))
+          << "exp of " << x << " (bits " << bits_of(x) << "): " << got[j] << " against " << want;
+      subnormal += std::fpclassify(want) == FP_SUBNORMAL;
+    }
+  }
+  EXPECT_GT(values.size(), size_t{1100000});
+  EXPECT_GT(subnormal, 0);  // the two-halves 2^n reaches them
+}
+
+}  // namespace
+}  // namespace onnxllm
+
+#endif
