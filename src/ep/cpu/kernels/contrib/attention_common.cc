@@ -289,31 +289,23 @@ ONNXLLM_TARGET_AVX2 inline void tree_8_keys(const __m256 (&f)[8], const float* q
   _mm256_storeu_ps(out, _mm256_mul_ps(_mm256_set1_ps(scale), dots));
 }
 
-// dot(q, k_j) for 8 keys, each key's 16 lanes in two 8-lane registers: lanes 0-7 of all 8 keys in
-// one pass over the row, then lanes 8-15 in another (the chains are independent until the fold).
-// Both halves at once need 16 sums and the q vectors, more than AVX2's 16 registers: GCC kept
-// three sums in memory, each a load, FMA and store per 16 elements (a chain through store
-// forwarding slower than the FMAs); x1.05 on the whole attention (2048 keys in cache).
+// dot(q, k_j) for 8 keys, each key's 16 lanes in two 8-lane registers.
 template <typename T>
 ONNXLLM_TARGET_AVX2 inline void dot_8_keys_avx2(const float* q, const T* k, int64_t k_stride, int64_t n, float scale,
                                                  float* out) {
-  const int64_t whole = n / 16 * 16;
-  alignas(32) float lo_sums[8][8];
-  for (int half = 0; half < 2; ++half) {
-    __m256 acc[8];
-    for (int key = 0; key < 8; ++key) acc[key] = _mm256_setzero_ps();
-    for (int64_t i = 8 * half; i < whole; i += 16) {
-      const __m256 qv = _mm256_loadu_ps(q + i);
-      for (int key = 0; key < 8; ++key) acc[key] = _mm256_fmadd_ps(qv, load8(k + key * k_stride + i), acc[key]);
-    }
-    if (half == 0) {
-      for (int key = 0; key < 8; ++key) _mm256_store_ps(lo_sums[key], acc[key]);
-    } else {
-      __m256 f[8];
-      for (int key = 0; key < 8; ++key) f[key] = _mm256_add_ps(_mm256_load_ps(lo_sums[key]), acc[key]);
-      tree_8_keys(f, q, k, k_stride, whole, n, scale, out);
+  __m256 lo[8], hi[8];
+  for (int key = 0; key < 8; ++key) lo[key] = hi[key] = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 q0 = _mm256_loadu_ps(q + i), q1 = _mm256_loadu_ps(q + i + 8);
+    for (int key = 0; key < 8; ++key) {
+      lo[key] = _mm256_fmadd_ps(q0, load8(k + key * k_stride + i), lo[key]);
+      hi[key] = _mm256_fmadd_ps(q1, load8(k + key * k_stride + i + 8), hi[key]);
     }
   }
+  __m256 f[8];
+  for (int key = 0; key < 8; ++key) f[key] = _mm256_add_ps(lo[key], hi[key]);
+  tree_8_keys(f, q, k, k_stride, i, n, scale, out);
 }
 
 // Lane k of the result: the sum of a[k]'s 16 lanes in dot()'s order (lane l + lane l + 8, then
@@ -430,8 +422,9 @@ ONNXLLM_TARGET_AVX512 inline void dot_4_keys_4_rows_avx512(const float* q, int64
 }
 
 // RowSoftmaxGeneric's results with AVX2: the 8-lane max and fast_exp8 written out (GCC left the
-// max scalar, and its vectorized fast_exp made the softmax a fifth of the AVX2 attention's time;
-// x1.07 on the whole attention, bench_attention's 2048 keys in cache).
+// max scalar, and its vectorized fast_exp made the softmax a fifth of the AVX2 attention's time).
+// x1.14-1.18 on the whole attention (7 rows of 160-2048 keys in cache, both versions in one
+// process, called alternately).
 struct RowSoftmaxAvx2 {
   ONNXLLM_TARGET_AVX2 static float max_of(const float* x, int64_t begin, int64_t end) {
     // max_ps(x, m) keeps m where x is NaN, as std::max(m, x) does.
@@ -657,9 +650,9 @@ template <>
 struct VecOps<__m256> {
   // 3 rows x 4 vectors: 12 sums, the weight and three value vectors (the fourth a memory operand)
   // in AVX2's 16 registers. 2 rows x 8 vectors (16 sums) kept two sums in memory, each a load,
-  // FMA and store per key: a chain through store forwarding slower than the FMAs. Alternated
-  // (bench_attention, 7 rows of 2048 keys in cache, one thread, Zen 5 VM, ONNXLLM_ISA=avx2):
-  // x1.06 against 2 x 8; 2 x 4 with a 3-row tile first (3 + 2 + 2) read a few % below 3 x 4.
+  // FMA and store per key. x1.04-1.05 on the whole attention (7 rows of 160-2048 keys in cache,
+  // Zen 5 VM, both versions in one process, called alternately). The scores' 8 keys x 2 halves
+  // also keep sums in memory, but taking the halves in two passes measured x0.97-1.01 that way.
   static constexpr int kLanes = 8, kVectors = 4, kRows = 3;
   static constexpr int kWideRows = 0;  // no wider tile
   template <typename T>
