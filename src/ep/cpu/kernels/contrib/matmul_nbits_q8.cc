@@ -12,7 +12,6 @@ namespace onnxllm {
 namespace {
 
 constexpr int kCols = NBitsQ8Layout::kCols;
-constexpr float kRoundMagic = 12582912.f;  // 1.5 * 2^23
 
 constexpr int kGroupRows = QuantizedA::kGroupRows;
 
@@ -206,12 +205,7 @@ void quantize_a_q8(const NBitsQ8Layout& l, const float* a, int64_t r0, int64_t r
       const float inv = amax > 0.f ? 127.f / amax : 0.f;
       int32_t sum = 0;
       for (int64_t i = 0; i < len; ++i) {
-        float x = ar[k0 + i] * inv;
-        if (!(x >= -127.f)) x = -127.f;  // also NaN: no undefined float-to-int conversion
-        if (x > 127.f) x = 127.f;
-        // Round half to even, as nearbyint and the SIMD conversions do (exact for |x| < 2^22).
-        x = (x + kRoundMagic) - kRoundMagic;
-        qr[k0 + i] = static_cast<int8_t>(x);
+        qr[k0 + i] = quantize_a_value(ar[k0 + i], inv);
         sum += qr[k0 + i];
       }
       std::fill(qr + k0 + len, qr + k0 + bs, int8_t{0});

@@ -107,6 +107,20 @@ struct QuantizedA {
   uint8_t* group_terms = nullptr;
 };
 
+// One activation value as quantize_a_q8 quantizes it: v * inv clamped to [-127, 127] (NaN to
+// -127, so no undefined float-to-int conversion) and rounded half to even (exact for |x| < 2^22,
+// as the SIMD conversions round). The SIMD quantizers take their tails through it. static: each
+// translation unit keeps its own copy, compiled with its own flags, so the linker never hands a
+// baseline caller another unit's AVX-512 or SDOT build of it.
+static inline int8_t quantize_a_value(float v, float inv) {
+  constexpr float kRoundMagic = 12582912.f;  // 1.5 * 2^23
+  float x = v * inv;
+  if (!(x >= -127.f)) x = -127.f;
+  if (x > 127.f) x = 127.f;
+  x = (x + kRoundMagic) - kRoundMagic;
+  return static_cast<int8_t>(x);
+}
+
 // Rows [r0, r1) of a [m, K] into q.
 void quantize_a_q8(const NBitsQ8Layout& l, const float* a, int64_t r0, int64_t r1, const QuantizedA& q) noexcept;
 

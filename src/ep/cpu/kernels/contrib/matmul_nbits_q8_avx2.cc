@@ -123,10 +123,7 @@ void quantize(const NBitsQ8Layout& l, const float* a, int64_t r0, int64_t r1, co
       int32_t sum = 0;
       for (int32_t part : sums) sum += part;
       for (; i < len; ++i) {
-        float v = x[i] * inv;
-        if (!(v >= -127.f)) v = -127.f;
-        if (v > 127.f) v = 127.f;
-        qr[k0 + i] = static_cast<int8_t>(_mm_cvtss_si32(_mm_set_ss(v)));
+        qr[k0 + i] = quantize_a_value(x[i], inv);
         sum += qr[k0 + i];
       }
       std::fill(qr + k0 + len, qr + k0 + bs, int8_t{0});

@@ -24,7 +24,6 @@ namespace {
 constexpr int kCols = NBitsQ8Layout::kCols;
 constexpr int kQuads = kCols / 4;  // 4-column registers per chunk
 constexpr int kMaxRows = 4;
-constexpr float kRoundMagic = 12582912.f;  // 1.5 * 2^23, as quantize_a_q8
 
 // One chunk's weights as int8: lo[q] holds values c..c+3 of columns 4q..4q+3, hi[q] c+4..c+7.
 struct Chunk {
@@ -149,15 +148,6 @@ void kernel(const NBitsQ8Layout& l, const uint8_t* packed, const QuantizedA& a, 
     (l.has_zp ? kernel_impl<4, true> : kernel_impl<4, false>)(l, packed, a, m, bias, y, t0, t1);
 }
 
-// One value as quantize_a_q8 computes it (the tails past the vector loops).
-inline int8_t quantize_one(float v, float inv) {
-  float x = v * inv;
-  if (!(x >= -127.f)) x = -127.f;
-  if (x > 127.f) x = 127.f;
-  x = (x + kRoundMagic) - kRoundMagic;
-  return static_cast<int8_t>(x);
-}
-
 // quantize_a_q8 with 4 and 8 lanes: the same max, multiply, clamp and round-half-to-even
 // conversion (FCVTNS), so the values are the scalar quantizer's exactly.
 void quantize(const NBitsQ8Layout& l, const float* a, int64_t r0, int64_t r1, const QuantizedA& q) noexcept {
@@ -195,7 +185,7 @@ void quantize(const NBitsQ8Layout& l, const float* a, int64_t r0, int64_t r1, co
       }
       int32_t sum = vaddvq_s32(vsum);
       for (; i < len; ++i) {
-        out[i] = quantize_one(x[i], inv);
+        out[i] = quantize_a_value(x[i], inv);
         sum += out[i];
       }
       std::fill(out + len, out + bs, int8_t{0});
