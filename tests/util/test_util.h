@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -94,6 +95,25 @@ inline std::vector<float> gaussian(size_t n, float sigma, uint32_t seed) {
   std::normal_distribution<float> dist(0.f, sigma);
   std::vector<float> v(n);
   for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+// Inputs for checking a vectorized float function against its scalar one: every 4099th float bit
+// pattern (NaNs, infinities, subnormals, both zeros), a dense sweep of [-120, 100) (exp neither 0
+// nor infinite), fast_exp's clamp ends and subnormal-result inputs; padded with 1 to a multiple
+// of `lanes`.
+inline std::vector<float> float_sweep(size_t lanes) {
+  std::vector<float> v;
+  for (uint64_t bits = 0; bits < (uint64_t{1} << 32); bits += 4099) {
+    float x;
+    const uint32_t b = static_cast<uint32_t>(bits);
+    std::memcpy(&x, &b, 4);
+    v.push_back(x);
+  }
+  for (float x = -120.0f; x < 100.0f; x += 0.0037f) v.push_back(x);
+  for (const float x : {-104.0f, -103.99999f, 88.8f, 88.79999f, 88.8001f, -0.0f, 0.0f, 1e-45f, -1e-45f, -87.5f, -126.0f})
+    v.push_back(x);
+  while (v.size() % lanes) v.push_back(1.0f);
   return v;
 }
 

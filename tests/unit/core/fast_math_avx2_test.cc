@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/fast_math.h"
+#include "tests/util/test_util.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 
@@ -27,17 +28,7 @@ uint32_t bits_of(float x) {
 
 TEST(FastMathAvx2, ExpHasTheScalarBitsInEveryLane) {
   if (!__builtin_cpu_supports("avx2")) GTEST_SKIP() << "no AVX2 here";
-  std::vector<float> values;
-  for (uint64_t bits = 0; bits < (uint64_t{1} << 32); bits += 4099) {
-    float x;
-    const uint32_t b = static_cast<uint32_t>(bits);
-    std::memcpy(&x, &b, 4);
-    values.push_back(x);
-  }
-  for (float x = -120.0f; x < 100.0f; x += 0.0037f) values.push_back(x);
-  for (const float x : {-104.0f, -103.99999f, 88.8f, 88.79999f, 88.8001f, -0.0f, 0.0f, 1e-45f, -1e-45f, -87.5f, -126.0f})
-    values.push_back(x);
-  while (values.size() % 8) values.push_back(1.0f);
+  const std::vector<float> values = test::float_sweep(8);
   int64_t subnormal = 0;
   for (size_t i = 0; i < values.size(); i += 8) {
     float got[8];

@@ -12,25 +12,12 @@
 #include <vector>
 
 #include "core/fast_math.h"
+#include "tests/util/test_util.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 
 namespace onnxllm {
 namespace {
-
-std::vector<float> test_values() {
-  std::vector<float> v;
-  for (uint64_t bits = 0; bits < (uint64_t{1} << 32); bits += 4099) {
-    float x;
-    const uint32_t b = static_cast<uint32_t>(bits);
-    std::memcpy(&x, &b, 4);
-    v.push_back(x);
-  }
-  for (float x = -120.0f; x < 100.0f; x += 0.0037f) v.push_back(x);
-  for (const float x : {-104.0f, -103.99999f, 88.8f, 88.79999f, 88.8001f, -0.0f, 0.0f, 1e-45f, -1e-45f}) v.push_back(x);
-  while (v.size() % 16) v.push_back(1.0f);
-  return v;
-}
 
 uint32_t bits_of(float x) {
   uint32_t b;
@@ -56,7 +43,7 @@ struct Lanes {
 
 TEST(FastMathAvx512, EveryLaneHasTheScalarBits) {
   if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "no AVX-512 here";
-  const std::vector<float> values = test_values();
+  const std::vector<float> values = test::float_sweep(16);
   int64_t checked = 0;
   for (const float alpha : {1.0f, 1.702f}) {
     for (size_t i = 0; i < values.size(); i += 16) {

@@ -66,7 +66,9 @@ TEST(MatMulNBitsQ8, AvxVnniKernelWhereTheCpuHasIt) {
   ASSERT_NE(nbits_q8_kernel_avxvnni(), nullptr);
   ASSERT_NE(nbits_q8_kernel_avxvnni(), nbits_q8_kernel_avx2());
   EXPECT_EQ(nbits_q8_kernel(Isa::kAvx2), avx_vnni_enabled() ? nbits_q8_kernel_avxvnni() : nbits_q8_kernel_avx2());
-  if (!std::getenv("ONNXLLM_ISA")) EXPECT_EQ(avx_vnni_enabled(), cpu_features().avx_vnni);
+  if (!std::getenv("ONNXLLM_ISA")) {
+    EXPECT_EQ(avx_vnni_enabled(), cpu_features().avx_vnni);
+  }
 }
 
 // The SDOT kernel is the one Isa::kNeon runs when the CPU has SDOT (qemu's default CPU does), and
