@@ -67,7 +67,7 @@ TEST(WeightAllocator, SmallBuffersShareHugePageSlabsFreedWithTheirLastBuffer) {
     void* p = a.allocate(sizes[i], aligns[i]);
     ASSERT_NE(p, nullptr);
     EXPECT_EQ(address(p) % aligns[i], 0u) << sizes[i] << " bytes";
-    if (thp) EXPECT_TRUE(huge_page_advised(p)) << sizes[i] << " bytes";
+    if (thp) { EXPECT_TRUE(huge_page_advised(p)) << sizes[i] << " bytes"; }
     fill(p, sizes[i], static_cast<int>(i) + 1);
     bufs.push_back({p, sizes[i]});
   }
@@ -93,7 +93,7 @@ TEST(WeightAllocator, SmallBuffersShareHugePageSlabsFreedWithTheirLastBuffer) {
   // Larger buffers get their own huge pages, outside the slabs.
   void* big = a.allocate(kSlab / 4 + 1);
   EXPECT_EQ(address(big) % HugePageAllocator::kHugePage, 0u);
-  if (thp) EXPECT_TRUE(huge_page_advised(big));
+  if (thp) { EXPECT_TRUE(huge_page_advised(big)); }
   fill(big, kSlab / 4 + 1, 3);
   EXPECT_EQ(a.slabs(), 0u);
   a.free(big);

@@ -152,7 +152,7 @@ TEST(ThreadPool, RegionTimeCountsRegionsOnTheWorkers) {
   }
   pool.run([&](int, int) { pool.run([](int, int) { std::this_thread::sleep_for(3ms); }); });  // inner: inline
   const int64_t nested = pool.region_nanoseconds() - one;
-  if (pool.active_threads() > 1) EXPECT_GE(nested, 3'000'000);  // the outer region, with both sleeps
+  if (pool.active_threads() > 1) { EXPECT_GE(nested, 3'000'000); }  // the outer region, with both sleeps
   ThreadPool single(1);
   single.count_region_time();
   single.run([](int, int) { std::this_thread::sleep_for(3ms); });

@@ -510,7 +510,7 @@ TEST(GenaiKvCache, NextGeneratorReusesTheLastOnesMemoryCleared) {
     Generator g(params);
     g.append_tokens(kv_prompt);
     runs.push_back(generate_all(g));
-    if (i == 0) EXPECT_EQ(growing->kv_spare().kept_bytes(), 0u);
+    if (i == 0) { EXPECT_EQ(growing->kv_spare().kept_bytes(), 0u); }
   }
   EXPECT_GT(growing->kv_spare().kept_bytes(), 0u);
   EXPECT_EQ(runs[0], runs[1]);
@@ -529,7 +529,7 @@ TEST(GenaiKvCache, OneAllocationOnHugePagesWhenSmallEnough) {
     EXPECT_EQ(big.memory().size(), KvCache::required_bytes(io, 1, 4096, share));
     EXPECT_EQ(big.memory().size(), (share ? 8u : 16u) << 20);
     EXPECT_EQ(reinterpret_cast<uintptr_t>(big.memory().data()) % HugePageAllocator::kHugePage, 0u);
-    if (thp) EXPECT_TRUE(huge_page_advised(big.memory().data()));
+    if (thp) { EXPECT_TRUE(huge_page_advised(big.memory().data())); }
     // 16384 positions: runs of 4 MiB stay in 4 KiB pages (committed as positions are written).
     const KvCache longer(io, 1, 16384, share);
     EXPECT_EQ(longer.memory().size(), KvCache::required_bytes(io, 1, 16384, share));

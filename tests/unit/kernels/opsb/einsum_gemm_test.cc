@@ -324,8 +324,9 @@ TEST(MatMulFloat16, IsTheRoundedFloat32ProductOfTheSameValues) {
       for (int64_t i = 0; i < y16.numel(); ++i)
         ASSERT_EQ(y16.data<Float16>()[i].bits, Float16(y32.data<float>()[i]).bits)
             << "element " << i << " of " << c.a.to_string() << " x " << c.b.to_string() << " with " << isa_name(isa);
-      if (c.a.dim(-1) == 0)
+      if (c.a.dim(-1) == 0) {
         for (int64_t i = 0; i < y16.numel(); ++i) EXPECT_EQ(static_cast<float>(y16.data<Float16>()[i]), 0.f);
+      }
     }
   }
 }
