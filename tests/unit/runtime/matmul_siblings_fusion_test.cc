@@ -29,7 +29,11 @@ std::shared_ptr<Graph> projections(int64_t k, const std::vector<int64_t>& widths
   test::add_input(*g, "w_in", DType::kFloat32, {k, 16});
   uint32_t seed = 10;
   for (size_t i = 0; i < widths.size(); ++i) {
-    const std::string w = "w" + std::to_string(i), y = "y" + std::to_string(i);
+    // Appended, not "w" + std::to_string(i): GCC 12 warns falsely (-Wrestrict) about the insert
+    // that operator+ does there.
+    std::string w = "w", y = "y";
+    w += std::to_string(i);
+    y += std::to_string(i);
     test::add_constant(*g, w, random(Shape{k, widths[i]}, seed++));
     g->add_node("MatMul", "", {"x", w}, {y}, "proj" + std::to_string(i));
     test::add_output(*g, y);

@@ -22,6 +22,13 @@
 
 // GCC 12 warns about the undefined vector that some AVX-512 intrinsics start from (a false positive).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// The SIMD steps are templates over the register type (VecOps<__m256>, values_tile<__m512, ...>),
+// always inlined into the per-ISA entry points that carry the target attributes. GCC warns that a
+// vector type as a template argument drops its attributes, and that the templates, compiled
+// without the target, pass such vectors by another ABI; neither reaches code that runs, which is
+// all inlined under the target.
+#pragma GCC diagnostic ignored "-Wignored-attributes"
+#pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace onnxllm {
 namespace {
