@@ -44,16 +44,18 @@ std::vector<int32_t> random_prompt(std::mt19937& rng, int length) {
   return p;
 }
 
-GeneratorParams greedy(const std::shared_ptr<const Model>& model, int max_length) {
+// max_length and greedy search, or the options in `sampling` as well (e.g. R"("do_sample": true)").
+GeneratorParams search_params(const std::shared_ptr<const Model>& model, int max_length, const std::string& sampling = "") {
   GeneratorParams params(model);
-  params.set_search_options(R"({"max_length": )" + std::to_string(max_length) + "}");
+  params.set_search_options(R"({"max_length": )" + std::to_string(max_length) + (sampling.empty() ? "" : ", " + sampling) +
+                            "}");
   return params;
 }
 
-// The Generator's greedy continuation (all tokens, prompt included).
+// The Generator's continuation (all tokens, prompt included): greedy, or with `sampling`.
 std::vector<int32_t> reference(const std::shared_ptr<const Model>& model, const std::vector<int32_t>& prompt,
-                               int max_length) {
-  Generator g(greedy(model, max_length));
+                               int max_length, const std::string& sampling = "") {
+  Generator g(search_params(model, max_length, sampling));
   g.append_tokens(prompt);
   while (!g.is_done()) g.generate_next_token();
   const auto seq = g.get_sequence(0);
@@ -61,8 +63,8 @@ std::vector<int32_t> reference(const std::shared_ptr<const Model>& model, const 
 }
 
 std::shared_ptr<Request> make_request(const std::shared_ptr<const Model>& model, const std::vector<int32_t>& prompt,
-                                      int max_length) {
-  auto r = std::make_shared<Request>(greedy(model, max_length));
+                                      int max_length, const std::string& sampling = "") {
+  auto r = std::make_shared<Request>(search_params(model, max_length, sampling));
   r->add_tokens(prompt);
   return r;
 }
@@ -113,7 +115,7 @@ TEST(Engine, LogprobsAreTheGeneratorsLogSoftmax) {
     std::vector<std::pair<int32_t, double>> top;
   };
   std::vector<Expected> expected;
-  Generator g(greedy(model, max_length));
+  Generator g(search_params(model, max_length));
   g.append_tokens(prompt);
   while (!g.is_done()) {
     const std::vector<double> lp = log_softmax(g.get_logits());
@@ -122,7 +124,7 @@ TEST(Engine, LogprobsAreTheGeneratorsLogSoftmax) {
     expected.push_back({token, lp[static_cast<size_t>(token)], best(lp, 3)});
   }
   Engine engine(model);
-  auto r = std::make_shared<Request>(greedy(model, max_length));
+  auto r = std::make_shared<Request>(search_params(model, max_length));
   r->set_logprobs(3);
   r->add_tokens(prompt);
   engine.add_request(r);
@@ -160,7 +162,7 @@ TEST(Engine, PromptLogprobsAreTheGeneratorsLogSoftmax) {
   auto expected = [&](const std::vector<int32_t>& prompt) {
     std::vector<std::pair<double, std::vector<int32_t>>> out;  // logprob, top 2 ids
     for (size_t p = 0; p + 1 < prompt.size(); ++p) {
-      Generator g(greedy(model, static_cast<int>(prompt.size()) + 1));
+      Generator g(search_params(model, static_cast<int>(prompt.size()) + 1));
       g.append_tokens(std::span<const int32_t>(prompt.data(), p + 1));
       const std::vector<double> lp = log_softmax(g.get_logits());
       const auto top = best(lp, 2);
@@ -178,7 +180,7 @@ TEST(Engine, PromptLogprobsAreTheGeneratorsLogSoftmax) {
   std::vector<std::shared_ptr<Request>> recording;
   const std::vector<int32_t>* prompts[] = {&long_prompt, &short_prompt};
   for (const auto* prompt : prompts) {
-    auto r = std::make_shared<Request>(greedy(model, static_cast<int>(prompt->size()) + 2));
+    auto r = std::make_shared<Request>(search_params(model, static_cast<int>(prompt->size()) + 2));
     r->set_prompt_logprobs(2);
     r->add_tokens(*prompt);
     engine.add_request(r);
@@ -354,10 +356,10 @@ TEST(Engine, PreemptionWhenTheKvPoolRunsOut) {
     auto prompt = random_prompt(rng, 10 + 3 * i);
     auto r = make_request(model, prompt, static_cast<int>(prompt.size()) + 40);
     if (i % 2) {
-      r = std::make_shared<Request>(greedy(model, static_cast<int>(prompt.size()) + 40));
+      r = std::make_shared<Request>(search_params(model, static_cast<int>(prompt.size()) + 40));
       r->set_prompt_logprobs(1);
       r->add_tokens(prompt);
-      auto twin = std::make_shared<Request>(greedy(model, static_cast<int>(prompt.size()) + 40));
+      auto twin = std::make_shared<Request>(search_params(model, static_cast<int>(prompt.size()) + 40));
       twin->set_prompt_logprobs(1);
       twin->add_tokens(prompt);
       roomy.add_request(twin);
@@ -394,13 +396,17 @@ TEST(Engine, PreemptionWhenTheKvPoolRunsOut) {
 // join and leave at random steps in a pool too small for all of them (preemption, evictions),
 // with short steps (chunked prompts) and 2-8 requests a step. Every request that runs to the end
 // equals the Generator; every removed one is a prefix of it; the pool is empty at the end. int4
-// runs the int8 kernels, whose row groups change with every step's batch. (500 seeds of fp32 and
-// 200 of int4, int8, fp16 and a float16 cache, and 100 of int4 on AVX2 and scalar kernels passed
-// when this was written.)
+// runs the int8 kernels, whose row groups change with every step's batch; "int4_sample" samples
+// (top-k, top-p, temperature) with a seed of each request's own, which the Generator given the
+// same seed must match too. (500 seeds of fp32, 200 of int4, int8, fp16, a float16 cache and
+// int4_sample, and 100 of int4 on AVX2 and scalar kernels passed when this was written.)
 class EngineStress : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(EngineStress, RandomJoinsLeavesPrefixesAndPreemption) {
-  const auto model = load(build("stress_" + GetParam(), GetParam()));
+  const std::string precision = GetParam().substr(0, GetParam().find('_'));
+  const bool sample = GetParam().find("_sample") != std::string::npos;
+  const auto model = load(build("stress_" + GetParam(), precision));
+  int sampled_differently = 0;
   int64_t preemptions = 0, hits = 0, evictions = 0;
   for (uint32_t seed = 1; seed <= 12; ++seed) {
     std::mt19937 rng(seed);
@@ -418,6 +424,7 @@ TEST_P(EngineStress, RandomJoinsLeavesPrefixesAndPreemption) {
       int max_length;
       std::shared_ptr<Request> request;
       bool removed = false;
+      std::string sampling;
     };
     std::vector<Item> items;
     for (int i = 0; i < 14; ++i) {
@@ -425,13 +432,16 @@ TEST_P(EngineStress, RandomJoinsLeavesPrefixesAndPreemption) {
       const auto tail = random_prompt(rng, std::uniform_int_distribution<int>(1, 20)(rng));
       prompt.insert(prompt.end(), tail.begin(), tail.end());
       const int max_length = static_cast<int>(prompt.size()) + std::uniform_int_distribution<int>(1, 40)(rng);
-      items.push_back({std::move(prompt), std::min(max_length, 104), nullptr});
+      items.push_back({std::move(prompt), std::min(max_length, 104), nullptr, false, ""});
+      if (sample)
+        items.back().sampling = R"("do_sample": true, "top_k": 5, "top_p": 0.9, "temperature": 0.8, "random_seed": )" +
+                                std::to_string(100 * seed + i);
     }
     size_t added = 0;
     int steps = 0;
     while (added < items.size() || engine.has_pending_requests()) {
       for (int k = std::uniform_int_distribution<int>(0, 2)(rng); k > 0 && added < items.size(); --k, ++added) {
-        items[added].request = make_request(model, items[added].prompt, items[added].max_length);
+        items[added].request = make_request(model, items[added].prompt, items[added].max_length, items[added].sampling);
         engine.add_request(items[added].request);
       }
       if (std::uniform_int_distribution<int>(0, 11)(rng) == 0) {
@@ -447,8 +457,9 @@ TEST_P(EngineStress, RandomJoinsLeavesPrefixesAndPreemption) {
     }
     for (const auto& it : items) {
       ASSERT_TRUE(it.request->error().empty()) << "seed " << seed << ": " << it.request->error();
-      const auto want = reference(model, it.prompt, it.max_length);
+      const auto want = reference(model, it.prompt, it.max_length, it.sampling);
       const auto got = it.request->tokens();
+      if (sample) sampled_differently += want != reference(model, it.prompt, it.max_length);
       if (it.removed) {
         ASSERT_LE(got.size(), want.size()) << "seed " << seed;
         EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin())) << "seed " << seed << ": a removed request diverged";
@@ -469,9 +480,12 @@ TEST_P(EngineStress, RandomJoinsLeavesPrefixesAndPreemption) {
   EXPECT_GT(preemptions, 0);
   EXPECT_GT(hits, 0);
   EXPECT_GT(evictions, 0);
+  if (sample) {
+    EXPECT_GT(sampled_differently, 12 * 14 / 2) << "sampling should leave greedy's path for most requests";
+  }
 }
 
-INSTANTIATE_TEST_SUITE_P(Precision, EngineStress, ::testing::Values("fp32", "int4"),
+INSTANTIATE_TEST_SUITE_P(Precision, EngineStress, ::testing::Values("fp32", "int4", "int4_sample"),
                          [](const auto& info) { return info.param; });
 
 TEST(Engine, ContinuationKeepsTheCache) {
@@ -527,7 +541,7 @@ TEST(Engine, RequestsAddedFromAnotherThread) {
 TEST(Engine, BadUseIsAClearError) {
   const auto model = load(build("bad", "fp32"));
   Engine engine(model);
-  auto empty = std::make_shared<Request>(greedy(model, 20));
+  auto empty = std::make_shared<Request>(search_params(model, 20));
   expect_error([&] { engine.add_request(empty); }, ErrorCode::kInvalidArgument, "has no tokens");
   expect_error([&] { empty->add_tokens(std::vector<int32_t>{5, 128}); }, ErrorCode::kInvalidArgument,
                "token 1 (128) is outside the vocabulary [0, 128)");
