@@ -607,3 +607,119 @@ def test_official_openai_client(server, chat_model, tool_server):
     assert seen["bad_model"]["status"] == 404 and seen["bad_model"]["code"] == "model_not_found"
     assert seen["models"] == [server.model]
     assert server.request("GET", "/health")[0] == 200
+
+
+def test_chaos_of_clients_leaves_the_server_whole(chat_model):
+    """24 clients at once for a few seconds, each doing something at random: a greedy completion or
+    chat (non-streamed, streamed to the end, or streamed and dropped midway), n = 2, a sampled one,
+    or a malformed request; in a KV pool too small for them all (preemption) with a short queue
+    (429s). Every greedy answer equals the one given alone, every refusal is a 4xx or a 429 with
+    Retry-After, and afterwards nothing is running, no block is held and the server still answers."""
+    import random
+    import threading
+
+    s = Server(chat_model, "--kv-memory", "400KiB", "--block-size", 16, "--max-queue", 12, "--max-batch", 6)
+    try:
+        # Two share their first 16-token blocks (prefix-cache hits), the others are shorter.
+        story = "Once upon a time, there was a little girl named Lily. She liked to play outside with her dog."
+        prompts = [story + " One day", story + " Lily saw a big", "The little dog", "Lily and Ben went to the park"]
+        base = {"model": s.model, "temperature": 0, "max_tokens": 40}
+        alone = {}
+        for p in prompts:
+            _, _, body = s.post("/v1/completions", {**base, "prompt": p})
+            alone[("text", p)] = body["choices"][0]["text"]
+            _, _, body = s.post("/v1/chat/completions", {**base, "messages": [{"role": "user", "content": p}]})
+            alone[("chat", p)] = body["choices"][0]["message"]["content"]
+        failures, counts, lock = [], {}, threading.Lock()
+
+        def note(kind, ok, detail=""):
+            with lock:
+                counts[kind] = counts.get(kind, 0) + 1
+                if not ok:
+                    failures.append(f"{kind}: {detail}"[:300])
+
+        def one(rng):
+            p = rng.choice(prompts)
+            chat = rng.random() < 0.5
+            path = "/v1/chat/completions" if chat else "/v1/completions"
+            body = {**base, **({"messages": [{"role": "user", "content": p}]} if chat else {"prompt": p})}
+            want = alone[("chat" if chat else "text", p)]
+            action = rng.choice(["plain", "stream", "drop", "n2", "sample", "bad"])
+            conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=120)
+            try:
+                if action == "bad":
+                    raw = rng.choice(['{"model": "x", "prompt": ', '{"prompt": 7, "model": "m"}', "[]",
+                                      '{"model": "m", "prompt": "a", "max_tokens": -1}'])
+                    conn.request("POST", path, body=raw, headers={"Content-Type": "application/json"})
+                    resp = conn.getresponse()
+                    text = resp.read().decode()
+                    note("bad", resp.status == 400 and "error" in json.loads(text), f"{resp.status} {text}")
+                    time.sleep(rng.uniform(0.02, 0.2))
+                    return
+                if action == "n2":
+                    body["n"] = 2
+                if action == "sample":
+                    body.update(temperature=0.9, top_p=0.9, seed=rng.randrange(1000))
+                if action in ("stream", "drop"):
+                    body["stream"] = True
+                conn.request("POST", path, body=json.dumps(body), headers={"Content-Type": "application/json"})
+                resp = conn.getresponse()
+                if resp.status == 429:
+                    resp.read()
+                    note("429", resp.getheader("Retry-After") == "1", "no Retry-After")
+                    time.sleep(rng.uniform(0.02, 0.2))  # backs off, if for less than the second it is told
+                    return
+                if action == "drop":
+                    ok = resp.status == 200
+                    resp.read1(rng.randrange(1, 400))
+                    conn.sock.shutdown(socket.SHUT_RDWR)
+                    note("drop", ok, str(resp.status))
+                    return
+                text = resp.read().decode()
+                if resp.status != 200:
+                    note(action, False, f"{resp.status} {text}")
+                    return
+                if action == "stream":
+                    events = sse_events(text)
+                    key = "delta" if chat else None
+                    got = "".join((c["delta"].get("content") or "") if key else c.get("text", "")
+                                  for e in events for c in e["choices"])
+                    note(action, got == want, f"{got!r} != {want!r}")
+                    return
+                choices = json.loads(text)["choices"]
+                texts = [c["message"]["content"] if chat else c["text"] for c in choices]
+                if action == "sample":
+                    note(action, len(texts) == 1, text)
+                else:
+                    note(action, texts == [want] * (2 if action == "n2" else 1), f"{texts!r} != {want!r}")
+            except Exception as e:  # a reset or a timeout is a failure too
+                note(action, False, repr(e))
+            finally:
+                conn.close()
+
+        def client(seed):
+            rng = random.Random(seed)
+            deadline = time.time() + 6
+            while time.time() < deadline:
+                one(rng)
+
+        threads = [threading.Thread(target=client, args=(seed,)) for seed in range(24)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not failures, failures[:10]
+        # Every kind of client took part, and the pool and the queue were tested.
+        assert all(counts.get(k, 0) > 0 for k in ("plain", "stream", "drop", "n2", "sample", "bad", "429")), counts
+        assert s.metric("onnxllm_engine_preemptions_total") > 0
+        deadline = time.time() + 30
+        while time.time() < deadline and (s.metric("onnxllm_active_requests") > 0
+                                          or s.metric("onnxllm_running_requests") > 0):
+            time.sleep(0.05)
+        assert s.metric("onnxllm_active_requests") == 0 and s.metric("onnxllm_running_requests") == 0
+        assert s.metric("onnxllm_kv_blocks_used") == 0
+        assert s.request("GET", "/health")[0] == 200
+        _, _, body = s.post("/v1/completions", {**base, "prompt": prompts[0]})
+        assert body["choices"][0]["text"] == alone[("text", prompts[0])]
+    finally:
+        assert s.stop() == 0
