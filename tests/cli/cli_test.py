@@ -101,6 +101,10 @@ class CliTest(unittest.TestCase):
         bad = cli("generate", "-m", STORIES, "--ids", prompt, "-n", "3", "--max-length", "9", check=False)
         self.assertNotEqual(bad.returncode, 0)
         self.assertIn("--max-length", bad.stderr)
+        # -n 0 names the range it is outside (CLI11's PositiveNumber said "not in range 0 to 1.8e308").
+        bad = cli("generate", "-m", STORIES, "--ids", prompt, "-n", "0", check=False)
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn("Value 0 not in range 1 to 2147483647", bad.stderr)
         # Past the context: a clear error, not a crash.
         bad = cli("generate", "-m", STORIES, "--ids", prompt, "-n", "600", check=False)
         self.assertEqual(bad.returncode, 1)

@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <limits>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -193,7 +194,7 @@ Command add_generate_command(CLI::App& app) {
   auto* max_length = add_search_options(*cmd, args->search, true);
   cmd->add_option("-n,--max-new-tokens", args->max_new_tokens,
                   "Generate at most N tokens after the prompt (max_length = longest prompt + N)")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()))
       ->excludes(max_length)
       ->default_str("unset: --max-length");
   add_threads_option(cmd, args->threads, "Intra-op threads (0: the config's intra_op_num_threads if set)");
