@@ -1,6 +1,8 @@
 // Helpers for tests: the shared data folder, temporary folders and error expectations.
 #pragma once
 
+#include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -115,6 +117,13 @@ inline std::vector<float> float_sweep(size_t lanes) {
     v.push_back(x);
   while (v.size() % lanes) v.push_back(1.0f);
   return v;
+}
+
+// The same bits, or both NaN: which NaN a product of two NaNs returns (its sign and payload)
+// follows the operand order the compiler picks for the commutative multiply, not the math (the
+// ASan build's scalar quick_gelu of a signaling NaN came out with the other sign).
+inline bool same_bits_or_nan(float a, float b) {
+  return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b) || (std::isnan(a) && std::isnan(b));
 }
 
 // Runs fn and expects an onnxllm::Error with `code` whose message contains `text`.

@@ -7,7 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
+#include <bit>
 #include <vector>
 
 #include "core/fast_math.h"
@@ -17,12 +17,6 @@
 
 namespace onnxllm {
 namespace {
-
-uint32_t bits_of(float x) {
-  uint32_t b;
-  std::memcpy(&b, &x, 4);
-  return b;
-}
 
 [[gnu::target("avx2")]] void exp8(const float* x, float* out) { _mm256_storeu_ps(out, fast_exp8(_mm256_loadu_ps(x))); }
 
@@ -35,8 +29,8 @@ TEST(FastMathAvx2, ExpHasTheScalarBitsInEveryLane) {
     exp8(values.data() + i, got);
     for (size_t j = 0; j < 8; ++j) {
       const float x = values[i + j], want = fast_exp(x);
-      ASSERT_TRUE(bits_of(got[j]) == bits_of(want) || (std::isnan(got[j]) && std::isnan(want)))
-          << "exp of " << x << " (bits " << bits_of(x) << "): " << got[j] << " against " << want;
+      ASSERT_TRUE(test::same_bits_or_nan(got[j], want))
+          << "exp of " << x << " (bits " << std::bit_cast<uint32_t>(x) << "): " << got[j] << " against " << want;
       subnormal += std::fpclassify(want) == FP_SUBNORMAL;
     }
   }

@@ -8,7 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
+#include <bit>
 #include <vector>
 
 #include "core/fast_math.h"
@@ -18,17 +18,6 @@
 
 namespace onnxllm {
 namespace {
-
-uint32_t bits_of(float x) {
-  uint32_t b;
-  std::memcpy(&b, &x, 4);
-  return b;
-}
-
-// The same bits, or both NaN: which NaN a product of two NaNs returns (its sign and payload)
-// follows the operand order the compiler picks for the commutative multiply, not the math
-// (the ASan build's scalar quick_gelu of a signaling NaN came out with the other sign).
-bool same(float a, float b) { return bits_of(a) == bits_of(b) || (std::isnan(a) && std::isnan(b)); }
 
 struct Lanes {
   alignas(64) float exp[16], sigmoid[16], gelu[16];
@@ -51,10 +40,10 @@ TEST(FastMathAvx512, EveryLaneHasTheScalarBits) {
       run16(values.data() + i, alpha, got);
       for (size_t j = 0; j < 16; ++j) {
         const float x = values[i + j];
-        ASSERT_TRUE(same(got.exp[j], fast_exp(x))) << "exp of " << x << " (bits " << bits_of(x) << ")";
-        ASSERT_TRUE(same(got.sigmoid[j], fast_sigmoid(x))) << "sigmoid of " << x << " (bits " << bits_of(x) << ")";
-        ASSERT_TRUE(same(got.gelu[j], quick_gelu(x, alpha)))
-            << "quick_gelu of " << x << " alpha " << alpha << " (bits " << bits_of(x) << ")";
+        ASSERT_TRUE(test::same_bits_or_nan(got.exp[j], fast_exp(x))) << "exp of " << x << " (bits " << std::bit_cast<uint32_t>(x) << ")";
+        ASSERT_TRUE(test::same_bits_or_nan(got.sigmoid[j], fast_sigmoid(x))) << "sigmoid of " << x << " (bits " << std::bit_cast<uint32_t>(x) << ")";
+        ASSERT_TRUE(test::same_bits_or_nan(got.gelu[j], quick_gelu(x, alpha)))
+            << "quick_gelu of " << x << " alpha " << alpha << " (bits " << std::bit_cast<uint32_t>(x) << ")";
         ++checked;
       }
     }
