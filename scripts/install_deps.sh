@@ -12,6 +12,7 @@ packages=(
   libcpp-httplib-dev libssl-dev  # onnxllm pull: HTTP(S) client (built with OpenSSL), sha256 (libcrypto)
   python3 python3-numpy python3-onnx python3-pytest python3-sentencepiece python3-pybind11 pybind11-dev
   python3-jinja2  # chat-template oracle: the engine transformers renders with
+  python3-jsonschema  # guidance tests: the reference validator of the JSON replies
   python3-dev python3-setuptools python3-wheel python3-pip python3-venv  # the Python package, pip install .
   ccache
 )

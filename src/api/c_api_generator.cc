@@ -118,13 +118,23 @@ void check_index(genai::Generator& g, size_t index, const char* function) {
 using namespace onnxllm;
 using namespace onnxllm::api;
 
+std::shared_ptr<const genai::GuideVocabulary> GuideVocabularyCache::get(const genai::Model& model) {
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!vocabulary) {
+    const genai::Config& config = model.config();
+    const auto tokenizer = Tokenizer::load(config.tokenizer_dir());
+    vocabulary = genai::GuideVocabulary::from_tokenizer(*tokenizer, config.eos_token_ids(), config.model.vocab_size);
+  }
+  return vocabulary;
+}
+
 extern "C" {
 
 OgaResult* OGA_API_CALL OgaCreateGeneratorParams(const OgaModel* model, OgaGeneratorParams** out) {
   return guard("OgaCreateGeneratorParams", [&] {
     const auto& m = require(handle<ModelData>(model), "OgaCreateGeneratorParams", "model");
     require_out(out, "OgaCreateGeneratorParams", "out");
-    *out = opaque<OgaGeneratorParams>(new GeneratorParamsData(m.model));
+    *out = opaque<OgaGeneratorParams>(new GeneratorParamsData(m.model, m.guide_vocabulary));
   });
 }
 
@@ -185,9 +195,17 @@ OgaResult* OGA_API_CALL OgaGeneratorParamsTryGraphCaptureWithMaxBatchSize(OgaGen
   });
 }
 
-OgaResult* OGA_API_CALL OgaGeneratorParamsSetGuidance(OgaGeneratorParams*, const char*, const char*, bool) {
-  return guard("OgaGeneratorParamsSetGuidance",
-               [] { not_supported("OgaGeneratorParamsSetGuidance", "guidance (json_schema, regex, lark_grammar)"); });
+// enable_ff_tokens is accepted: onnxllm always generates one token at a time, which gives text the
+// same grammar accepts (fast-forward only saves the steps of tokens the grammar forces).
+OgaResult* OGA_API_CALL OgaGeneratorParamsSetGuidance(OgaGeneratorParams* params, const char* type, const char* data,
+                                                      bool /*enable_ff_tokens*/) {
+  return guard("OgaGeneratorParamsSetGuidance", [&] {
+    constexpr const char* kFn = "OgaGeneratorParamsSetGuidance";
+    auto& p = params_of(params, kFn);
+    const char* kind = require_string(type, kFn, "type");
+    if (!data) throw_error(ErrorCode::kInvalidArgument, kFn, ": data is null (a JSON schema for 'json_schema')");
+    p.params.guidance = genai::make_guidance(kind, data, p.guide_vocabulary->get(*p.params.model()));
+  });
 }
 
 OgaResult* OGA_API_CALL OgaGeneratorParamsSetSpeculativeNumber(OgaGeneratorParams*, const char*, double) {

@@ -212,6 +212,14 @@ void bind_generator(py::module_& m) {
   params.def(py::init<const OgaModel&>(), py::arg("model"), py::keep_alive<1, 2>())
       .def("set_search_options", &PyGeneratorParams::set_options)
       .def("get_search_options", &PyGeneratorParams::get_options)
+      .def(
+          "set_guidance",
+          [](PyGeneratorParams& p, const std::string& type, const std::string& data, bool enable_ff_tokens) {
+            p.params().SetGuidance(type.c_str(), data.c_str(), enable_ff_tokens);
+          },
+          py::arg("type"), py::arg("data"), py::arg("enable_ff_tokens") = false,
+          "Constrains the generated tokens: type 'json_schema' (data: the schema as JSON text) or "
+          "'json_object' (any JSON object)")
       .def("try_graph_capture_with_max_batch_size", [](PyGeneratorParams&, int) {}, py::arg("max_batch_size"),
            "Accepted for compatibility; graph capture is a GPU feature and onnxllm runs on CPU")
       .def_property("input_ids", &PyGeneratorParams::input_ids, &PyGeneratorParams::set_input_ids);

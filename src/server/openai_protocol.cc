@@ -62,9 +62,9 @@ Json parse_body(std::string_view body) {
   return j;
 }
 
-void check_known(const Json& j, const std::set<std::string>& known) {
+void check_known(const Json& j, const std::set<std::string>& known, const std::string& prefix = "") {
   for (const auto& [key, value] : j.items())
-    if (!known.count(key)) throw_api_error(400, "Unrecognized request argument supplied: " + key, key);
+    if (!known.count(key)) throw_api_error(400, "Unrecognized request argument supplied: " + prefix + key, prefix + key);
 }
 
 double number(const Json& j, const std::string& key, double lo, double hi) {
@@ -314,10 +314,36 @@ GenerationRequest parse_chat_request(std::string_view body) {
     }
   }
   if (j.contains("response_format") && !j["response_format"].is_null()) {
+    // OpenAI's shapes: {"type": "text"}, {"type": "json_object"}, {"type": "json_schema",
+    // "json_schema": {"name": ..., "schema": {...}, "strict": ..., "description": ...}}.
     const Json& f = j["response_format"];
-    if (!f.is_object() || f.value("type", "") != "text")
-      throw_api_error(400, "'response_format' other than {\"type\": \"text\"} is not supported by onnxllm", "response_format",
-                      "unsupported_parameter");
+    if (!f.is_object()) bad_type("response_format", f, "an object");
+    if (!f.contains("type") || !f["type"].is_string())
+      throw_api_error(400, "Missing required parameter: 'response_format.type'.", "response_format.type", "missing_required_parameter");
+    const std::string type = f["type"].get<std::string>();
+    if (type != "text" && type != "json_object" && type != "json_schema")
+      throw_api_error(400, "Invalid value: '" + type + "'. Supported values are: 'text', 'json_object' and 'json_schema'.",
+                      "response_format.type", "invalid_value");
+    for (const auto& [key, value] : f.items())
+      if (key != "type" && !(key == "json_schema" && type == "json_schema"))
+        throw_api_error(400, "Unrecognized request argument supplied: response_format." + key, "response_format." + key);
+    r.response_format = type;
+    if (type == "json_schema") {
+      if (!f.contains("json_schema"))
+        throw_api_error(400, "Missing required parameter: 'response_format.json_schema'.", "response_format.json_schema",
+                        "missing_required_parameter");
+      const Json& js = f["json_schema"];
+      if (!js.is_object()) bad_type("response_format.json_schema", js, "an object");
+      check_known(js, {"name", "schema", "strict", "description"}, "response_format.json_schema.");
+      if (!js.contains("name") || !js["name"].is_string())
+        throw_api_error(400, "Missing required parameter: 'response_format.json_schema.name'.", "response_format.json_schema.name",
+                        "missing_required_parameter");
+      if (js.contains("strict") && !js["strict"].is_null() && !js["strict"].is_boolean())
+        bad_type("response_format.json_schema.strict", js["strict"], "a boolean");
+      r.json_schema = js.contains("schema") && !js["schema"].is_null() ? js["schema"] : Json::object();
+      if (!r.json_schema.is_object() && !r.json_schema.is_boolean())
+        bad_type("response_format.json_schema.schema", r.json_schema, "an object");
+    }
   }
   return r;
 }

@@ -52,6 +52,10 @@ struct GenerationRequest {
   float presence_penalty = 0.0f;  // [-2, 2]
   float frequency_penalty = 0.0f;
   std::vector<std::pair<int32_t, float>> logit_bias;  // token id, bias in [-100, 100]
+  // chat: response_format's type, "text" (unconstrained), "json_object" or "json_schema" (then
+  // json_schema holds response_format.json_schema.schema as given, {} when it has none).
+  std::string response_format = "text";
+  nlohmann::ordered_json json_schema;
 };
 
 // Parse a /v1/chat/completions or /v1/completions body; throws ApiError.

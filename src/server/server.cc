@@ -15,6 +15,7 @@
 #include "genai/chat_template/chat_template.h"
 #include "genai/chat_template/chat_template_config.h"
 #include "genai/engine/engine.h"
+#include "genai/guidance/token_guide.h"
 #include "genai/tokenizer/tokenizer.h"
 #include "genai/tokenizer/tokenizer_stream.h"
 #include "server/metrics.h"
@@ -211,8 +212,28 @@ struct Server::Impl {
     return prompts;
   }
 
-  std::shared_ptr<genai::Request> make_request(const GenerationRequest& r, const std::vector<int32_t>& ids, int index) {
+  // response_format as guidance (null for "text"); a schema it cannot follow is the client's 400.
+  std::shared_ptr<const genai::TokenConstraintFactory> guidance_for(const GenerationRequest& r) {
+    if (r.response_format == "text") return nullptr;
+    std::shared_ptr<const genai::GuideVocabulary> vocabulary;
+    {
+      std::lock_guard lock(guide_mutex);
+      if (!guide_vocabulary)
+        guide_vocabulary = genai::GuideVocabulary::from_tokenizer(*tokenizer, eos, model->config().model.vocab_size);
+      vocabulary = guide_vocabulary;
+    }
+    try {
+      return genai::make_guidance(r.response_format, r.json_schema.dump(), vocabulary);
+    } catch (const Error& e) {
+      throw_api_error(400, std::string("Invalid schema for response_format: ") + e.what(), "response_format.json_schema.schema",
+                      "invalid_json_schema");
+    }
+  }
+
+  std::shared_ptr<genai::Request> make_request(const GenerationRequest& r, const std::vector<int32_t>& ids, int index,
+                                               const std::shared_ptr<const genai::TokenConstraintFactory>& guidance) {
     genai::GeneratorParams params(model);
+    params.guidance = guidance;
     Json search = {{"max_length", r.max_tokens > 0 ? static_cast<int>(ids.size()) + r.max_tokens : context},
                    {"top_k", 0},
                    {"top_p", r.top_p},
@@ -367,6 +388,7 @@ struct Server::Impl {
     for (const auto& [id, bias] : job->req.logit_bias)
       if (id >= model->config().model.vocab_size)
         throw_api_error(400, "Token id " + std::to_string(id) + " in 'logit_bias' is outside the vocabulary.", "logit_bias");
+    const auto guidance = guidance_for(job->req);  // before admission: a bad schema holds no queue place
     job->id = random_id(job->req.chat ? "chatcmpl-" : "cmpl-");
     job->created = unix_seconds();
     {
@@ -384,7 +406,7 @@ struct Server::Impl {
         for (int i = 0; i < job->req.n; ++i) {
           const auto& ids = job->prompts[p];
           Choice c;
-          c.request = make_request(job->req, ids, static_cast<int>(job->choices.size()));
+          c.request = make_request(job->req, ids, static_cast<int>(job->choices.size()), guidance);
           c.stream = std::make_unique<TokenizerStream>(tokenizer, true);
           c.recent.assign(ids.end() - std::min<std::ptrdiff_t>(4, std::ssize(ids)), ids.end());
           c.last_token = Clock::now();
@@ -683,6 +705,8 @@ struct Server::Impl {
   std::string name;
   int context = 0;
   std::vector<int32_t> eos;
+  std::mutex guide_mutex;
+  std::shared_ptr<const genai::GuideVocabulary> guide_vocabulary;  // built for the first response_format request
   int64_t created = 0;
   Metrics metrics;
 

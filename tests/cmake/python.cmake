@@ -10,7 +10,7 @@ if(TARGET python)
       ONNXLLM_CLI=$<TARGET_FILE:onnxllm>
       ONNXLLM_ORACLE_DIR=${CMAKE_BINARY_DIR}/oracle
       ${ONNXLLM_SANITIZER_ENV})
-  foreach(part api errors conformance tutorial examples readme builder_families builder_prequant builder_moe builder_gptoss gguf optimum engine server fusion benchmark_scripts)
+  foreach(part api errors conformance tutorial examples readme builder_families builder_prequant builder_moe builder_gptoss gguf optimum engine server guidance fusion benchmark_scripts)
     add_test(NAME python_${part}
              COMMAND /usr/bin/python3 -m pytest -q -p no:cacheprovider ${PROJECT_SOURCE_DIR}/tests/python/test_${part}.py
              WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/tests/python)

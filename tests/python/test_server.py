@@ -14,6 +14,7 @@ import socket
 import subprocess
 import time
 
+import jsonschema
 import pytest
 
 import onnxllm as og
@@ -598,6 +599,8 @@ def test_official_openai_client(server, chat_model, tool_server):
     assert call["function"]["name"] == "get_weather" and json.loads(call["function"]["arguments"]) == {"city": "Paris"}
     assert seen["tool_stream"]["finish"] == "tool_calls"
     assert [c["function"]["name"] for c in seen["tool_stream"]["calls"]] == ["get_weather"]
+    assert seen["structured"]["finish"] == "stop"
+    jsonschema.validate(json.loads(seen["structured"]["content"]), seen["structured"]["schema"])
     assert seen["cancel_error"] in (None, "AbortError", "APIUserAbortError") and seen["cancel_seen"] == 2
     # The abandoned stream was cancelled on the server, not run to its 400 tokens.
     deadline = time.time() + 30

@@ -31,6 +31,7 @@ SearchParams checked_search_params(const GeneratorParams& params) {
   p.vocab_size = config.model.vocab_size;
   p.pad_token_id = config.model.pad_token_id;
   p.eos_token_ids = config.eos_token_ids();
+  p.constraint = params.guidance;
   const int context = config.model.context_length;
 
   ONNXLLM_CHECK(s.max_length >= 0, kInvalidArgument, "search.max_length must be >= 0 (0 = context_length), got ",

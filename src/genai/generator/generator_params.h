@@ -7,6 +7,7 @@
 
 #include "genai/config/config.h"
 #include "genai/model/model.h"
+#include "genai/search/token_constraint.h"
 
 namespace onnxllm::genai {
 
@@ -26,6 +27,8 @@ class GeneratorParams {
   void set_search_option(std::string_view name, bool value);
 
   SearchConfig search;
+  // Guidance (set_guidance): constrains the generated tokens of every row; null for none.
+  std::shared_ptr<const TokenConstraintFactory> guidance;
 
  private:
   std::shared_ptr<const Model> model_;

@@ -50,6 +50,7 @@ void GreedySearch::select(std::span<float> logits) {
     }
   }
   sequences_.append(next_tokens_);
+  accept_constrained(next_tokens_);
 }
 
 bool GreedySearch::is_done() const { return unfinished_ == 0 || length() >= sequences_.max_length(); }

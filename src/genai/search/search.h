@@ -10,6 +10,7 @@
 #include "core/thread_pool.h"
 #include "genai/config/config.h"
 #include "genai/search/sequences.h"
+#include "genai/search/token_constraint.h"
 
 namespace onnxllm::genai {
 
@@ -21,6 +22,9 @@ struct SearchParams {
   std::vector<int> eos_token_ids;
   // Greedy rows of a batch take their argmax on it in parallel (null: one after another).
   ThreadPool* pool = nullptr;
+  // Guidance: each row's tokens after the last append_tokens are constrained by one of these
+  // (null: none). Not with beam search.
+  std::shared_ptr<const TokenConstraintFactory> constraint;
 };
 
 class Search {
@@ -36,9 +40,10 @@ class Search {
 
   // Appends `count` tokens to each batch row; `tokens` is batch_size x count, row-major, and is
   // repeated over the beams of a row. Finished rows become unfinished (as after a new prompt).
+  // With a constraint, the rows' constraints start over.
   virtual void append_tokens(std::span<const int32_t> tokens, int count);
-  // Applies the logits processors to `logits` ([rows, vocab], changed in place), then chooses and
-  // appends the next token of every row.
+  // Applies the constraint's mask and the logits processors to `logits` ([rows, vocab], changed
+  // in place), then chooses and appends the next token of every row.
   void generate(std::span<float> logits);
   virtual bool is_done() const = 0;
   // The tokens appended last, one per row.
@@ -48,18 +53,23 @@ class Search {
   // Results: batch_size sequences (greedy) or batch_size * num_return_sequences (beam search).
   virtual int num_results() const = 0;
   virtual std::span<const int32_t> result(int index) = 0;
-  // Keeps the first `length` tokens of every row.
+  // Keeps the first `length` tokens of every row (a constraint replays what is left of its tokens).
   virtual void rewind_to(int length);
 
  protected:
   explicit Search(const SearchParams& params, int rows);
   virtual void select(std::span<float> logits) = 0;
 
+  // The rows' constraints take the tokens just appended (a subclass calls it after select()).
+  void accept_constrained(std::span<const int32_t> tokens);
+
   SearchParams params_;
   Sequences sequences_;
 
  private:
   std::vector<uint8_t> seen_;  // repetition penalty scratch
+  std::vector<std::unique_ptr<TokenConstraint>> constraints_;  // one per row, with params_.constraint
+  int constrained_from_ = 0;  // the length at the last append: constraints hold the tokens after it
 };
 
 }  // namespace onnxllm::genai

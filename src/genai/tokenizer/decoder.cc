@@ -26,18 +26,18 @@ std::string replace_literal(std::string_view text, std::string_view from, std::s
 // All tokens' bytes as one string; invalid UTF-8 becomes U+FFFD.
 class ByteLevelDecoder : public Decoder {
  public:
-  void decode_chain(std::vector<std::string>& tokens) const override {
+  void decode_chain(std::vector<std::string>& tokens, bool raw_bytes) const override {
     std::string bytes;
     for (const std::string& t : tokens)
       if (!byte_level::decode(t, bytes)) bytes += t;  // characters outside the mapping pass through
-    tokens.assign(1, utf8::repair(bytes));
+    tokens.assign(1, raw_bytes ? bytes : utf8::repair(bytes));
   }
 };
 
 class MetaspaceDecoder : public Decoder {
  public:
   MetaspaceDecoder(std::string replacement, bool strip_first) : replacement_(std::move(replacement)), strip_first_(strip_first) {}
-  void decode_chain(std::vector<std::string>& tokens) const override {
+  void decode_chain(std::vector<std::string>& tokens, bool) const override {
     for (size_t i = 0; i < tokens.size(); ++i) {
       std::string s = replace_literal(tokens[i], replacement_, " ");
       if (i == 0 && strip_first_ && s.starts_with(' ')) s.erase(0, 1);
@@ -53,13 +53,13 @@ class MetaspaceDecoder : public Decoder {
 // Runs of "<0xHH>" tokens become the UTF-8 text they spell, or one U+FFFD per byte if invalid.
 class ByteFallbackDecoder : public Decoder {
  public:
-  void decode_chain(std::vector<std::string>& tokens) const override {
+  void decode_chain(std::vector<std::string>& tokens, bool raw_bytes) const override {
     std::vector<std::string> out;
     std::string bytes;
     size_t byte_count = 0;
     const auto flush = [&] {
       if (byte_count == 0) return;
-      if (utf8::is_valid(bytes)) {
+      if (raw_bytes || utf8::is_valid(bytes)) {
         out.push_back(bytes);
       } else {
         for (size_t i = 0; i < byte_count; ++i) out.emplace_back(utf8::kReplacement);
@@ -96,7 +96,7 @@ class ByteFallbackDecoder : public Decoder {
 
 class FuseDecoder : public Decoder {
  public:
-  void decode_chain(std::vector<std::string>& tokens) const override {
+  void decode_chain(std::vector<std::string>& tokens, bool) const override {
     std::string all;
     for (const std::string& t : tokens) all += t;
     tokens.assign(1, std::move(all));
@@ -107,7 +107,7 @@ class FuseDecoder : public Decoder {
 class StripDecoder : public Decoder {
  public:
   StripDecoder(std::string content, size_t start, size_t stop) : content_(std::move(content)), start_(start), stop_(stop) {}
-  void decode_chain(std::vector<std::string>& tokens) const override {
+  void decode_chain(std::vector<std::string>& tokens, bool) const override {
     for (std::string& t : tokens) {
       std::string_view s = t;
       for (size_t i = 0; i < start_ && s.starts_with(content_); ++i) s.remove_prefix(content_.size());
@@ -124,7 +124,7 @@ class StripDecoder : public Decoder {
 class ReplaceDecoder : public Decoder {
  public:
   ReplaceDecoder(Pattern pattern, std::string content) : pattern_(std::move(pattern)), content_(std::move(content)) {}
-  void decode_chain(std::vector<std::string>& tokens) const override {
+  void decode_chain(std::vector<std::string>& tokens, bool) const override {
     for (std::string& t : tokens) t = pattern_.replace_all(t, content_);
   }
 
@@ -136,7 +136,7 @@ class ReplaceDecoder : public Decoder {
 class WordPieceDecoder : public Decoder {
  public:
   WordPieceDecoder(std::string prefix, bool cleanup) : prefix_(std::move(prefix)), cleanup_(cleanup) {}
-  void decode_chain(std::vector<std::string>& tokens) const override {
+  void decode_chain(std::vector<std::string>& tokens, bool) const override {
     for (size_t i = 0; i < tokens.size(); ++i) {
       std::string& t = tokens[i];
       if (i != 0) {
@@ -166,7 +166,7 @@ class WordPieceDecoder : public Decoder {
 class BpeDecoder : public Decoder {  // end-of-word suffixes become spaces (none after the last token)
  public:
   explicit BpeDecoder(std::string suffix) : suffix_(std::move(suffix)) {}
-  void decode_chain(std::vector<std::string>& tokens) const override {
+  void decode_chain(std::vector<std::string>& tokens, bool) const override {
     for (size_t i = 0; i < tokens.size(); ++i)
       tokens[i] = replace_literal(tokens[i], suffix_, i + 1 == tokens.size() ? "" : " ");
   }
@@ -179,7 +179,7 @@ class CtcDecoder : public Decoder {  // repeated tokens collapse, pad tokens van
  public:
   CtcDecoder(std::string pad, std::string delimiter, bool cleanup)
       : pad_(std::move(pad)), delimiter_(std::move(delimiter)), cleanup_(cleanup) {}
-  void decode_chain(std::vector<std::string>& tokens) const override {
+  void decode_chain(std::vector<std::string>& tokens, bool) const override {
     std::vector<std::string> out;
     for (size_t i = 0; i < tokens.size(); ++i) {
       if (i > 0 && tokens[i] == tokens[i - 1]) continue;
@@ -198,8 +198,8 @@ class CtcDecoder : public Decoder {  // repeated tokens collapse, pad tokens van
 class SequenceDecoder : public Decoder {
  public:
   explicit SequenceDecoder(std::vector<std::unique_ptr<Decoder>> parts) : parts_(std::move(parts)) {}
-  void decode_chain(std::vector<std::string>& tokens) const override {
-    for (const auto& p : parts_) p->decode_chain(tokens);
+  void decode_chain(std::vector<std::string>& tokens, bool raw_bytes) const override {
+    for (const auto& p : parts_) p->decode_chain(tokens, raw_bytes);
   }
 
  private:

@@ -140,6 +140,10 @@ void HfTokenizer::encode_text(std::string_view text, bool at_start, std::vector<
 }
 
 std::string HfTokenizer::decode(std::span<const int32_t> ids, bool skip_special_tokens) const {
+  return decode(ids, skip_special_tokens, false);
+}
+
+std::string HfTokenizer::decode(std::span<const int32_t> ids, bool skip_special_tokens, bool raw_bytes) const {
   std::vector<std::string> tokens;
   tokens.reserve(ids.size());
   for (int32_t id : ids) {
@@ -151,7 +155,7 @@ std::string HfTokenizer::decode(std::span<const int32_t> ids, bool skip_special_
   }
   std::string text;
   if (decoder_) {
-    decoder_->decode_chain(tokens);
+    decoder_->decode_chain(tokens, raw_bytes);
     for (const std::string& t : tokens) text += t;
   } else {
     for (size_t i = 0; i < tokens.size(); ++i) {

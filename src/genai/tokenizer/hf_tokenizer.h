@@ -22,6 +22,7 @@ class HfTokenizer : public TokenizerBackend {
 
   void encode(std::string_view text, std::vector<int32_t>& ids) const override;
   std::string decode(std::span<const int32_t> ids, bool skip_special_tokens) const override;
+  std::string decode_bytes(std::span<const int32_t> ids) const override { return decode(ids, false, true); }
   std::optional<int32_t> token_to_id(std::string_view token) const override;
   std::optional<std::string> id_to_token(int32_t id) const override;
   bool is_special(int32_t id) const override;
@@ -29,6 +30,7 @@ class HfTokenizer : public TokenizerBackend {
   SpecialAffixes special_affixes() const override { return affixes_; }
 
  private:
+  std::string decode(std::span<const int32_t> ids, bool skip_special_tokens, bool raw_bytes) const;
   class WordCache;
   void encode_text(std::string_view text, bool at_start, std::vector<int32_t>& ids, WordCache& cache) const;
 

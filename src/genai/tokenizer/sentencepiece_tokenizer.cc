@@ -231,9 +231,14 @@ void SentencePieceTokenizer::encode_chars(std::string_view text, std::vector<Pie
 }
 
 std::string SentencePieceTokenizer::decode(std::span<const int32_t> ids, bool skip_special_tokens) const {
+  return decode(ids, skip_special_tokens, false);
+}
+
+std::string SentencePieceTokenizer::decode(std::span<const int32_t> ids, bool skip_special_tokens, bool raw_bytes) const {
   std::string text;
   std::string bytes;  // pending byte pieces
   const auto flush_bytes = [&] {
+    if (raw_bytes) text += bytes, bytes.clear();
     for (size_t pos = 0; pos < bytes.size();) {
       const size_t n = utf8::valid_length(bytes, pos);
       if (n == 0) {

@@ -22,6 +22,7 @@ class SentencePieceTokenizer : public TokenizerBackend {
 
   void encode(std::string_view text, std::vector<int32_t>& ids) const override;
   std::string decode(std::span<const int32_t> ids, bool skip_special_tokens) const override;
+  std::string decode_bytes(std::span<const int32_t> ids) const override { return decode(ids, false, true); }
   std::optional<int32_t> token_to_id(std::string_view token) const override;
   std::optional<std::string> id_to_token(int32_t id) const override;
   bool is_special(int32_t id) const override;
@@ -33,6 +34,7 @@ class SentencePieceTokenizer : public TokenizerBackend {
   std::string normalize(std::string_view text) const;
 
  private:
+  std::string decode(std::span<const int32_t> ids, bool skip_special_tokens, bool raw_bytes) const;
   using Type = SentencePieceModel::PieceType;
   // A piece of the normalized text and the id the model chose (unk for unknown text).
   struct Piece {

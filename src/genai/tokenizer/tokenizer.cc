@@ -194,4 +194,26 @@ int32_t Tokenizer::to_token_id(std::string_view token) const { return backend_->
 
 std::optional<std::string> Tokenizer::id_to_token(int32_t id) const { return backend_->id_to_token(id); }
 
+std::vector<std::string> Tokenizer::token_bytes() const {
+  // Each token decoded after a one-token reference text, which then comes off the front: decoders
+  // treat a text's first token specially (a dropped leading space, a stripped first character).
+  const std::vector<int32_t> ref = encode("a", false);
+  const std::string ref_text = ref.size() == 1 ? backend_->decode_bytes(ref) : std::string();
+  std::vector<std::string> out(static_cast<size_t>(std::max(vocab_size(), 0)));
+  for (int32_t id = 0; id < vocab_size(); ++id) {
+    std::string& bytes = out[static_cast<size_t>(id)];
+    if (!ref_text.empty()) {
+      const int32_t pair[2] = {ref[0], id};
+      bytes = backend_->decode_bytes(pair);
+      if (bytes.starts_with(ref_text)) {
+        bytes.erase(0, ref_text.size());
+        continue;
+      }
+    }
+    const int32_t one[1] = {id};
+    bytes = backend_->decode_bytes(one);
+  }
+  return out;
+}
+
 }  // namespace onnxllm

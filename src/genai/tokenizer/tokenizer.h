@@ -47,6 +47,10 @@ class Tokenizer : public std::enable_shared_from_this<Tokenizer> {
   // The id of a token string (added tokens included), or -1 when there is none.
   int32_t to_token_id(std::string_view token) const;
   std::optional<std::string> id_to_token(int32_t id) const;
+  // Every id's bytes as they continue a text (a sentencepiece word's leading space included, which
+  // decoding the token alone drops), bytes that are not valid UTF-8 by themselves kept as they
+  // are: what a constraint on the generated text checks (genai/guidance). Index = id.
+  std::vector<std::string> token_bytes() const;
   bool is_special(int32_t id) const { return backend_->is_special(id); }
   int32_t vocab_size() const { return backend_->vocab_size(); }
 

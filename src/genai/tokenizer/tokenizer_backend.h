@@ -24,6 +24,8 @@ class TokenizerBackend {
   virtual void encode(std::string_view text, std::vector<int32_t>& ids) const = 0;
   // The text of `ids`; ids the vocabulary lacks are skipped.
   virtual std::string decode(std::span<const int32_t> ids, bool skip_special_tokens) const = 0;
+  // decode(ids, false) with bytes that are not valid UTF-8 kept as they are (no U+FFFD).
+  virtual std::string decode_bytes(std::span<const int32_t> ids) const = 0;
 
   virtual std::optional<int32_t> token_to_id(std::string_view token) const = 0;
   virtual std::optional<std::string> id_to_token(int32_t id) const = 0;

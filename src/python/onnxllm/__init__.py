@@ -63,16 +63,11 @@ def _model_create_multimodal_processor(self):
     raise _not_supported(MultiModalProcessor._what)
 
 
-def _params_set_guidance(self, type, data, enable_ff_tokens=False):
-    raise _not_supported("GeneratorParams.set_guidance (constrained decoding)")
-
-
 def _generator_set_active_adapter(self, adapters, adapter_name):
     raise _not_supported(Adapters._what)
 
 
 Model.create_multimodal_processor = _model_create_multimodal_processor
-GeneratorParams.set_guidance = _params_set_guidance
 Generator.set_active_adapter = _generator_set_active_adapter
 
 

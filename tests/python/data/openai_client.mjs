@@ -1,5 +1,5 @@
 // The official OpenAI client (npm `openai`) against `onnxllm serve`: chat, streaming chat,
-// completions, n > 1, a tool call and a cancelled stream. Prints one JSON object with what it saw;
+// completions, n > 1, a tool call, a reply held to a JSON schema and a cancelled stream. Prints one JSON object with what it saw;
 // tests/python/test_server.py checks it against onnxllm's own generation.
 // Usage: node openai_client.mjs OPENAI_MODULE_DIR BASE_URL API_KEY MODEL TOOL_BASE_URL TOOL_MODEL
 // (the tool call goes to a second server whose model writes one: tests/python/scripted_model.py).
@@ -53,6 +53,24 @@ for await (const chunk of toolStream) {
   }
 }
 out.tool_stream = { calls: streamedCalls, finish: toolFinish };
+
+// Structured output: a streamed reply held to a JSON schema.
+const schema = {
+  type: "object", properties: { name: { type: "string", maxLength: 12 }, age: { type: "integer" } },
+  required: ["name", "age"], additionalProperties: false,
+};
+const structured = await client.chat.completions.create({
+  model, messages, max_tokens: 300, temperature: 0, stream: true,
+  response_format: { type: "json_schema", json_schema: { name: "person", schema, strict: true } },
+});
+let structuredText = "", structuredFinish = null;
+for await (const chunk of structured) {
+  for (const c of chunk.choices) {
+    structuredText += c.delta?.content ?? "";
+    if (c.finish_reason) structuredFinish = c.finish_reason;
+  }
+}
+out.structured = { content: structuredText, finish: structuredFinish, schema };
 
 // A stream the client abandons after its first chunk.
 const controller = new AbortController();

@@ -241,7 +241,7 @@ TEST(CApiErrors, NotSupportedFeaturesSaySo) {
   EXPECT_EQ(error_of(OgaLoadImage("a.png", &images)), "OgaLoadImage: not supported by onnxllm yet: images");
   OgaAdapters* adapters = nullptr;
   EXPECT_ERROR(OgaCreateAdapters(nullptr, &adapters), "not supported by onnxllm yet: adapters");
-  EXPECT_ERROR(OgaGeneratorParamsSetGuidance(nullptr, "regex", "a+", false), "not supported by onnxllm yet: guidance");
+  EXPECT_ERROR(OgaGeneratorParamsSetGuidance(nullptr, "json_schema", "{}", false), "OgaGeneratorParamsSetGuidance: params is NULL");
   EXPECT_EQ(images, nullptr);
   // The engine is supported: a null model is an argument error.
   OgaEngine* engine = nullptr;

@@ -1,0 +1,492 @@
+#include "genai/guidance/json_grammar.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/json_file.h"
+
+namespace onnxllm::genai {
+namespace {
+
+using Json = nlohmann::ordered_json;  // keeps the schema's property order
+using Kind = JsonGrammar::Kind;
+using Node = JsonGrammar::Node;
+using Literal = JsonGrammar::Literal;
+constexpr uint16_t kNone = JsonGrammar::kNone;
+constexpr int kMaxUnionDepth = 64;  // anyOf/$ref levels resolved without consuming a byte
+
+enum TypeBits : unsigned {
+  kObjectBit = 1, kArrayBit = 2, kStringBit = 4, kNumberBit = 8, kIntegerBit = 16, kBooleanBit = 32, kNullBit = 64,
+};
+
+bool is_annotation(std::string_view k) {
+  static const std::set<std::string_view> kAnnotations = {
+      "title", "description", "default", "examples", "$schema", "$id", "$comment", "format",
+      "deprecated", "readOnly", "writeOnly", "$defs", "definitions"};  // the last two: $ref targets
+  return kAnnotations.count(k) > 0;
+}
+
+// Keywords compiled by compile_types / compile_enum, and the type each implies when `type` is absent.
+unsigned keyword_type(std::string_view k) {
+  if (k == "properties" || k == "required" || k == "additionalProperties") return kObjectBit;
+  if (k == "items" || k == "minItems" || k == "maxItems") return kArrayBit;
+  if (k == "minLength" || k == "maxLength") return kStringBit;
+  return 0;
+}
+
+std::string pointer_token(std::string_view key) {
+  std::string out;
+  for (char c : key) out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
+  return out;
+}
+
+}  // namespace
+
+class JsonSchemaCompiler {
+ public:
+  explicit JsonSchemaCompiler(const Json* doc) : doc_(doc), g_(new JsonGrammar) {
+    string_ = add_node({.kind = Kind::kString}, "");
+    number_ = add_node({.kind = Kind::kNumber}, "");
+    integer_ = add_node({.kind = Kind::kInteger}, "");
+    booleans_ = add_literals({intern("false"), intern("true")}, false, "");
+    null_ = add_literals({intern("null")}, false, "");
+    any_ = add_node({.kind = Kind::kUnion}, "");
+    free_array_ = add_node({.kind = Kind::kArray, .child = any_}, "");
+    free_object_ = add_node({.kind = Kind::kObject, .child = any_}, "");
+    info_[any_].alts = {free_object_, free_array_, string_, number_, booleans_, null_};
+    g_->key_string_ = string_;
+  }
+
+  uint16_t free_object() const { return free_object_; }
+
+  // The root as a $ref to "#", then every $ref target (a worklist: refs never recurse).
+  uint16_t compile_document() {
+    const uint16_t root = ref_node("#", "");
+    while (!work_.empty()) {
+      auto [pointer, node, from] = work_.back();
+      work_.pop_back();
+      const uint16_t target = compile(resolve_pointer(pointer, from), pointer);
+      g_->nodes_[node].child = target;
+    }
+    return root;
+  }
+
+  // Resolves refs and unions (each union's dispatch table by first byte).
+  std::shared_ptr<const JsonGrammar> finish(uint16_t root) {
+    g_->root_ = deref(root);
+    for (size_t i = 0; i < g_->nodes_.size(); ++i) {  // grows as unions merge literal sets
+      Node& n = g_->nodes_[i];
+      if ((n.kind == Kind::kArray || n.kind == Kind::kObject) && n.child != kNone) n.child = deref(n.child);
+      if (n.kind == Kind::kUnion) resolve_union(static_cast<uint16_t>(i), 0);
+    }
+    for (auto& p : g_->properties_) p.value = deref(p.value);
+    return std::move(g_);
+  }
+
+ private:
+  struct Info {
+    std::string path;            // JSON pointer of the schema, for messages
+    std::vector<uint16_t> alts;  // kUnion: as written; after resolution, the non-union alternatives
+    bool one_of = false;
+    uint8_t state = 0;           // kUnion: 1 while being resolved, 2 when done
+  };
+  struct Ref {
+    std::string pointer;
+    uint16_t node;
+    std::string from;
+  };
+
+  template <typename... Args>
+  [[noreturn]] static void fail(const std::string& path, const Args&... parts) {
+    throw_error(ErrorCode::kInvalidArgument, "JSON schema: ", parts..., " at ", path.empty() ? "/" : printable(path, 300));
+  }
+
+  uint16_t add_node(Node n, std::string path) {  // a copy: path may point into info_
+    if (g_->nodes_.size() >= JsonGrammar::kMaxNodes)
+      throw_error(ErrorCode::kInvalidArgument, "JSON schema: more than ", JsonGrammar::kMaxNodes,
+                  " nodes (the schema is too large)");
+    g_->nodes_.push_back(n);
+    info_.emplace_back().path = std::move(path);
+    return static_cast<uint16_t>(g_->nodes_.size() - 1);
+  }
+
+  // Bytes are stored once; literal sets (key sets, merged enums) point into them.
+  Literal intern(const std::string& bytes, uint32_t value = 0) {
+    const Literal l{static_cast<uint32_t>(g_->bytes_.size()), static_cast<uint32_t>(bytes.size()), value};
+    g_->bytes_ += bytes;
+    return l;
+  }
+  std::string_view view(const Literal& l) const { return std::string_view(g_->bytes_).substr(l.offset, l.size); }
+
+  // A sorted set of literals (string_view orders bytes as unsigned char); duplicates dropped, or
+  // an error for oneOf, where a value matching two alternatives is invalid.
+  uint16_t add_literals(std::vector<Literal> lits, bool key, const std::string& path, bool one_of = false) {
+    std::sort(lits.begin(), lits.end(), [&](const Literal& a, const Literal& b) { return view(a) < view(b); });
+    auto same = [&](const Literal& a, const Literal& b) { return view(a) == view(b); };
+    if (one_of && std::adjacent_find(lits.begin(), lits.end(), same) != lits.end())
+      fail(path, "oneOf alternatives that match the same value are not supported");
+    lits.erase(std::unique(lits.begin(), lits.end(), same), lits.end());
+    if (g_->literals_.size() + lits.size() > JsonGrammar::kMaxLiterals)
+      throw_error(ErrorCode::kInvalidArgument, "JSON schema: more than ", JsonGrammar::kMaxLiterals,
+                  " enum values and property keys (the schema is too large)");
+    Node n{.kind = Kind::kLiterals, .key = key, .first = static_cast<uint32_t>(g_->literals_.size()),
+           .count = static_cast<uint32_t>(lits.size())};
+    g_->literals_.insert(g_->literals_.end(), lits.begin(), lits.end());
+    return add_node(n, path);
+  }
+
+  uint16_t add_union(std::vector<uint16_t> alts, bool one_of, const std::string& path) {
+    const uint16_t u = add_node({.kind = Kind::kUnion}, path);
+    info_[u].alts = std::move(alts);
+    info_[u].one_of = one_of;
+    return u;
+  }
+
+  uint16_t compile(const Json& s, const std::string& path) {
+    if (s.is_boolean()) {
+      if (!s.get<bool>()) fail(path, "the schema 'false' matches nothing");
+      return any_;
+    }
+    if (!s.is_object()) fail(path, "a schema must be an object or a boolean, not ", json_excerpt(s));
+    std::string combinator, other;  // other: the first keyword that constrains by itself
+    bool nullable = false;
+    for (auto& [k, v] : s.items()) {
+      if (is_annotation(k)) continue;
+      if (k == "nullable") {
+        if (!v.is_boolean()) fail(path, "'nullable' must be a boolean");
+        nullable = v.get<bool>();
+      } else if (k == "anyOf" || k == "oneOf" || k == "allOf" || k == "$ref") {
+        if (!combinator.empty()) fail(path, "'", combinator, "' combined with '", k, "' is not supported");
+        combinator = k;
+      } else if (k == "type" || k == "enum" || k == "const" || keyword_type(k)) {
+        if (other.empty()) other = k;
+      } else {
+        fail(path, "unsupported keyword '", printable(k), "'");
+      }
+    }
+    uint16_t n;
+    if (!combinator.empty()) {
+      if (!other.empty()) fail(path, "'", combinator, "' combined with '", other, "' is not supported");
+      n = compile_combinator(combinator, s[combinator], path);
+    } else if (s.contains("enum") || s.contains("const")) {
+      return compile_enum(s, path, nullable);
+    } else {
+      return compile_types(s, path, nullable);
+    }
+    return nullable ? add_union({n, null_}, false, path) : n;
+  }
+
+  uint16_t compile_combinator(const std::string& k, const Json& v, const std::string& path) {
+    if (k == "$ref") {
+      if (!v.is_string()) fail(path, "'$ref' must be a string");
+      return ref_node(v.get<std::string>(), path);
+    }
+    if (!v.is_array() || v.empty()) fail(path, "'", k, "' must be a non-empty array");
+    if (k == "allOf") {
+      if (v.size() != 1) fail(path, "'allOf' with more than one schema is not supported");
+      return compile(v[0], path + "/allOf/0");
+    }
+    std::vector<uint16_t> alts;
+    for (size_t i = 0; i < v.size(); ++i) alts.push_back(compile(v[i], str_cat(path, "/", k, "/", i)));
+    return alts.size() == 1 ? alts[0] : add_union(std::move(alts), k == "oneOf", path);
+  }
+
+  uint16_t ref_node(const std::string& ref, const std::string& path) {
+    if (ref.empty() || ref[0] != '#' || (ref.size() > 1 && ref[1] != '/'))
+      fail(path, "'$ref' ", printable(ref), " is not supported (only '#' and '#/...' within the schema)");
+    auto [it, inserted] = refs_.try_emplace(ref.substr(1), kNone);
+    if (inserted) {
+      it->second = add_node({.kind = Kind::kRef}, path);
+      work_.push_back({it->first, it->second, path});
+    }
+    return it->second;
+  }
+
+  const Json& resolve_pointer(const std::string& pointer, const std::string& from) const {
+    const Json* j = doc_;
+    for (size_t i = 0; i < pointer.size();) {  // pointer is "" or starts with '/'
+      const size_t end = std::min(pointer.find('/', i + 1), pointer.size());
+      std::string token;
+      for (size_t k = i + 1; k < end; ++k) {
+        if (pointer[k] == '~' && k + 1 < end && (pointer[k + 1] == '0' || pointer[k + 1] == '1')) {
+          token += pointer[++k] == '0' ? '~' : '/';
+        } else {
+          token += pointer[k];
+        }
+      }
+      if (j->is_object() && j->contains(token)) {
+        j = &(*j)[token];
+      } else if (j->is_array() && !token.empty() && token.size() < 10 &&
+                 token.find_first_not_of("0123456789") == std::string::npos && std::stoul(token) < j->size()) {
+        j = &(*j)[std::stoul(token)];
+      } else {
+        fail(from, "'$ref' #", printable(pointer), " does not resolve");
+      }
+      i = end;
+    }
+    return *j;
+  }
+
+  static unsigned type_bits(const Json& t, const std::string& path) {
+    static const std::map<std::string, unsigned> kTypes = {
+        {"object", kObjectBit}, {"array", kArrayBit},     {"string", kStringBit}, {"number", kNumberBit},
+        {"integer", kIntegerBit}, {"boolean", kBooleanBit}, {"null", kNullBit}};
+    unsigned bits = 0;
+    for (const Json& name : t.is_array() ? t : Json::array({t})) {
+      auto it = name.is_string() ? kTypes.find(name.get<std::string>()) : kTypes.end();
+      if (it == kTypes.end()) fail(path, "'type' ", json_excerpt(name), " is not a JSON Schema type");
+      bits |= it->second;
+    }
+    if (!bits) fail(path, "'type' must not be empty");
+    return bits;
+  }
+
+  static bool has_type(const Json& v, unsigned bits) {
+    if (v.is_number()) {
+      const bool integral = v.is_number_integer() || (std::isfinite(v.get<double>()) &&
+                                                      v.get<double>() == std::floor(v.get<double>()));
+      return (bits & kNumberBit) || ((bits & kIntegerBit) && integral);
+    }
+    return bits & (v.is_object() ? kObjectBit : v.is_array() ? kArrayBit : v.is_string() ? kStringBit
+                                             : v.is_boolean() ? kBooleanBit : kNullBit);
+  }
+
+  uint16_t compile_enum(const Json& s, const std::string& path, bool nullable) {
+    for (auto& [k, v] : s.items())
+      if (keyword_type(k)) fail(path, "'", k, "' combined with 'enum' or 'const' is not supported");
+    std::vector<Json> values;
+    if (s.contains("enum")) {
+      const Json& e = s["enum"];
+      if (!e.is_array() || e.empty()) fail(path, "'enum' must be a non-empty array");
+      for (const Json& v : e)
+        if (!s.contains("const") || v == s["const"]) values.push_back(v);
+    } else {
+      values.push_back(s["const"]);
+    }
+    unsigned bits = s.contains("type") ? type_bits(s["type"], path) : ~0u;
+    if (nullable) {
+      bits |= kNullBit;
+      values.push_back(nullptr);
+    }
+    std::vector<Literal> lits;
+    for (const Json& v : values)
+      if (has_type(v, bits)) lits.push_back(intern(v.dump()));
+    if (lits.empty()) fail(path, "no value of 'enum' / 'const' satisfies the schema");
+    return add_literals(std::move(lits), false, path);
+  }
+
+  uint16_t compile_types(const Json& s, const std::string& path, bool nullable) {
+    unsigned bits = 0;
+    if (s.contains("type")) {
+      bits = type_bits(s["type"], path);
+    } else {
+      for (auto& [k, v] : s.items()) bits |= keyword_type(k);
+      if (!bits) return any_;
+    }
+    if (nullable) bits |= kNullBit;
+    std::vector<uint16_t> alts;
+    if (bits & kObjectBit) alts.push_back(compile_object(s, path));
+    if (bits & kArrayBit) alts.push_back(compile_array(s, path));
+    if (bits & kStringBit) alts.push_back(compile_string(s, path));
+    if (bits & (kNumberBit | kIntegerBit)) alts.push_back(bits & kNumberBit ? number_ : integer_);
+    if (bits & kBooleanBit) alts.push_back(booleans_);
+    if (bits & kNullBit) alts.push_back(null_);
+    return alts.size() == 1 ? alts[0] : add_union(std::move(alts), false, path);
+  }
+
+  static uint32_t count(const Json& s, const char* key, uint32_t absent, const std::string& path) {
+    if (!s.contains(key)) return absent;
+    const Json& v = s[key];
+    if (v.is_number_unsigned()) return static_cast<uint32_t>(std::min<uint64_t>(v.get<uint64_t>(), UINT32_MAX));
+    if (v.is_number_float() && v.get<double>() >= 0 && v.get<double>() == std::floor(v.get<double>()))
+      return static_cast<uint32_t>(std::min<double>(v.get<double>(), UINT32_MAX));
+    fail(path, "'", key, "' must be a non-negative integer");
+  }
+
+  static void min_max(Node& n, const Json& s, const char* min, const char* max, const std::string& path) {
+    n.min = count(s, min, 0, path);
+    n.max = count(s, max, UINT32_MAX, path);
+    if (n.min > n.max) fail(path, "'", min, "' is greater than '", max, "'");
+  }
+
+  uint16_t compile_string(const Json& s, const std::string& path) {
+    Node n{.kind = Kind::kString};
+    min_max(n, s, "minLength", "maxLength", path);
+    return n.min == 0 && n.max == UINT32_MAX ? string_ : add_node(n, path);
+  }
+
+  uint16_t compile_array(const Json& s, const std::string& path) {
+    Node n{.kind = Kind::kArray, .child = any_};
+    min_max(n, s, "minItems", "maxItems", path);
+    if (s.contains("items")) {
+      const Json& items = s["items"];
+      if (items.is_array()) fail(path, "'items' as an array (tuple form) is not supported");
+      if (items.is_boolean() && !items.get<bool>()) {
+        if (n.min > 0) fail(path, "'minItems' above 0 with 'items': false matches nothing");
+        n.max = 0;
+      } else {
+        n.child = compile(items, path + "/items");
+      }
+    }
+    return n.child == any_ && n.min == 0 && n.max == UINT32_MAX ? free_array_ : add_node(n, path);
+  }
+
+  uint16_t compile_object(const Json& s, const std::string& path) {
+    const Json empty = Json::object();
+    const Json& props = s.contains("properties") ? s["properties"] : empty;
+    const Json& required = s.contains("required") ? s["required"] : Json::array();
+    if (!props.is_object()) fail(path, "'properties' must be an object");
+    if (!required.is_array()) fail(path, "'required' must be an array");
+    std::set<std::string> required_names;
+    for (const Json& r : required) {
+      if (!r.is_string()) fail(path, "'required' must list strings");
+      if (!required_names.insert(r.get<std::string>()).second)
+        fail(path, "'required' lists '", printable(r.get<std::string>()), "' twice");
+      if (props.empty()) fail(path, "'required' without 'properties' is not supported");
+      if (!props.contains(r.get<std::string>()))
+        fail(path, "'required' names '", printable(r.get<std::string>()), "', which is not in 'properties'");
+    }
+    if (props.empty()) {
+      // Free-form keys: values follow additionalProperties (false: only `{}`).
+      Node n{.kind = Kind::kObject, .child = any_};
+      if (s.contains("additionalProperties")) {
+        const Json& a = s["additionalProperties"];
+        n.child = a.is_boolean() && !a.get<bool>() ? kNone : compile(a, path + "/additionalProperties");
+      }
+      return n.child == any_ ? free_object_ : add_node(n, path);
+    }
+    if (props.size() > JsonGrammar::kMaxProperties)
+      fail(path, "more than ", JsonGrammar::kMaxProperties, " properties in one object are not supported");
+    // Only the listed keys, in order (valid whatever additionalProperties says, which is not compiled).
+    std::vector<Literal> keys;
+    std::vector<uint16_t> values;
+    std::vector<bool> req;
+    for (auto& [name, sub] : props.items()) {
+      values.push_back(compile(sub, path + "/properties/" + pointer_token(name)));
+      keys.push_back(intern(Json(name).dump(), static_cast<uint32_t>(keys.size())));
+      req.push_back(required_names.count(name) > 0);
+    }
+    const size_t n = keys.size();
+    std::vector<JsonGrammar::Property> out(n);
+    bool pending = false;
+    for (size_t i = n; i-- > 0;) {
+      pending = pending || req[i];
+      out[i].value = values[i];
+      out[i].pending = pending;
+      std::vector<Literal> allowed;  // the next keys up to and including the first required one
+      for (size_t j = i; j < n && (j == i || !req[j - 1]); ++j) allowed.push_back(keys[j]);
+      out[i].keys = add_literals(std::move(allowed), true, path);
+    }
+    const uint32_t first = static_cast<uint32_t>(g_->properties_.size());
+    g_->properties_.insert(g_->properties_.end(), out.begin(), out.end());
+    return add_node({.kind = Kind::kObject, .first = first, .count = static_cast<uint32_t>(n)}, path);
+  }
+
+  uint16_t deref(uint16_t n) const {
+    for (size_t steps = 0; n != kNone && g_->nodes_[n].kind == Kind::kRef; ++steps) {
+      if (steps > g_->nodes_.size()) fail(info_[n].path, "'$ref' cycle that matches no character");
+      n = g_->nodes_[n].child;
+    }
+    return n;
+  }
+
+  void resolve_union(uint16_t u, int depth) {
+    if (info_[u].state == 2) return;
+    if (info_[u].state == 1 || depth > kMaxUnionDepth)
+      fail(info_[u].path, "anyOf/$ref cycle (or more than ", kMaxUnionDepth, " levels) that matches no character");
+    info_[u].state = 1;
+    const bool one_of = info_[u].one_of;
+    const char* name = one_of ? "oneOf" : "anyOf";
+    std::vector<uint16_t> flat;
+    for (uint16_t a : std::vector<uint16_t>(info_[u].alts)) {  // a copy: add_node may move info_
+      a = deref(a);
+      if (g_->nodes_[a].kind == Kind::kUnion) {
+        resolve_union(a, depth + 1);
+        flat.insert(flat.end(), info_[a].alts.begin(), info_[a].alts.end());
+      } else {
+        flat.push_back(a);
+      }
+    }
+    // One literal set for all enum/const/boolean/null alternatives; number absorbs integer.
+    std::vector<Literal> lits;
+    std::vector<uint16_t> alts, literal_alts;
+    bool number = false;
+    for (uint16_t a : flat) {
+      const Node& n = g_->nodes_[a];
+      number = number || n.kind == Kind::kNumber;
+      if (n.kind != Kind::kLiterals) continue;
+      literal_alts.push_back(a);
+      lits.insert(lits.end(), g_->literals_.begin() + n.first, g_->literals_.begin() + n.first + n.count);
+    }
+    for (uint16_t a : flat) {
+      const Kind kind = g_->nodes_[a].kind;
+      if (kind == Kind::kInteger && number) {
+        if (one_of) fail(info_[u].path, "oneOf with both 'integer' and 'number' alternatives is not supported");
+      } else if (kind != Kind::kLiterals) {
+        alts.push_back(a);
+      }
+    }
+    if (literal_alts.size() == 1) alts.push_back(literal_alts[0]);
+    if (literal_alts.size() > 1) alts.push_back(add_literals(std::move(lits), false, info_[u].path, one_of));
+    std::array<uint16_t, 256> table;
+    table.fill(kNone);
+    for (uint16_t a : alts) {
+      for (int b : first_bytes(a)) {
+        if (table[b] != kNone && (table[b] != a || one_of))
+          fail(info_[u].path, name, " alternatives that start with the same character are not supported");
+        table[b] = a;
+      }
+    }
+    g_->nodes_[u].first = static_cast<uint32_t>(g_->dispatch_.size());
+    g_->dispatch_.push_back(table);
+    info_[u].alts = std::move(alts);
+    info_[u].state = 2;
+  }
+
+  std::vector<int> first_bytes(uint16_t a) const {
+    const Node& n = g_->nodes_[a];
+    switch (n.kind) {
+      case Kind::kObject: return {'{'};
+      case Kind::kArray: return {'['};
+      case Kind::kString: return {'"'};
+      case Kind::kLiterals: {
+        std::vector<int> out;
+        for (uint32_t i = n.first; i < n.first + n.count; ++i) {
+          const int b = static_cast<uint8_t>(g_->bytes_[g_->literals_[i].offset]);
+          if (out.empty() || out.back() != b) out.push_back(b);  // sorted: equal bytes adjacent
+        }
+        return out;
+      }
+      default: return {'-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9'};
+    }
+  }
+
+  const Json* doc_;
+  std::shared_ptr<JsonGrammar> g_;
+  std::vector<Info> info_;
+  std::map<std::string, uint16_t> refs_;  // JSON pointer -> kRef node
+  std::vector<Ref> work_;                 // refs whose targets are not compiled yet
+  uint16_t string_, number_, integer_, booleans_, null_, any_, free_array_, free_object_;
+};
+
+std::shared_ptr<const JsonGrammar> JsonGrammar::from_schema(std::string_view schema_json) {
+  const Json doc = parse_ordered_json(schema_json, "JSON schema", ErrorCode::kInvalidArgument);
+  JsonSchemaCompiler compiler(&doc);
+  return compiler.finish(compiler.compile_document());
+}
+
+std::shared_ptr<const JsonGrammar> JsonGrammar::any_object() {
+  static const std::shared_ptr<const JsonGrammar> grammar = [] {
+    JsonSchemaCompiler compiler(nullptr);
+    return compiler.finish(compiler.free_object());
+  }();
+  return grammar;
+}
+
+}  // namespace onnxllm::genai

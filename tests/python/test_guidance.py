@@ -1,0 +1,223 @@
+"""Guidance: GeneratorParams.set_guidance("json_schema" | "json_object", ...) on og.Generator and
+og.Engine, and the server's response_format. stories260K knows no JSON, so whatever it writes under
+a schema shows the constraint at work: every finished reply must parse and pass Python's
+`jsonschema` (the reference validator), and end with EOS as soon as the value is complete."""
+
+import json
+import threading
+
+import jsonschema
+import pytest
+
+import onnxllm as og
+from test_server import Server
+
+# Bounded everywhere (enums, maxLength, maxItems, integers capped by the matcher), so the value
+# ends well before max_length and EOS is the only choice after it.
+PERSON = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "minLength": 1, "maxLength": 12},
+        "age": {"type": "integer"},
+        "mood": {"enum": ["happy", "sad", "sleepy", None]},
+        "pets": {"type": "array", "items": {"type": "string", "maxLength": 6}, "maxItems": 3},
+        "brave": {"type": "boolean"},
+        "nickname": {"type": ["string", "null"], "maxLength": 5},
+    },
+    "required": ["name", "age", "mood", "pets"],
+    "additionalProperties": False,
+}
+
+TREE = {
+    "$defs": {
+        "node": {
+            "type": "object",
+            "properties": {"v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}, "maxItems": 2}},
+            "required": ["v", "kids"],
+        }
+    },
+    "$ref": "#/$defs/node",
+}
+
+PROMPTS = ["Once upon a time", "The little dog", "Lily and Tom went to the park"]
+
+
+def guided(model, tokenizer, prompt, kind, data, max_new=200, **search):
+    params = og.GeneratorParams(model)
+    params.set_search_options(max_length=len(tokenizer.encode(prompt)) + max_new, **search)
+    params.set_guidance(kind, data)
+    generator = og.Generator(model, params)
+    ids = list(tokenizer.encode(prompt))
+    generator.append_tokens(ids)
+    while not generator.is_done():
+        generator.generate_next_token()
+    out = list(generator.get_sequence(0))[len(ids):]
+    return out, tokenizer.decode(out)
+
+
+@pytest.fixture(scope="module")
+def stories(stories_dir):
+    model = og.Model(str(stories_dir))
+    return model, og.Tokenizer(model)
+
+
+@pytest.mark.parametrize("schema", [PERSON, TREE], ids=["person", "tree"])
+def test_generator_output_follows_the_schema(stories, schema):
+    model, tokenizer = stories
+    eos = 2  # stories260K's </s>
+    replies = []
+    for prompt in PROMPTS:
+        for search in [dict(do_sample=False)] + [dict(do_sample=True, top_k=0, temperature=1.5, random_seed=s) for s in range(4)]:
+            tokens, text = guided(model, tokenizer, prompt, "json_schema", json.dumps(schema), **search)
+            assert tokens[-1] == eos, (prompt, search, text)
+            value = json.loads(text)
+            jsonschema.validate(value, schema)
+            # Nothing after the value (json.loads refuses other text): EOS came as soon as it was complete.
+            assert text == text.rstrip()
+            replies.append(text)
+    assert len(set(replies)) > len(PROMPTS)  # sampling explored, not one forced string
+
+
+def test_unguided_output_is_not_json(stories):
+    model, tokenizer = stories
+    params = og.GeneratorParams(model)
+    params.set_search_options(do_sample=False, max_length=40)
+    generator = og.Generator(model, params)
+    generator.append_tokens(tokenizer.encode(PROMPTS[0]))
+    while not generator.is_done():
+        generator.generate_next_token()
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(tokenizer.decode(list(generator.get_sequence(0))[len(tokenizer.encode(PROMPTS[0])):]))
+
+
+def test_json_object_mode(stories):
+    model, tokenizer = stories
+    # Any object: no bound on its strings, so only a finished one is checked.
+    finished = 0
+    for seed in range(6):
+        tokens, text = guided(model, tokenizer, PROMPTS[seed % 3], "json_object", "", max_new=120, do_sample=True,
+                              top_k=0, temperature=1.0, random_seed=seed)
+        assert text.startswith("{")
+        if tokens[-1] == 2:
+            assert isinstance(json.loads(text), dict)
+            finished += 1
+    greedy_tokens, greedy_text = guided(model, tokenizer, PROMPTS[0], "json_object", "", max_new=120, do_sample=False)
+    assert greedy_text.startswith("{")
+
+
+def test_engine_requests_follow_their_own_schemas(stories):
+    model, tokenizer = stories
+    engine = og.Engine(model)
+    schemas = [PERSON, TREE, {"type": "array", "items": {"enum": [1, 2, 3]}, "minItems": 2, "maxItems": 4}, None]
+    requests = []
+    for i, schema in enumerate(schemas * 2):
+        params = og.GeneratorParams(model)
+        params.set_search_options(do_sample=False, max_length=400)
+        if schema is not None:
+            params.set_guidance("json_schema", json.dumps(schema))
+        request = og.Request(params)
+        request.add_tokens(tokenizer.encode(PROMPTS[i % 3]))
+        request.set_opaque_data((schema, []))
+        requests.append(request)
+    # Added from another thread while step() loops, as onnxruntime-genai's example does.
+    adder = threading.Thread(target=lambda: [engine.add_request(r) for r in requests])
+    adder.start()
+    while adder.is_alive() or engine.has_pending_requests():
+        r = engine.step()
+        if r is not None:
+            while r.has_unseen_tokens():
+                r.get_opaque_data()[1].append(r.get_unseen_token())
+    adder.join()
+    for r in requests:
+        schema, tokens = r.get_opaque_data()
+        if schema is None:
+            continue
+        assert tokens[-1] == 2
+        jsonschema.validate(json.loads(tokenizer.decode(tokens)), schema)
+    # A guided request alone gives what it gave in the batch (greedy, its own constraint).
+    alone, _ = guided(model, tokenizer, PROMPTS[0], "json_schema", json.dumps(PERSON), max_new=400 - len(tokenizer.encode(PROMPTS[0])),
+                      do_sample=False)
+    assert requests[0].get_opaque_data()[1] == alone
+
+
+@pytest.mark.parametrize("kind, data, message", [
+    ("json_schema", '{"type": "string", "pattern": "a+"}', "pattern"),
+    ("json_schema", '{"type": "integer", "minimum": 3}', "minimum"),
+    ("json_schema", '{"type": "object", "properties": {"a": {"type": "strin"}}}', "strin"),
+    ("json_schema", '{"type": ', "JSON"),
+    ("json_schema", '{"$ref": "#/$defs/missing"}', "missing"),
+    ("regex", "a+", "not supported"),
+    ("lark_grammar", "start: /a+/", "not supported"),
+    ("yaml", "{}", "unknown guidance type"),
+])
+def test_bad_guidance_is_a_clear_error(stories, kind, data, message):
+    model, _ = stories
+    params = og.GeneratorParams(model)
+    with pytest.raises(Exception) as e:
+        params.set_guidance(kind, data)
+    assert message in str(e.value)
+
+
+def test_guidance_with_beam_search_is_refused(stories):
+    model, _ = stories
+    params = og.GeneratorParams(model)
+    params.set_search_options(num_beams=2, max_length=20)
+    params.set_guidance("json_object", "")
+    with pytest.raises(Exception, match="beam search"):
+        og.Generator(model, params)
+
+
+@pytest.fixture(scope="module")
+def server(stories_dir, tmp_path_factory):
+    import shutil
+    out = tmp_path_factory.mktemp("serve") / "stories-chat"
+    shutil.copytree(stories_dir, out)
+    config = json.loads((out / "tokenizer_config.json").read_text())
+    config["chat_template"] = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
+    (out / "tokenizer_config.json").write_text(json.dumps(config))
+    s = Server(out)
+    yield s
+    assert s.stop() == 0
+
+
+def test_server_response_format(server):
+    def chat(response_format, **extra):
+        return server.post("/v1/chat/completions", {"model": server.model, "max_tokens": 400,
+                                                    "messages": [{"role": "user", "content": "Once upon a time"}],
+                                                    "response_format": response_format, **extra})
+    status, _, body = chat({"type": "json_schema", "json_schema": {"name": "person", "schema": PERSON, "strict": True}},
+                           temperature=0)
+    assert status == 200, body
+    choice = body["choices"][0]
+    assert choice["finish_reason"] == "stop"
+    jsonschema.validate(json.loads(choice["message"]["content"]), PERSON)
+    # Streamed, sampled, n = 3: every choice follows the schema.
+    status, _, body = chat({"type": "json_schema", "json_schema": {"name": "tree", "schema": TREE}}, n=3, seed=7,
+                           temperature=1.2)
+    assert status == 200, body
+    for c in body["choices"]:
+        assert c["finish_reason"] == "stop"
+        jsonschema.validate(json.loads(c["message"]["content"]), TREE)
+    status, _, body = chat({"type": "json_object"}, temperature=0, max_tokens=60)
+    assert status == 200 and body["choices"][0]["message"]["content"].startswith("{")
+    status, _, body = chat({"type": "text"}, temperature=0, max_tokens=8)
+    assert status == 200
+
+
+@pytest.mark.parametrize("response_format, param, message", [
+    ({"type": "xml"}, "response_format.type", "Supported values"),
+    ({"type": "json_schema"}, "response_format.json_schema", "Missing required parameter"),
+    ({"type": "json_schema", "json_schema": {"schema": {}}}, "response_format.json_schema.name", "Missing"),
+    ({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "string", "pattern": "x"}}},
+     "response_format.json_schema.schema", "pattern"),
+    ({"type": "json_schema", "json_schema": {"name": "x", "schema": 5}}, "response_format.json_schema.schema", "expected"),
+    ({"type": "json_schema", "json_schema": {"name": "x", "bogus": 1}}, "response_format.json_schema.bogus", "Unrecognized"),
+    ({"type": "json_object", "json_schema": {}}, "response_format.json_schema", "Unrecognized"),
+    ("json", "response_format", "expected an object"),
+])
+def test_server_bad_response_format_is_a_400(server, response_format, param, message):
+    status, _, body = server.post("/v1/chat/completions", {"model": server.model, "messages": [{"role": "user", "content": "Hi"}],
+                                                           "response_format": response_format})
+    assert status == 400, body
+    assert body["error"]["param"] == param and message in body["error"]["message"], body
+    assert server.request("GET", "/health")[0] == 200
