@@ -78,6 +78,27 @@ def test_generator_output_follows_the_schema(stories, schema):
     assert len(set(replies)) > len(PROMPTS)  # sampling explored, not one forced string
 
 
+def test_each_row_of_a_batch_has_its_own_guide(stories):
+    model, tokenizer = stories
+    # Three prompts cut to one length (a Generator's rows share it), sampled: every row follows
+    # the schema with its own guide and ends with EOS (then padding).
+    prompts = [tokenizer.encode(p)[:4] for p in PROMPTS]
+    params = og.GeneratorParams(model)
+    params.set_search_options(batch_size=3, max_length=400, do_sample=True, top_k=0, temperature=1.2, random_seed=3)
+    params.set_guidance("json_schema", json.dumps(PERSON))
+    generator = og.Generator(model, params)
+    generator.append_tokens([t for p in prompts for t in p])
+    while not generator.is_done():
+        generator.generate_next_token()
+    texts = []
+    for row in range(3):
+        out = list(generator.get_sequence(row))[4:]
+        end = out.index(2)  # EOS, then padding
+        texts.append(tokenizer.decode(out[:end]))
+        jsonschema.validate(json.loads(texts[-1]), PERSON)
+    assert len(set(texts)) == 3
+
+
 def test_unguided_output_is_not_json(stories):
     model, tokenizer = stories
     params = og.GeneratorParams(model)
