@@ -122,7 +122,8 @@ std::shared_ptr<const genai::GuideVocabulary> GuideVocabularyCache::get(const ge
   std::lock_guard<std::mutex> lock(mutex);
   if (!vocabulary) {
     const genai::Config& config = model.config();
-    const auto tokenizer = Tokenizer::load(config.tokenizer_dir());
+    std::shared_ptr<const Tokenizer> tokenizer = this->tokenizer.lock();
+    if (!tokenizer) tokenizer = Tokenizer::load(config.tokenizer_dir());
     vocabulary = genai::GuideVocabulary::from_tokenizer(*tokenizer, config.eos_token_ids(), config.model.vocab_size);
   }
   return vocabulary;

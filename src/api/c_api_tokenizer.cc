@@ -86,6 +86,10 @@ OgaResult* OGA_API_CALL OgaCreateTokenizer(const OgaModel* model, OgaTokenizer**
     require_out(out, "OgaCreateTokenizer", "out");
     *out = nullptr;
     set_tokenizer(out, m.model, m.model->config().tokenizer_dir());
+    // set_guidance builds its vocabulary from this tokenizer while it lives (a 150K tokenizer.json
+    // takes most of a second to load again).
+    std::lock_guard<std::mutex> lock(m.guide_vocabulary->mutex);
+    m.guide_vocabulary->tokenizer = handle<TokenizerData>(*out)->tokenizer;
   });
 }
 

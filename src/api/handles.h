@@ -53,6 +53,7 @@ struct ConfigData {
 struct GuideVocabularyCache {
   std::mutex mutex;
   std::shared_ptr<const genai::GuideVocabulary> vocabulary;
+  std::weak_ptr<const Tokenizer> tokenizer;  // the model's, while a tokenizer handle holds it
   std::shared_ptr<const genai::GuideVocabulary> get(const genai::Model& model);
 };
 

@@ -90,6 +90,8 @@ bool JsonMatcher::can_continue() const {
   return false;
 }
 
+bool JsonMatcher::mid_character() const { return depth_ >= 2 && frames_[depth_ - 1].state == kStringUtf8; }
+
 uint32_t JsonMatcher::string_room() const {
   const Frame& f = frames_[depth_ - 1];
   if (depth_ < 2 || f.state != kStringChars) return 0;

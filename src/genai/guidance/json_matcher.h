@@ -49,6 +49,8 @@ class JsonMatcher {
   // byte, in whole UTF-8 characters, are taken and leave it so (token guides allow such tokens as
   // one set).
   uint32_t string_room() const;
+  // Inside a string, between the bytes of one UTF-8 character (only continuation bytes fit).
+  bool mid_character() const;
 
   int depth() const { return depth_ - 1; }  // open frames
 

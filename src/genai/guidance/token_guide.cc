@@ -12,15 +12,15 @@
 namespace onnxllm::genai {
 namespace {
 
-// Text a JSON string may hold as it is: no quote, backslash or control byte, whole characters
-// (at most kPlainChars of them).
-bool plain_string_text(std::string_view s) {
+// Text a JSON string may hold as it is (no quote, backslash or control byte, whole characters):
+// its characters, at most 255; else 0.
+uint8_t plain_string_chars(std::string_view s) {
   uint32_t chars = 0;
   for (unsigned char c : s) {
-    if (c < 0x20 || c == '"' || c == '\\') return false;
+    if (c < 0x20 || c == '"' || c == '\\') return 0;
     chars += (c & 0xC0) != 0x80;
   }
-  return chars <= GuideVocabulary::kPlainChars && utf8::is_valid(s);
+  return utf8::is_valid(s) ? static_cast<uint8_t>(std::min<uint32_t>(chars, 255)) : 0;
 }
 
 }  // namespace
@@ -35,13 +35,13 @@ GuideVocabulary::GuideVocabulary(std::vector<std::string> bytes, std::span<const
   std::erase_if(eos_, [&](int32_t id) { return id < 0 || id >= vocab_size_; });
   for (int32_t id : eos_)
     if (static_cast<size_t>(id) < bytes_.size()) bytes_[static_cast<size_t>(id)].clear();
-  plain_.assign(static_cast<size_t>(vocab_size_), 0);
+  plain_chars_.assign(static_cast<size_t>(vocab_size_), 0);
   std::vector<int32_t> all, not_plain;
   for (size_t id = 0; id < bytes_.size(); ++id) {
     if (bytes_[id].empty()) continue;
     all.push_back(static_cast<int32_t>(id));
-    if (plain_string_text(bytes_[id])) plain_[id] = 1;
-    else not_plain.push_back(static_cast<int32_t>(id));
+    plain_chars_[id] = plain_string_chars(bytes_[id]);
+    if (plain_chars_[id] == 0) not_plain.push_back(static_cast<int32_t>(id));
   }
   all_ = build_trie(bytes_, all);
   not_plain_ = build_trie(bytes_, not_plain);
@@ -131,8 +131,16 @@ void JsonGuide::walk(const GuideVocabulary::Trie& trie) {
 }
 
 void JsonGuide::compute_allowed() {
-  if (!ended_ && matcher_.string_room() >= GuideVocabulary::kPlainChars) {
-    std::memcpy(allowed_.data(), vocab_->plain_.data(), allowed_.size());
+  const uint32_t room = ended_ ? 0 : matcher_.string_room();
+  if (room > 0) {
+    // Between characters of a string: plain text that fits, and whatever else walks.
+    const uint8_t* chars = vocab_->plain_chars_.data();
+    const uint32_t fit = std::min<uint32_t>(room, 255);
+    for (size_t i = 0; i < allowed_.size(); ++i) allowed_[i] = chars[i] != 0 && chars[i] <= fit;
+    walk(vocab_->not_plain_);
+  } else if (!ended_ && matcher_.mid_character()) {
+    // Only continuation bytes fit, and no plain token starts with one.
+    std::fill(allowed_.begin(), allowed_.end(), uint8_t{0});
     walk(vocab_->not_plain_);
   } else {
     std::fill(allowed_.begin(), allowed_.end(), uint8_t{0});

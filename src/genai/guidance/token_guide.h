@@ -2,9 +2,9 @@
 // response_format): each step, the tokens whose bytes a JsonMatcher accepts from where the text
 // is. Every token's bytes sit in a trie, walked depth first with one matcher state per depth, so
 // a token costs only the bytes it does not share with its neighbours, and a subtree dies at its
-// first rejected byte. Inside a string with room for kPlainChars more characters (most of a JSON
-// reply), the tokens that are plain string text of at most that many characters (no quote,
-// backslash or control byte; whole UTF-8 characters) are allowed as a set, and only the rest walk.
+// first rejected byte. Inside a string (most of a JSON reply), the tokens that are plain string
+// text (no quote, backslash or control byte; whole UTF-8 characters) are allowed as a set, those
+// that fit the string's maxLength, and only the rest walk (Qwen2.5's 152K tokens: 6K walk).
 #pragma once
 
 #include <cstdint>
@@ -27,7 +27,6 @@ namespace onnxllm::genai {
 // A model's tokens as guidance sees them; built once per model and shared.
 class GuideVocabulary {
  public:
-  static constexpr uint32_t kPlainChars = 16;
 
   // bytes[id]: what token id adds to the text (Tokenizer::token_bytes); ids marked in `special`, or
   // with no bytes, are never chosen, except the `eos_ids`, which end the value. `vocab_size`: the
@@ -60,8 +59,8 @@ class GuideVocabulary {
   std::vector<int32_t> eos_;
   int vocab_size_ = 0;
   Trie all_;              // every token that may be chosen
-  Trie not_plain_;              // those that are not plain string text of at most kPlainChars
-  std::vector<uint8_t> plain_;  // [vocab_size]: 1 for plain string text of at most kPlainChars
+  Trie not_plain_;                    // those that are not plain string text
+  std::vector<uint8_t> plain_chars_;  // [vocab_size]: a plain token's characters (at most 255), else 0
 };
 
 // One row's guide: a JSON value (a schema's, or any object) and then an EOS id.

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -105,6 +106,33 @@ TEST(JsonGuide, TrieWalkEqualsFeedingEveryToken) {
         }
       }
     }
+  }
+}
+
+// The same at states a random walk may miss: inside a string near its maxLength, between the
+// bytes of a character, after a backslash, in a \u escape, inside a number and an enum value.
+TEST(JsonGuide, TrieWalkEqualsFeedingEveryTokenAtChosenStates) {
+  const auto tok = shared_tokenizer("gpt2-bytelevel");
+  if (!tok) GTEST_SKIP() << "../shared/tokenizers not found";
+  const auto vocab = GuideVocabulary::from_tokenizer(*tok, {tok->eos_token_id()}, tok->vocab_size());
+  int32_t byte_token[256];  // byte-level BPE has a token for every single byte
+  std::fill(std::begin(byte_token), std::end(byte_token), -1);
+  for (int32_t id = 0; id < vocab->vocab_size(); ++id)
+    if (vocab->bytes(id).size() == 1) byte_token[static_cast<uint8_t>(vocab->bytes(id)[0])] = id;
+  const auto grammar = JsonGrammar::from_schema(kPerson);
+  for (const std::string prefix : {"{\"name\": \"abcdefghijklmnopqr", "{\"name\": \"abcdefghijklmnopqrst",
+                                   "{\"name\": \"\xC3", "{\"name\": \"\xF0\x9F", "{\"name\": \"a\\",
+                                   "{\"name\": \"a\\u00", "{\"name\": \"\", \"age\": -1", "{\"name\": \"\", \"age\": 1, \"tags\": [\"b",
+                                   "{\"name\": \"\", \"age\": 1, \"note\": \"x\xE2\x82"}) {
+    JsonGuide guide(grammar, vocab);
+    JsonMatcher state(grammar);
+    for (unsigned char c : prefix) {
+      ASSERT_GE(byte_token[c], 0);
+      guide.accept(byte_token[c]);
+      ASSERT_TRUE(state.feed(c)) << prefix;
+    }
+    ASSERT_FALSE(guide.done()) << prefix;
+    expect_walk_equals_brute_force(*vocab, guide, state, "after '" + prefix + "'");
   }
 }
 
@@ -231,7 +259,9 @@ TEST(SearchConstraint, MasksAcceptsResetsAndReplays) {
 // between values (the whole trie walked): printed, and bounded loosely so that a regression to
 // a per-token walk fails.
 TEST(JsonGuide, MaskCost) {
-  const auto tok = shared_tokenizer("gpt2-bytelevel");
+  // ONNXLLM_GUIDE_TOKENIZER: another tokenizer folder to time (e.g. a 150K one).
+  const char* other = std::getenv("ONNXLLM_GUIDE_TOKENIZER");
+  const auto tok = other ? Tokenizer::load(other) : shared_tokenizer("gpt2-bytelevel");
   if (!tok) GTEST_SKIP() << "../shared/tokenizers not found";
   const auto b0 = std::chrono::steady_clock::now();
   const auto vocab = GuideVocabulary::from_tokenizer(*tok, {tok->eos_token_id()}, tok->vocab_size());
