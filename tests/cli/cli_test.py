@@ -111,6 +111,35 @@ class CliTest(unittest.TestCase):
         self.assertIn("context length 512", bad.stderr)
         self.assertEqual(cli("generate", "-m", STORIES, "--ids", prompt, "-n", "3", "--no-timings").stderr, "")
 
+    def test_generate_json_schema_and_json(self):
+        # Guidance from the CLI (llama.cpp's --json-schema): the text is a value of the schema,
+        # ended by EOS; stories260K writes none of it unguided.
+        schema = {"type": "object", "properties": {"hero": {"type": "string", "maxLength": 10}, "age": {"type": "integer"},
+                                                   "good": {"type": "boolean"}}, "required": ["hero", "age", "good"]}
+        path = os.path.join(WORK, "schema.json")
+        with open(path, "w") as f:
+            json.dump(schema, f)
+        for extra in ([], ["--do-sample", "--temperature", "1.3", "--seed", "5"]):
+            text = cli("generate", "-m", STORIES, "-p", "Once upon a time", "-n", "200", "--json-schema", path,
+                       "--no-timings", *extra).stdout
+            value = json.loads(text)
+            self.assertEqual(set(value), {"hero", "age", "good"}, text)
+            self.assertTrue(isinstance(value["hero"], str) and len(value["hero"]) <= 10, text)
+            self.assertTrue(isinstance(value["age"], int) and isinstance(value["good"], bool), text)
+        # The schema from standard input, and --json (any object; cut at -n, so only its start).
+        text = cli("generate", "-m", STORIES, "-p", "Once", "-n", "200", "--json-schema", "-", "--no-timings",
+                   stdin=json.dumps({"enum": ["yes", "no"]})).stdout
+        self.assertIn(json.loads(text), ["yes", "no"])
+        self.assertTrue(cli("generate", "-m", STORIES, "-p", "Once", "-n", "8", "--json", "--no-timings").stdout.startswith("{"))
+        for args, message in [(["--json-schema", os.path.join(WORK, "missing.json")], "--json-schema: cannot open"),
+                              (["--json", "--json-schema", path], "excludes"),
+                              (["--json", "--num-beams", "2"], "beam search")]:
+            bad = cli("generate", "-m", STORIES, "-p", "Once", "-n", "8", *args, check=False)
+            self.assertNotEqual(bad.returncode, 0)
+            self.assertIn(message, bad.stderr)
+        bad = cli("generate", "-m", STORIES, "-p", "Once", "--json-schema", "-", check=False, stdin='{"pattern": "a+"}')
+        self.assertIn("unsupported keyword 'pattern'", bad.stderr)
+
     def test_llama_cpp_short_options(self):
         # -p, -f and -t as llama.cpp spells them: the same text as --prompt, --prompt-file, --threads.
         long = cli("generate", "-m", STORIES, "--prompt", "Once upon a time", "-n", "12", "--no-timings").stdout

@@ -75,11 +75,11 @@ void check_ids_in_vocab(std::span<const int32_t> ids, int64_t vocab_size, std::s
                   " is outside the tokenizer's vocabulary (vocab size ", vocab_size, ")");
 }
 
-std::string read_prompt_file(const std::string& path, size_t max_bytes) {
+std::string read_prompt_file(const std::string& path, size_t max_bytes, std::string_view option) {
   const bool use_stdin = path == "-";
   const std::string name = use_stdin ? std::string("standard input") : path;
   const int fd = use_stdin ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  ONNXLLM_CHECK(fd >= 0, kNotFound, "--prompt-file: cannot open ", name, ": ", std::strerror(errno));
+  ONNXLLM_CHECK(fd >= 0, kNotFound, option, ": cannot open ", name, ": ", std::strerror(errno));
   struct FdCloser {
     int fd;
     bool owned;
@@ -88,17 +88,17 @@ std::string read_prompt_file(const std::string& path, size_t max_bytes) {
     }
   } closer{fd, !use_stdin};
   struct stat st {};
-  ONNXLLM_CHECK(::fstat(fd, &st) == 0, kInvalidArgument, "--prompt-file: cannot read ", name, ": ",
+  ONNXLLM_CHECK(::fstat(fd, &st) == 0, kInvalidArgument, option, ": cannot read ", name, ": ",
                 std::strerror(errno));
-  ONNXLLM_CHECK(!S_ISDIR(st.st_mode), kInvalidArgument, "--prompt-file: ", name, " is a directory, not a file");
+  ONNXLLM_CHECK(!S_ISDIR(st.st_mode), kInvalidArgument, option, ": ", name, " is a directory, not a file");
   std::string text;
   char buffer[1 << 16];
   while (true) {
     const ssize_t n = ::read(fd, buffer, sizeof(buffer));
     if (n < 0 && errno == EINTR) continue;
-    ONNXLLM_CHECK(n >= 0, kInvalidArgument, "--prompt-file: cannot read ", name, ": ", std::strerror(errno));
+    ONNXLLM_CHECK(n >= 0, kInvalidArgument, option, ": cannot read ", name, ": ", std::strerror(errno));
     if (n == 0) break;
-    ONNXLLM_CHECK(static_cast<size_t>(n) <= max_bytes - text.size(), kInvalidArgument, "--prompt-file: ", name,
+    ONNXLLM_CHECK(static_cast<size_t>(n) <= max_bytes - text.size(), kInvalidArgument, option, ": ", name,
                   " is larger than the limit of ", max_bytes, " bytes");
     text.append(buffer, static_cast<size_t>(n));
   }

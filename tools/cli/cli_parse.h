@@ -36,7 +36,9 @@ void check_ids_in_vocab(std::span<const int32_t> ids, int64_t vocab_size, std::s
 size_t parse_byte_size(std::string_view text, std::string_view option);
 
 // The content of `path`, or of standard input for "-": any kind of file (a pipe too), read up to
-// `max_bytes`; more is an error naming the limit, as is a directory or an unreadable file.
-std::string read_prompt_file(const std::string& path, size_t max_bytes = kMaxPromptFileBytes);
+// `max_bytes`; more is an error naming the limit, as is a directory or an unreadable file (errors
+// start with `option`).
+std::string read_prompt_file(const std::string& path, size_t max_bytes = kMaxPromptFileBytes,
+                             std::string_view option = "--prompt-file");
 
 }  // namespace onnxllm::cli

@@ -11,6 +11,9 @@
 //                                  (add_generation_prompt) and encoded without adding special
 //                                  tokens (the template writes them), as transformers'
 //                                  apply_chat_template(tokenize=True) does
+//   --json-schema FILE|-           the generated text is a JSON value valid against the schema in
+//                                  FILE (guidance, as set_guidance("json_schema", ...)); --json:
+//                                  any JSON object
 // Output: with --print-ids, each returned sequence (prompt included) as comma-separated ids on a
 // line of its own; for one sequence (batch 1, no beam search) the line is written as the ids are
 // generated, flushed per token, so an interrupted run keeps what it printed. Otherwise the
@@ -32,6 +35,7 @@
 #include "genai/chat_template/chat_template.h"
 #include "genai/chat_template/chat_template_config.h"
 #include "genai/generator/generator.h"
+#include "genai/guidance/token_guide.h"
 #include "genai/tokenizer/tokenizer.h"
 #include "genai/tokenizer/tokenizer_stream.h"
 #include "tools/cli/cli_parse.h"
@@ -55,6 +59,8 @@ struct GenerateArgs {
   std::string kv_cache;
   bool print_ids = false;
   bool no_timings = false;
+  std::string json_schema;  // a file ("-": standard input)
+  bool json = false;
 };
 
 // The prompt text of --chat: one user message through the folder's chat template.
@@ -95,8 +101,11 @@ std::string id_list(std::span<const int32_t> ids) {
 int run_generate(const GenerateArgs& args, bool has_ids, bool has_prompt, bool has_chat) {
   ONNXLLM_CHECK(has_ids + has_prompt + has_chat == 1, kInvalidArgument,
                 "generate: give exactly one of --ids, --prompt, --prompt-file and --chat");
+  ONNXLLM_CHECK(!(args.prompt_file == "-" && args.json_schema == "-"), kInvalidArgument,
+                "generate: --prompt-file and --json-schema cannot both read standard input");
   // Read before the model loads, so a bad file fails at once.
   const std::string prompt = args.prompt_file.empty() ? args.prompt : read_prompt_file(args.prompt_file);
+  const std::string schema = args.json_schema.empty() ? "" : read_prompt_file(args.json_schema, kMaxPromptFileBytes, "--json-schema");
   genai::ModelOptions options;
   options.num_threads = args.threads;
   options.kv_cache_dtype = kv_cache_dtype(args.kv_cache);
@@ -104,7 +113,8 @@ int run_generate(const GenerateArgs& args, bool has_ids, bool has_prompt, bool h
 
   // The tokenizer is needed for text prompts and for printing text.
   std::shared_ptr<Tokenizer> tokenizer;
-  if (has_prompt || has_chat || !args.print_ids) tokenizer = Tokenizer::load(model->config().tokenizer_dir());
+  const bool guided = args.json || !args.json_schema.empty();
+  if (has_prompt || has_chat || !args.print_ids || guided) tokenizer = Tokenizer::load(model->config().tokenizer_dir());
   std::vector<std::vector<int32_t>> rows;
   if (has_ids) rows = parse_id_rows(args.ids);
   if (has_prompt) rows.push_back(tokenizer->encode(prompt, true));
@@ -122,6 +132,12 @@ int run_generate(const GenerateArgs& args, bool has_ids, bool has_prompt, bool h
   genai::GeneratorParams params(model);
   params.set_search_options(
       search_options(args, rows.size(), static_cast<int>(longest), model->config().model.context_length).dump());
+  if (guided) {
+    const genai::Config& config = model->config();
+    params.guidance = genai::make_guidance(args.json ? "json_object" : "json_schema", schema,
+                                           genai::GuideVocabulary::from_tokenizer(*tokenizer, config.eos_token_ids(),
+                                                                                  config.model.vocab_size));
+  }
   genai::Generator generator(params);
   GenerationTimings timings;
   generator.append_token_sequences(rows);
@@ -203,6 +219,10 @@ Command add_generate_command(CLI::App& app) {
                 "Print each sequence as comma-separated token ids, streamed for one sequence (default: stream the "
                 "generated text)");
   cmd->add_flag("--no-timings", args->no_timings, "Do not print the timings to stderr after the run");
+  auto* schema = cmd->add_option("--json-schema", args->json_schema,
+                                 "File with a JSON Schema ('-' = standard input): the generated text is a JSON value "
+                                 "valid against it, ending with EOS (guidance)");
+  cmd->add_flag("--json", args->json, "The generated text is a JSON object (guidance)")->excludes(schema);
   return {cmd, [args, ids, prompt, prompt_file, chat] {
             return run_generate(*args, ids->count() > 0, prompt->count() + prompt_file->count() > 0,
                                 chat->count() > 0);
