@@ -46,6 +46,8 @@ def files(tmp_path_factory, stories_hf):
     fp32 = tmp / "fp32"
     subprocess.run([str(CLI), "build", "-i", str(stories_hf), "-o", str(fp32), "-p", "fp32", "-q"], check=True)
     (tmp / "story.txt").write_text("Once upon a time")
+    (tmp / "cat.schema.json").write_text(json.dumps({"type": "object", "properties": {
+        "name": {"type": "string", "maxLength": 12}, "lives": {"type": "integer"}}, "required": ["name", "lives"]}))
     (tmp / "strings.json").write_text(json.dumps(["Hello", "Once upon a time"]))
     (tmp / "messages.json").write_text(json.dumps([{"role": "user", "content": "Hi"}]))
     (tmp / "tools.json").write_text(json.dumps([{"type": "function", "function": {"name": "f", "parameters": {}}}]))
@@ -96,6 +98,8 @@ def substitute(line, files, index):
             (tmp / f"q{index}").mkdir()
         elif w == "story.txt":
             w = str(tmp / "story.txt")
+        elif w == "cat.schema.json":
+            w = str(tmp / "cat.schema.json")
         elif w == "FILE.json":
             w = str(tmp / {"--strings": "strings.json", "--messages": "messages.json", "--tools": "tools.json"}[before])
         elif w == "TEXT":
