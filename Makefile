@@ -75,9 +75,10 @@ bench: configure oracle
 	tests/tokenizers/bench_encode.sh $(BUILD)
 
 # libFuzzer targets (clang, ASan+UBSan) in build-fuzz; each runs FUZZ_SECONDS, starting from its
-# corpus in build-fuzz/corpus and the committed seeds in fuzz/seeds/<name>. Not part of `make test`.
+# corpus in build-fuzz/corpus and the committed seeds in fuzz/seeds/<name>, with fuzz/<name>.dict
+# when there is one. Not part of `make test`.
 FUZZ_SECONDS ?= 600
-FUZZERS ?= model_loader_fuzzer tokenizer_fuzzer chat_template_fuzzer config_fuzzer safetensors_fuzzer gguf_fuzzer cli_parse_fuzzer openai_request_fuzzer
+FUZZERS ?= model_loader_fuzzer tokenizer_fuzzer chat_template_fuzzer config_fuzzer safetensors_fuzzer gguf_fuzzer cli_parse_fuzzer openai_request_fuzzer json_schema_fuzzer
 fuzz:
 	@scripts/install_deps.sh --fuzz
 	CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -G Ninja -DONNXLLM_BUILD_FUZZERS=ON -DONNXLLM_BUILD_TESTS=OFF
@@ -85,6 +86,7 @@ fuzz:
 	for f in $(FUZZERS); do mkdir -p build-fuzz/corpus/$$f && \
 	  ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=0 build-fuzz/bin/$$f build-fuzz/corpus/$$f \
 	    $$(test -d fuzz/seeds/$$f && echo fuzz/seeds/$$f) \
+	    $$(test -f fuzz/$$f.dict && echo -dict=fuzz/$$f.dict) \
 	    -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=4096 -timeout=20 || exit 1; done
 
 # The whole test suite built with AddressSanitizer + UBSan (GCC) in build-asan and run by ctest;

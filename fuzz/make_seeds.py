@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes the small valid seed inputs of the config, safetensors, gguf and cli_parse fuzzers to
+"""Writes the small valid seed inputs of the config, safetensors, gguf, cli_parse and json_schema fuzzers to
 fuzz/seeds/<fuzzer>/ (committed; rerun after changing this script)."""
 import json
 import os
@@ -101,3 +101,12 @@ for name, ttype in (("token_embd.weight", gw.GGML_F16), ("blk.0.attn_q.weight", 
     g.tensor(name, list(reversed(shape)), ttype, data)
 write("gguf_fuzzer", "llama_all_types", g.to_bytes())
 write("gguf_fuzzer", "v2_header_only", gw.Gguf().to_bytes(version=2))
+
+# A schema, a NUL, then the bytes fed to its matcher.
+PERSON = {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8}, "age": {"type": "integer"},
+                                           "tags": {"type": "array", "items": {"enum": ["a", "b\"c", 3, None]}}},
+          "required": ["name"], "$defs": {"n": {"anyOf": [{"type": "null"}, {"$ref": "#/$defs/n"}]}}}
+write("json_schema_fuzzer", "person", json.dumps(PERSON) + "\0" + '{"name": "Zo\u00eb \\u00e9", "age": -12, "tags": ["a", 3]}')
+write("json_schema_fuzzer", "tree", json.dumps({"$defs": {"t": {"type": "array", "items": {"$ref": "#/$defs/t"}}},
+                                                "$ref": "#/$defs/t"}) + "\0" + "[[], [[]], [ [ ] ]]")
+write("json_schema_fuzzer", "any", "{}\0" + '{"a": [1.5e-3, true, null, "x\\ud83d\\ude00"]}')
