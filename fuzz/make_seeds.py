@@ -110,3 +110,5 @@ write("json_schema_fuzzer", "person", json.dumps(PERSON) + "\0" + '{"name": "Zo\
 write("json_schema_fuzzer", "tree", json.dumps({"$defs": {"t": {"type": "array", "items": {"$ref": "#/$defs/t"}}},
                                                 "$ref": "#/$defs/t"}) + "\0" + "[[], [[]], [ [ ] ]]")
 write("json_schema_fuzzer", "any", "{}\0" + '{"a": [1.5e-3, true, null, "x\\ud83d\\ude00"]}')
+write("json_schema_fuzzer", "bounds", json.dumps({"type": "array", "items": {"type": "integer", "minimum": -50,
+                                                                              "exclusiveMaximum": -19}}) + "\0" + "[-35, -2, -20]")

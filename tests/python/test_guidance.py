@@ -18,7 +18,7 @@ PERSON = {
     "type": "object",
     "properties": {
         "name": {"type": "string", "minLength": 1, "maxLength": 12},
-        "age": {"type": "integer"},
+        "age": {"type": "integer", "minimum": 0, "maximum": 120},
         "mood": {"enum": ["happy", "sad", "sleepy", None]},
         "pets": {"type": "array", "items": {"type": "string", "maxLength": 6}, "maxItems": 3},
         "brave": {"type": "boolean"},
@@ -163,7 +163,7 @@ def test_engine_requests_follow_their_own_schemas(stories):
 
 @pytest.mark.parametrize("kind, data, message", [
     ("json_schema", '{"type": "string", "pattern": "a+"}', "pattern"),
-    ("json_schema", '{"type": "integer", "minimum": 3}', "minimum"),
+    ("json_schema", '{"type": "number", "minimum": 3}', "integers only"),
     ("json_schema", '{"type": "object", "properties": {"a": {"type": "strin"}}}', "strin"),
     ("json_schema", '{"type": ', "JSON"),
     ("json_schema", '{"$ref": "#/$defs/missing"}', "missing"),

@@ -40,6 +40,11 @@ unsigned keyword_type(std::string_view k) {
   return 0;
 }
 
+// minimum, maximum and their exclusive forms: integers only.
+bool is_integer_bound(std::string_view k) {
+  return k == "minimum" || k == "maximum" || k == "exclusiveMinimum" || k == "exclusiveMaximum";
+}
+
 std::string pointer_token(std::string_view key) {
   std::string out;
   for (char c : key) out += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
@@ -164,7 +169,7 @@ class JsonSchemaCompiler {
       } else if (k == "anyOf" || k == "oneOf" || k == "allOf" || k == "$ref") {
         if (!combinator.empty()) fail(path, "'", combinator, "' combined with '", k, "' is not supported");
         combinator = k;
-      } else if (k == "type" || k == "enum" || k == "const" || keyword_type(k)) {
+      } else if (k == "type" || k == "enum" || k == "const" || keyword_type(k) || is_integer_bound(k)) {
         if (other.empty()) other = k;
       } else {
         fail(path, "unsupported keyword '", printable(k), "'");
@@ -259,7 +264,7 @@ class JsonSchemaCompiler {
 
   uint16_t compile_enum(const Json& s, const std::string& path, bool nullable) {
     for (auto& [k, v] : s.items())
-      if (keyword_type(k)) fail(path, "'", k, "' combined with 'enum' or 'const' is not supported");
+      if (keyword_type(k) || is_integer_bound(k)) fail(path, "'", k, "' combined with 'enum' or 'const' is not supported");
     std::vector<Json> values;
     if (s.contains("enum")) {
       const Json& e = s["enum"];
@@ -287,6 +292,9 @@ class JsonSchemaCompiler {
       bits = type_bits(s["type"], path);
     } else {
       for (auto& [k, v] : s.items()) bits |= keyword_type(k);
+      for (auto& [k, v] : s.items())
+        if (is_integer_bound(k) && !(bits & kIntegerBit))
+          fail(path, "'", k, "' is supported on integers only (\"type\": \"integer\")");
       if (!bits) return any_;
     }
     if (nullable) bits |= kNullBit;
@@ -294,7 +302,10 @@ class JsonSchemaCompiler {
     if (bits & kObjectBit) alts.push_back(compile_object(s, path));
     if (bits & kArrayBit) alts.push_back(compile_array(s, path));
     if (bits & kStringBit) alts.push_back(compile_string(s, path));
-    if (bits & (kNumberBit | kIntegerBit)) alts.push_back(bits & kNumberBit ? number_ : integer_);
+    if (bits & (kNumberBit | kIntegerBit)) alts.push_back(bits & kNumberBit ? number_ : compile_integer(s, path));
+    if (!(bits & kIntegerBit) || (bits & kNumberBit))
+      for (auto& [k, v] : s.items())
+        if (is_integer_bound(k)) fail(path, "'", k, "' is supported on integers only (\"type\": \"integer\")");
     if (bits & kBooleanBit) alts.push_back(booleans_);
     if (bits & kNullBit) alts.push_back(null_);
     return alts.size() == 1 ? alts[0] : add_union(std::move(alts), false, path);
@@ -313,6 +324,38 @@ class JsonSchemaCompiler {
     n.min = count(s, min, 0, path);
     n.max = count(s, max, UINT32_MAX, path);
     if (n.min > n.max) fail(path, "'", min, "' is greater than '", max, "'");
+  }
+
+  // Bounds as integers: minimum 1.5 is 2, exclusiveMaximum 10 is 9; values within 18 digits.
+  uint16_t compile_integer(const Json& s, const std::string& path) {
+    Node n{.kind = Kind::kInteger};
+    const auto bound = [&](const char* key, bool lower, bool exclusive) {
+      if (!s.contains(key)) return;
+      const Json& v = s[key];
+      if (!v.is_number() || !std::isfinite(v.get<double>())) fail(path, "'", key, "' must be a number");
+      const double x = v.get<double>();
+      double b = lower ? (exclusive ? std::floor(x) + 1 : std::ceil(x)) : (exclusive ? std::ceil(x) - 1 : std::floor(x));
+      constexpr double kMax = static_cast<double>(JsonGrammar::kMaxIntegerMagnitude);
+      b = std::clamp(b, -kMax, kMax);
+      // JSON integers exactly (a double loses digits above 2^53).
+      int64_t i = static_cast<int64_t>(b);
+      if (v.is_number_unsigned())
+        i = static_cast<int64_t>(std::min<uint64_t>(v.get<uint64_t>(), JsonGrammar::kMaxIntegerMagnitude));
+      else if (v.is_number_integer())
+        i = std::max(v.get<int64_t>(), -JsonGrammar::kMaxIntegerMagnitude);
+      if (v.is_number_integer() && exclusive) i += lower ? 1 : -1;
+      if (lower) n.low = std::max(n.low == INT64_MIN ? -JsonGrammar::kMaxIntegerMagnitude : n.low, i);
+      else n.high = std::min(n.high == INT64_MAX ? JsonGrammar::kMaxIntegerMagnitude : n.high, i);
+    };
+    bound("minimum", true, false);
+    bound("exclusiveMinimum", true, true);
+    bound("maximum", false, false);
+    bound("exclusiveMaximum", false, true);
+    if (!n.bounded()) return integer_;
+    if (n.low == INT64_MIN) n.low = -JsonGrammar::kMaxIntegerMagnitude;
+    if (n.high == INT64_MAX) n.high = JsonGrammar::kMaxIntegerMagnitude;
+    if (n.low > n.high) fail(path, "no integer lies between the minimum and the maximum");
+    return add_node(n, path);
   }
 
   uint16_t compile_string(const Json& s, const std::string& path) {

@@ -3,7 +3,8 @@
 //
 // The subset (JSON Schema 2020-12 / draft-07 as OpenAI, pydantic and tool definitions write it):
 // true / {} (any value), type (a name or an array of names), properties, required,
-// additionalProperties, items, minItems, maxItems, minLength, maxLength, enum, const, anyOf /
+// additionalProperties, items, minItems, maxItems, minLength, maxLength, minimum / maximum and
+// their exclusive forms on integers (values within 18 digits), enum, const, anyOf /
 // oneOf (alternatives told apart by their first byte), allOf of one schema, $ref ("#", "#/...",
 // recursion allowed), $defs / definitions, and `nullable: true` (OpenAPI: null is allowed too).
 // Annotations are ignored; any other keyword is an error naming it and its JSON pointer, so
@@ -47,7 +48,12 @@ class JsonGrammar {
     uint32_t first = 0;      // kLiterals / kObject / kUnion: first literal / property / dispatch table
     uint32_t count = 0;      // kLiterals: literals (sorted); kObject: properties
     uint32_t min = 0, max = UINT32_MAX;  // kArray: items; kString: code points
+    // kInteger: the values allowed (minimum, maximum and their exclusive forms), within
+    // +-kMaxIntegerMagnitude when bounded.
+    int64_t low = INT64_MIN, high = INT64_MAX;
+    bool bounded() const { return low != INT64_MIN || high != INT64_MAX; }
   };
+  static constexpr int64_t kMaxIntegerMagnitude = 999999999999999999;  // 18 digits: no overflow
   struct Property {
     uint16_t keys;   // kLiterals node: the keys allowed when this is the next position
     uint16_t value;  // the value's node

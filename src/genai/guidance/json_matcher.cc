@@ -29,6 +29,18 @@ int hex_value(uint8_t c) {
   return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
 
+// Whether an integer of magnitude m written with `digits` digits (and a '-' when negative) can
+// still end in [low, high]: here, or after up to 18 - digits more digits (none after a lone 0).
+bool integer_viable(uint64_t m, int digits, bool negative, int64_t low, int64_t high) {
+  uint64_t scale = 1;
+  for (int k = 0; k <= 18 - digits; ++k, scale *= 10) {
+    if (k > 0 && m == 0) break;
+    const int64_t first = static_cast<int64_t>(m * scale), last = static_cast<int64_t>(m * scale + scale - 1);
+    if (negative ? (-last <= high && -first >= low) : (first <= high && last >= low)) return true;
+  }
+  return false;
+}
+
 constexpr uint32_t kAnyContinuation = 0x80 | 0xBF << 8;  // the range of a UTF-8 continuation byte
 
 }  // namespace
@@ -101,7 +113,14 @@ uint32_t JsonMatcher::string_room() const {
 
 bool JsonMatcher::complete(const Frame& f) const {
   switch (f.state) {
-    case kNumberZero: case kNumberInt: case kNumberFrac: case kNumberExp: return true;
+    case kNumberZero: case kNumberInt: {
+      const JsonGrammar::Node& n = g_->node(f.node);
+      if (n.kind != Kind::kInteger || !n.bounded()) return true;
+      const int64_t m = static_cast<int64_t>(f.b | static_cast<uint64_t>(f.c) << 32);
+      const int64_t v = f.aux ? -m : m;
+      return v >= n.low && v <= n.high;
+    }
+    case kNumberFrac: case kNumberExp: return true;
     case kLiterals: return g_->literal(f.a).size == f.c;  // sorted: a literal that ends here is first
     default: return false;
   }
@@ -139,6 +158,12 @@ bool JsonMatcher::push(uint16_t node, uint8_t byte) {
     case Kind::kNumber: case Kind::kInteger:
       f.state = byte == '-' ? kNumberMinus : byte == '0' ? kNumberZero : is_digit(byte) ? kNumberInt : kNoState;
       f.a = 1;
+      if (n->kind == Kind::kInteger && n->bounded() && f.state != kNoState) {
+        // The magnitude so far in b (low) and c (high), the sign in aux.
+        f.aux = byte == '-';
+        f.b = f.aux ? 0 : byte - '0';
+        if (f.aux ? n->low >= 0 : !integer_viable(f.b, 1, false, n->low, n->high)) return false;
+      }
       break;
     case Kind::kLiterals: {
       uint32_t lo = n->first, hi = n->first + n->count;
@@ -307,7 +332,23 @@ bool JsonMatcher::step_string(Frame& f, uint8_t byte) {
   }
 }
 
+bool JsonMatcher::step_bounded_integer(Frame& f, uint8_t byte) {
+  // Digits only, none after a lone 0, and no "-0"; each must leave a value in range reachable.
+  if (!is_digit(byte) || f.state == kNumberZero || (f.state == kNumberMinus && byte == '0')) return false;
+  const JsonGrammar::Node& n = g_->node(f.node);
+  const uint64_t m = (f.b | static_cast<uint64_t>(f.c) << 32) * 10 + (byte - '0');
+  const int digits = static_cast<int>(f.a) - f.aux + 1;
+  if (!integer_viable(m, digits, f.aux, n.low, n.high)) return false;
+  f.b = static_cast<uint32_t>(m);
+  f.c = static_cast<uint32_t>(m >> 32);
+  f.state = kNumberInt;
+  ++f.a;
+  return true;
+}
+
 bool JsonMatcher::step_number(Frame& f, uint8_t byte) {
+  if (const JsonGrammar::Node& n = g_->node(f.node); n.kind == Kind::kInteger && n.bounded())
+    return step_bounded_integer(f, byte);
   const bool digit = is_digit(byte);
   uint8_t next = kNoState;
   switch (f.state) {

@@ -71,6 +71,7 @@ class JsonMatcher {
   bool step_array(Frame& f, uint8_t byte);
   bool step_string(Frame& f, uint8_t byte);
   bool step_number(Frame& f, uint8_t byte);
+  bool step_bounded_integer(Frame& f, uint8_t byte);
   bool step_literals(Frame& f, uint8_t byte);
   bool push(uint16_t node, uint8_t byte);
   bool complete(const Frame& f) const;  // a scalar that may end here (a number, a literal)

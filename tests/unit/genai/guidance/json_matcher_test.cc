@@ -412,18 +412,62 @@ TEST(JsonGrammar, RecursiveRefs) {
   EXPECT_EQ(rejected_at(mutual, R"([{"x":{}}])"), 6);
 }
 
+TEST(JsonGrammar, IntegerBounds) {
+  const Grammar natural = schema(R"({"type": "integer", "minimum": 0})");
+  EXPECT_EQ(rejected_at(natural, "-1"), 0);
+  EXPECT_TRUE(accepts(natural, "0"));
+  EXPECT_TRUE(accepts(natural, "123456789012345678"));
+  EXPECT_EQ(rejected_at(natural, "1234567890123456789"), 18);  // 18 digits at most
+  const Grammar two_digits = schema(R"({"type": "integer", "minimum": 10, "maximum": 99})");
+  EXPECT_EQ(rejected_at(two_digits, "0"), 0);    // 0 cannot grow into 10..99
+  EXPECT_EQ(rejected_at(two_digits, "100"), 2);  // the third digit leaves the range
+  EXPECT_TRUE(accepts(two_digits, "10"));
+  EXPECT_TRUE(accepts(two_digits, "99"));
+  JsonMatcher m(two_digits);
+  ASSERT_TRUE(m.feed(std::string_view("5")));
+  EXPECT_FALSE(m.accepting());  // 5 is below the minimum, 50-59 are not
+  const Grammar negative = schema(R"({"type": "integer", "minimum": -5, "maximum": -2})");
+  EXPECT_EQ(rejected_at(negative, "3"), 0);
+  EXPECT_EQ(rejected_at(negative, "-1"), 1);
+  EXPECT_EQ(rejected_at(negative, "-0"), 1);  // no "-0"
+  EXPECT_EQ(rejected_at(negative, "-6"), 1);
+  EXPECT_TRUE(accepts(negative, "-5"));
+  EXPECT_TRUE(accepts(negative, "-2"));
+  // -3 is above the maximum but may still grow into it (-30..-39): taken, not complete.
+  const Grammar tens = schema(R"({"type": "integer", "minimum": -50, "maximum": -20})");
+  JsonMatcher t(tens);
+  ASSERT_TRUE(t.feed(std::string_view("-3")));
+  EXPECT_FALSE(t.accepting());
+  EXPECT_TRUE(accepts(tens, "-35"));
+  EXPECT_EQ(rejected_at(tens, "-6"), 1);
+  const Grammar exclusive = schema(R"({"type": "integer", "exclusiveMinimum": 0, "exclusiveMaximum": 100.5})");
+  EXPECT_EQ(rejected_at(exclusive, "0"), 0);
+  EXPECT_TRUE(accepts(exclusive, "100"));
+  EXPECT_EQ(rejected_at(exclusive, "101"), 2);
+  // Inside objects a bounded integer ends where its value may (the next byte closes it).
+  const Grammar obj = schema(R"({"type": "object", "properties": {"a": {"type": "integer", "maximum": 20}}, "required": ["a"]})");
+  EXPECT_TRUE(accepts(obj, R"({"a": 2})"));
+  EXPECT_TRUE(accepts(obj, R"({"a": -300})"));
+  EXPECT_EQ(rejected_at(obj, R"({"a": 21})"), 7);
+  const std::string e = error_of(R"({"type": "integer", "minimum": 5, "maximum": 4.5})");
+  EXPECT_NE(e.find("no integer lies between"), std::string::npos) << e;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Errors
 
 TEST(JsonGrammar, UnsupportedKeywordsNameKeywordAndPath) {
-  for (const char* k : {"pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+  for (const char* k : {"pattern", "multipleOf",
                         "minProperties", "maxProperties", "prefixItems", "contains", "uniqueItems", "patternProperties",
                         "propertyNames", "not", "if", "then", "else", "dependentRequired", "dependentSchemas",
                         "unevaluatedProperties", "$anchor", "minContains"}) {
     const std::string s = std::string(R"({"type": "object", "properties": {"na/me": {"type": "string", ")") + k + R"(": 1}}})";
     EXPECT_EQ(error_of(s), std::string("JSON schema: unsupported keyword '") + k + "' at /properties/na~1me");
   }
-  EXPECT_EQ(error_of(R"({"minimum": 1})"), "JSON schema: unsupported keyword 'minimum' at /");
+  // Bounds are for integers only: a number's or a string's, or with no type, are errors.
+  for (const char* bad : {R"({"minimum": 1})", R"({"type": "number", "maximum": 1})", R"({"type": "string", "minimum": 1})",
+                          R"({"type": ["integer", "number"], "exclusiveMinimum": 1})"})
+    EXPECT_NE(error_of(bad).find("is supported on integers only"), std::string::npos) << bad << ": " << error_of(bad);
   EXPECT_EQ(error_of(R"({"$defs": {"x": {"items": {"format": "x", "pattern": "a"}}}, "$ref": "#/$defs/x"})"),
             "JSON schema: unsupported keyword 'pattern' at /$defs/x/items");
 }
@@ -571,6 +615,13 @@ bool valid(const Json& v, const Json& s, const Json& root) {
       for (const Json& x : v)
         if (!valid(x, s["items"], root)) return false;
   }
+  if (v.is_number()) {
+    const double x = v.get<double>();
+    if ((s.contains("minimum") && x < s["minimum"].get<double>()) || (s.contains("maximum") && x > s["maximum"].get<double>()) ||
+        (s.contains("exclusiveMinimum") && x <= s["exclusiveMinimum"].get<double>()) ||
+        (s.contains("exclusiveMaximum") && x >= s["exclusiveMaximum"].get<double>()))
+      return false;
+  }
   if (v.is_string()) {
     size_t n = 0;
     for (unsigned char c : v.get<std::string>()) n += (c & 0xC0) != 0x80;
@@ -645,6 +696,8 @@ const std::vector<std::string>& walk_schemas() {
       R"({"definitions": {"a~b": {"type": "integer"}}, "oneOf": [{"$ref": "#/definitions/a~0b"}, {"type": "string", "maxLength": 2}]})",
       R"({"type": "object", "properties": {"é\"q": {"type": "boolean"}, "x/y": {"const": "ü"}, "z": {"type": "array", "minItems": 2}}, "required": ["x/y"]})",
       R"({"type": "array", "items": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}, "required": ["b"]}, "maxItems": 4})",
+      R"({"type": "array", "items": {"anyOf": [{"type": "integer", "minimum": -5, "exclusiveMaximum": -1}, {"type": "string", "maxLength": 2}]}})",
+      R"({"type": "object", "properties": {"n": {"type": ["integer", "null"], "minimum": 0}, "big": {"type": "integer", "exclusiveMinimum": 999999, "maximum": 1000003}}, "required": ["n", "big"]})",
   };
   return schemas;
 }
