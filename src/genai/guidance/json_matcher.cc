@@ -55,6 +55,10 @@ void JsonMatcher::reset() {
   frames_[0] = {g_->root(), kRootValue, 0, 0, 0, 0};
 }
 
+bool JsonMatcher::operator==(const JsonMatcher& other) const {
+  return g_ == other.g_ && depth_ == other.depth_ && std::memcmp(frames_, other.frames_, sizeof(Frame) * depth_) == 0;
+}
+
 void JsonMatcher::assign(const JsonMatcher& other) {
   ONNXLLM_CHECK(other.g_ == g_, kInvalidArgument, "JsonMatcher::assign: the matchers have different grammars");
   depth_ = other.depth_;
@@ -288,7 +292,9 @@ bool JsonMatcher::step_string(Frame& f, uint8_t byte) {
         f.state = kStringUtf8;
         f.b = lo | hi << 8;
       }
-      ++f.a;  // code points: a lead byte or an escape counts one
+      // Code points (a lead byte or an escape counts one), only as far as a limit needs them: a
+      // string without maxLength then stays in one state, which a token guide's cache reuses.
+      if (f.a < n.min || n.max != UINT32_MAX) ++f.a;
       return true;
     }
     case kStringUtf8:

@@ -44,6 +44,8 @@ class JsonMatcher {
   void assign(const JsonMatcher& other);
   // Back to the start.
   void reset();
+  // The same grammar and the same state: every byte sequence is taken by both or neither.
+  bool operator==(const JsonMatcher& other) const;
   // Inside a string, between characters: how many more characters it may take (UINT32_MAX without
   // maxLength), else 0. Up to that many characters of text with no quote, backslash or control
   // byte, in whole UTF-8 characters, are taken and leave it so (token guides allow such tokens as

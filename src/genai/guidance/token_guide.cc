@@ -102,7 +102,7 @@ GuideVocabulary::Trie GuideVocabulary::build_trie(const std::vector<std::string>
 }
 
 JsonGuide::JsonGuide(std::shared_ptr<const JsonGrammar> grammar, std::shared_ptr<const GuideVocabulary> vocabulary)
-    : vocab_(std::move(vocabulary)), matcher_(grammar) {
+    : vocab_(std::move(vocabulary)), matcher_(grammar), allowed_for_(grammar) {
   ONNXLLM_CHECK(vocab_ != nullptr, kInvalidArgument, "guidance needs a vocabulary");
   depth_states_.assign(vocab_->all_.depth + 1, matcher_);
   allowed_.assign(static_cast<size_t>(vocab_->vocab_size()), 0);
@@ -131,12 +131,16 @@ void JsonGuide::walk(const GuideVocabulary::Trie& trie) {
 }
 
 void JsonGuide::compute_allowed() {
+  if (allowed_valid_ && !ended_ && matcher_ == allowed_for_) return;
+  allowed_valid_ = !ended_;
+  allowed_for_.assign(matcher_);
   const uint32_t room = ended_ ? 0 : matcher_.string_room();
   if (room > 0) {
     // Between characters of a string: plain text that fits, and whatever else walks.
     const uint8_t* chars = vocab_->plain_chars_.data();
     const uint32_t fit = std::min<uint32_t>(room, 255);
-    for (size_t i = 0; i < allowed_.size(); ++i) allowed_[i] = chars[i] != 0 && chars[i] <= fit;
+    // chars in [1, fit], without a branch: 0 wraps to 255, which no fit (<= 255) exceeds.
+    for (size_t i = 0; i < allowed_.size(); ++i) allowed_[i] = static_cast<uint8_t>(chars[i] - 1) < fit;
     walk(vocab_->not_plain_);
   } else if (!ended_ && matcher_.mid_character()) {
     // Only continuation bytes fit, and no plain token starts with one.
@@ -146,8 +150,8 @@ void JsonGuide::compute_allowed() {
     std::fill(allowed_.begin(), allowed_.end(), uint8_t{0});
     if (!ended_) walk(vocab_->all_);
   }
-  bool any = false;
-  for (uint8_t a : allowed_) any |= a != 0;
+  uint8_t any = 0;
+  for (uint8_t a : allowed_) any |= a;
   // A complete value ends with EOS; so does a value nothing in the vocabulary can continue
   // (rather than a token the grammar refuses).
   if (ended_ || matcher_.accepting() || !any)
@@ -163,8 +167,8 @@ void JsonGuide::mask(std::span<float> logits) {
   compute_allowed();
   const size_t n = std::min(logits.size(), allowed_.size());
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-  for (size_t i = 0; i < n; ++i)
-    if (!allowed_[i]) logits[i] = kNegInf;
+  // A select, not a branch: it vectorizes (a branch per token was half of a cached mask).
+  for (size_t i = 0; i < n; ++i) logits[i] = allowed_[i] ? logits[i] : kNegInf;
   for (size_t i = n; i < logits.size(); ++i) logits[i] = kNegInf;
 }
 

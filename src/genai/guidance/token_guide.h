@@ -85,6 +85,10 @@ class JsonGuide final : public TokenConstraint {
   std::vector<JsonMatcher> depth_states_;  // the walk's matcher after each depth's byte
   std::vector<std::pair<uint32_t, uint32_t>> stack_;  // (node, depth)
   std::vector<uint8_t> allowed_;
+  // allowed_ was computed for this state (inside a string without maxLength the state holds from
+  // token to token, and the walk is most of a mask).
+  JsonMatcher allowed_for_;
+  bool allowed_valid_ = false;
   bool ended_ = false;  // an EOS id was chosen, or a token the grammar refused (then only EOS)
 };
 
