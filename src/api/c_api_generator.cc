@@ -2,6 +2,7 @@
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <string_view>
 
 #include "api/api_log.h"
 #include "api/c_api_guard.h"
@@ -204,8 +205,9 @@ OgaResult* OGA_API_CALL OgaGeneratorParamsSetGuidance(OgaGeneratorParams* params
     constexpr const char* kFn = "OgaGeneratorParamsSetGuidance";
     auto& p = params_of(params, kFn);
     const char* kind = require_string(type, kFn, "type");
-    if (!data) throw_error(ErrorCode::kInvalidArgument, kFn, ": data is null (a JSON schema for 'json_schema')");
-    p.params.guidance = genai::make_guidance(kind, data, p.guide_vocabulary->get(*p.params.model()));
+    if (!data && std::string_view(kind) != "json_object")
+      throw_error(ErrorCode::kInvalidArgument, kFn, ": data is NULL (the JSON schema, for '", kind, "')");
+    p.params.guidance = genai::make_guidance(kind, data ? data : "", p.guide_vocabulary->get(*p.params.model()));
   });
 }
 

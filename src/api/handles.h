@@ -48,8 +48,9 @@ struct ConfigData {
   std::map<std::string, std::string_view> model_data;  // model file name -> caller's bytes
 };
 
-// The model's vocabulary as guidance sees it, built on the first set_guidance (about a quarter
-// of a second for 150K tokens) and shared by the generator params made from the model.
+// The model's vocabulary as guidance sees it, built on the first set_guidance (150 ms for 152K
+// tokens, from the model's tokenizer handle if one is alive, else tokenizer.json is read again:
+// about 1 s more) and shared by the generator params made from the model.
 struct GuideVocabularyCache {
   std::mutex mutex;
   std::shared_ptr<const genai::GuideVocabulary> vocabulary;

@@ -1,6 +1,7 @@
 #include "server/openai_protocol.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -338,6 +339,12 @@ GenerationRequest parse_chat_request(std::string_view body) {
       if (!js.contains("name") || !js["name"].is_string())
         throw_api_error(400, "Missing required parameter: 'response_format.json_schema.name'.", "response_format.json_schema.name",
                         "missing_required_parameter");
+      // OpenAI's rule for the name: 1 to 64 of a-z, A-Z, 0-9, '_' and '-'.
+      const std::string name = js["name"].get<std::string>();
+      if (name.empty() || name.size() > 64 ||
+          !std::all_of(name.begin(), name.end(), [](unsigned char c) { return std::isalnum(c) || c == '_' || c == '-'; }))
+        throw_api_error(400, "Invalid 'response_format.json_schema.name': expected 1 to 64 of a-z, A-Z, 0-9, '_' and '-'.",
+                        "response_format.json_schema.name", "invalid_value");
       if (js.contains("strict") && !js["strict"].is_null() && !js["strict"].is_boolean())
         bad_type("response_format.json_schema.strict", js["strict"], "a boolean");
       r.json_schema = js.contains("schema") && !js["schema"].is_null() ? js["schema"] : Json::object();

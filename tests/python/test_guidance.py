@@ -229,6 +229,8 @@ def test_server_response_format(server):
     ({"type": "xml"}, "response_format.type", "Supported values"),
     ({"type": "json_schema"}, "response_format.json_schema", "Missing required parameter"),
     ({"type": "json_schema", "json_schema": {"schema": {}}}, "response_format.json_schema.name", "Missing"),
+    ({"type": "json_schema", "json_schema": {"name": "a b", "schema": {}}}, "response_format.json_schema.name", "1 to 64"),
+    ({"type": "json_schema", "json_schema": {"name": "x" * 65, "schema": {}}}, "response_format.json_schema.name", "1 to 64"),
     ({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "string", "pattern": "x"}}},
      "response_format.json_schema.schema", "pattern"),
     ({"type": "json_schema", "json_schema": {"name": "x", "schema": 5}}, "response_format.json_schema.schema", "expected"),

@@ -187,8 +187,10 @@ void Generator::generate_next_token() {
     const auto sequence = search_->sequences().row(0);
     std::copy(sequence.begin(), sequence.end(), replay_.begin());
     const std::span<const int32_t> replay(replay_.data(), sequence.size());
+    const int constrained_from = search_->constrained_from();  // a guided value goes on
     rewind_to(0);
     append_tokens(replay);
+    search_->constrain_from(constrained_from);
   }
   if (!logits_current_) compute_logits();
   const int length = search_->length();

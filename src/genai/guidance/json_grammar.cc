@@ -334,6 +334,13 @@ class JsonSchemaCompiler {
       const Json& v = s[key];
       if (!v.is_number() || !std::isfinite(v.get<double>())) fail(path, "'", key, "' must be a number");
       const double x = v.get<double>();
+      // Clamped only where that widens nothing: a minimum above 18 digits (or a maximum below
+      // -18 digits) would otherwise admit values outside the schema.
+      constexpr int64_t kMaxMagnitude = JsonGrammar::kMaxIntegerMagnitude;
+      bool beyond = lower ? x >= 1e18 : x <= -1e18;  // floats: 10^18 has 19 digits
+      if (v.is_number_unsigned()) beyond = lower && v.get<uint64_t>() > static_cast<uint64_t>(kMaxMagnitude);
+      else if (v.is_number_integer()) beyond = lower ? v.get<int64_t>() > kMaxMagnitude : v.get<int64_t>() < -kMaxMagnitude;
+      if (beyond) fail(path, "'", key, "' beyond 18 digits is not supported");
       double b = lower ? (exclusive ? std::floor(x) + 1 : std::ceil(x)) : (exclusive ? std::ceil(x) - 1 : std::floor(x));
       constexpr double kMax = static_cast<double>(JsonGrammar::kMaxIntegerMagnitude);
       b = std::clamp(b, -kMax, kMax);

@@ -300,7 +300,7 @@ bool JsonMatcher::step_string(Frame& f, uint8_t byte) {
     case kStringUtf8:
       if (byte < (f.b & 0xFF) || byte > (f.b >> 8)) return false;
       f.b = kAnyContinuation;
-      if (--f.aux == 0) f.state = kStringChars;
+      if (--f.aux == 0) f.state = kStringChars, f.b = 0;  // one state between characters, for the guide's cache
       return true;
     case kStringEscape:
       switch (byte) {
@@ -332,7 +332,11 @@ bool JsonMatcher::step_string(Frame& f, uint8_t byte) {
       if (f.aux == 0 && low && v != 0xD) return false;
       if (f.aux == 1 && (low ? (v < 0xDC || v > 0xDF) : (v >= 0xDC && v <= 0xDF))) return false;
       f.b = v;
-      if (++f.aux == 4) f.state = !low && v >= 0xD800 && v <= 0xDBFF ? kStringLowSlash : kStringChars;
+      if (++f.aux == 4) {
+        f.state = !low && v >= 0xD800 && v <= 0xDBFF ? kStringLowSlash : kStringChars;
+        f.aux = 0;  // the low half is checked from its own digits; between characters, one state
+        f.b = 0;
+      }
       return true;
     }
   }

@@ -1,6 +1,7 @@
 // Matches bytes against a JsonGrammar one at a time, for constrained decoding: the token mask of a
 // step walks every vocabulary token's bytes through a copy of the matcher, so feed() and assign()
-// allocate nothing and cost O(1) per byte (enum values and property keys: a binary search).
+// allocate nothing and cost O(1) per byte (enum values and property keys: a binary search; a
+// feed of several bytes also copies the live frames once, to undo a refusal).
 //
 // Accepted output: RFC 8259 JSON with no whitespace before or after the top-level value (so the
 // value ends exactly when it is complete) and at most kMaxWhitespace consecutive whitespace bytes

@@ -24,7 +24,10 @@ void apply_repetition_penalty(std::span<float> logits, std::span<const int32_t> 
     if (!in_vocab(id, logits.size()) || seen[id]) continue;
     seen[id] = 1;
     float& l = logits[id];
-    l = l < 0 ? l * penalty : l / penalty;
+    // A finite logit stays finite: min_length's suppressed EOS (kBanned) times the penalty would
+    // be -inf, and with guidance allowing only EOS every logit would then be -inf (argmax: id 0).
+    // -inf (masked) stays -inf.
+    l = l < 0 ? (l < kBanned ? l : std::max(l * penalty, kBanned)) : l / penalty;
   }
   for (const int32_t id : sequence)
     if (in_vocab(id, logits.size())) seen[id] = 0;

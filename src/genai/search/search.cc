@@ -1,5 +1,7 @@
 #include "genai/search/search.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "genai/search/beam_search.h"
 #include "genai/search/greedy_search.h"
@@ -56,9 +58,18 @@ void Search::rewind_to(int length) {
   ONNXLLM_CHECK(length >= 0 && length <= this->length(), kInvalidArgument, "cannot rewind from ", this->length(),
                 " to ", length, " tokens");
   sequences_.set_length(length);
-  if (constraints_.empty()) return;
-  if (length < constrained_from_) constrained_from_ = length;
-  for (int r = 0; r < rows(); ++r) {
+  constrained_from_ = std::min(constrained_from_, length);
+  replay_constraints();
+}
+
+void Search::constrain_from(int from) {
+  ONNXLLM_CHECK(from >= 0 && from <= length(), kInvalidArgument, "cannot constrain from token ", from, " of ", length());
+  constrained_from_ = from;
+  replay_constraints();
+}
+
+void Search::replay_constraints() {
+  for (int r = 0; r < rows() && !constraints_.empty(); ++r) {
     TokenConstraint& c = *constraints_[static_cast<size_t>(r)];
     c.reset();
     for (int32_t token : sequences_.row(r).subspan(static_cast<size_t>(constrained_from_))) c.accept(token);

@@ -55,6 +55,11 @@ class Search {
   virtual std::span<const int32_t> result(int index) = 0;
   // Keeps the first `length` tokens of every row (a constraint replays what is left of its tokens).
   virtual void rewind_to(int length);
+  // Where the constrained tokens start (the length at the last append_tokens), and a way back to
+  // it after a replay of the same tokens (Phi-3 LongRoPE recomputes the whole sequence): the
+  // constraints take the tokens after `from` again.
+  int constrained_from() const { return constrained_from_; }
+  void constrain_from(int from);
 
  protected:
   explicit Search(const SearchParams& params, int rows);
@@ -62,6 +67,7 @@ class Search {
 
   // The rows' constraints take the tokens just appended (a subclass calls it after select()).
   void accept_constrained(std::span<const int32_t> tokens);
+  void replay_constraints();
 
   SearchParams params_;
   Sequences sequences_;

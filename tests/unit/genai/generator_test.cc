@@ -683,6 +683,21 @@ TEST(GenaiGenerator, Phi3RecomputesEverythingAt4097Tokens) {
                                            "phi3", m.vocab, 4200, 0, "31", R"(, "num_hidden_layers": 2)",
                                            R"({"max_length": 4099})")),
                                        m.graph(), test::one_thread()));
+  // A guide on the generated tokens goes on across the replay (it is not a new reply).
+  struct Recorder final : TokenConstraint {
+    std::vector<int32_t>* since_reset;
+    explicit Recorder(std::vector<int32_t>* s) : since_reset(s) {}
+    void mask(std::span<float>) override {}
+    void accept(int32_t token) override { since_reset->push_back(token); }
+    void reset() override { since_reset->clear(); }
+  };
+  struct Factory final : TokenConstraintFactory {
+    std::vector<int32_t>* since_reset;
+    explicit Factory(std::vector<int32_t>* s) : since_reset(s) {}
+    std::unique_ptr<TokenConstraint> create() const override { return std::make_unique<Recorder>(since_reset); }
+  };
+  std::vector<int32_t> guided;
+  params.guidance = std::make_shared<Factory>(&guided);
   Generator g(params);
   std::vector<int32_t> prompt(4096);
   for (int i = 0; i < 4096; ++i) prompt[i] = (i * 7) % 30;
@@ -691,6 +706,8 @@ TEST(GenaiGenerator, Phi3RecomputesEverythingAt4097Tokens) {
   g.generate_next_token();  // LongRoPE switch: the whole sequence goes through the model again
   EXPECT_EQ(g.get_output("logits").shape(), (Shape{1, 4097, 32}));
   EXPECT_EQ(g.token_count(), 4098);
+  const auto sequence = g.get_sequence(0);
+  EXPECT_EQ(guided, std::vector<int32_t>(sequence.begin() + 4096, sequence.end()));
 }
 
 TEST(GenaiModel, ErrorsNameTheProblem) {

@@ -451,6 +451,34 @@ TEST(JsonGrammar, IntegerBounds) {
   EXPECT_EQ(rejected_at(obj, R"({"a": 21})"), 7);
   const std::string e = error_of(R"({"type": "integer", "minimum": 5, "maximum": 4.5})");
   EXPECT_NE(e.find("no integer lies between"), std::string::npos) << e;
+  // Beyond 18 digits a bound is an error where clamping it would admit values outside it, and
+  // clamped where that only narrows what the matcher could write anyway.
+  for (const char* bad : {R"({"type": "integer", "minimum": 1000000000000000000})",
+                          R"({"type": "integer", "maximum": -1000000000000000000})", R"({"type": "integer", "minimum": 1e19})"})
+    EXPECT_NE(error_of(bad).find("beyond 18 digits"), std::string::npos) << bad << ": " << error_of(bad);
+  EXPECT_TRUE(accepts(schema(R"({"type": "integer", "maximum": 1e30, "minimum": -1e30})"), "-999999999999999999"));
+}
+
+TEST(JsonMatcher, StatesBetweenCharactersOfAStringAreOne) {
+  // Without maxLength, a string's state after any text is the same (a token guide reuses its mask).
+  const Grammar g = schema(R"({"type": "object", "properties": {"s": {"type": "string"}}})");
+  JsonMatcher plain(g), escaped(g), wide(g), surrogate(g);
+  ASSERT_TRUE(plain.feed(std::string_view("{\"s\": \"ab")));
+  ASSERT_TRUE(escaped.feed(std::string_view("{\"s\": \"a\\u00e9\\n")));
+  ASSERT_TRUE(wide.feed(std::string_view("{\"s\": \"\xC3\xA9\xE2\x82\xAC")));
+  ASSERT_TRUE(surrogate.feed(std::string_view("{\"s\": \"\\ud83d\\ude00")));
+  EXPECT_TRUE(plain == escaped);
+  EXPECT_TRUE(plain == wide);
+  EXPECT_TRUE(plain == surrogate);
+  JsonMatcher mid(g);
+  ASSERT_TRUE(mid.feed(std::string_view("{\"s\": \"\xC3")));
+  EXPECT_FALSE(plain == mid);
+  // With maxLength the count is the state.
+  const Grammar bounded = schema(R"({"type": "string", "maxLength": 5})");
+  JsonMatcher one(bounded), two(bounded);
+  ASSERT_TRUE(one.feed(std::string_view("\"a")));
+  ASSERT_TRUE(two.feed(std::string_view("\"ab")));
+  EXPECT_FALSE(one == two);
 }
 
 // ---------------------------------------------------------------------------------------------

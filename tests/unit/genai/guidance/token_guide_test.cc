@@ -175,6 +175,19 @@ TEST(JsonGuide, AllowsWhatTheSchemaAllowsAndEosAtTheEnd) {
   EXPECT_EQ(allowed_ids(), (std::vector<int>{eos}));
 }
 
+TEST(JsonGuide, PlainTokensLongerThan255CharactersWalk) {
+  // A 300-character plain token may not be counted as 255: under a maxLength of 280 it must not
+  // be allowed (the matcher refuses it), under 400 it is.
+  const std::vector<std::string> tokens = {"\"", std::string(300, 'a'), "b", ""};
+  const auto vocab = std::make_shared<GuideVocabulary>(tokens, std::vector<uint8_t>{}, std::vector<int32_t>{3}, 4);
+  for (const auto& [max, want] : {std::pair{280, 0}, std::pair{400, 1}}) {
+    JsonGuide guide(JsonGrammar::from_schema(str_cat(R"({"type": "string", "maxLength": )", max, "}")), vocab);
+    guide.accept(0);  // the opening quote
+    EXPECT_EQ(guide.allowed_tokens()[1], want) << max;
+    EXPECT_EQ(guide.allowed_tokens()[2], 1) << max;
+  }
+}
+
 TEST(JsonGuide, ADeadEndAllowsEos) {
   // No token can open an object: rather than a token the grammar refuses, EOS.
   const auto vocab = std::make_shared<GuideVocabulary>(std::vector<std::string>{"a", "b"}, std::vector<uint8_t>{},
@@ -253,6 +266,37 @@ TEST(SearchConstraint, MasksAcceptsResetsAndReplays) {
   EXPECT_EQ(log, (std::vector<std::string>{"reset"}));
   p.search.num_beams = 2;
   EXPECT_THROW(Search::create(p), Error);
+}
+
+// A constraint that allows EOS alone, min_length suppressing it and a repetition penalty on it
+// (EOS in the prompt, as a chat's <|im_end|>): EOS stays the choice, not id 0 of an all -inf row.
+class EosOnly final : public TokenConstraint {
+ public:
+  void mask(std::span<float> logits) override {
+    for (size_t i = 0; i + 1 < logits.size(); ++i) logits[i] = -INFINITY;
+  }
+  void accept(int32_t) override {}
+  void reset() override {}
+};
+class EosOnlyFactory final : public TokenConstraintFactory {
+ public:
+  std::unique_ptr<TokenConstraint> create() const override { return std::make_unique<EosOnly>(); }
+};
+
+TEST(SearchConstraint, MinLengthAndPenaltyLeaveTheOnlyAllowedToken) {
+  SearchParams p;
+  p.search.max_length = 10;
+  p.search.min_length = 8;
+  p.search.repetition_penalty = 1.5f;
+  p.vocab_size = 6;
+  p.eos_token_ids = {5};
+  p.constraint = std::make_shared<EosOnlyFactory>();
+  auto search = Search::create(p);
+  const int32_t prompt[] = {1, 5};
+  search->append_tokens(prompt, 2);
+  std::vector<float> logits = {9.f, 9.f, 9.f, 9.f, 9.f, -2.f};
+  search->generate(logits);
+  EXPECT_EQ(search->next_tokens()[0], 5);
 }
 
 // How long a mask takes on a 50K vocabulary, inside a free string (plain tokens as a set) and
