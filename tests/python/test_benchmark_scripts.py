@@ -232,3 +232,26 @@ def test_optimum_bench_prompt_lengths(tmp_path, lengths, message):
     result = run("optimum_bench.py", work, "--prompt-len", lengths)
     assert result.returncode != 0 and message in result.stderr, result.stderr
     assert not work.exists()
+
+
+def test_guidance_bench(stories_dir):
+    # stories260K writes no JSON by itself: the guided figures are of the constrained path.
+    result = run("guidance_bench.py", "-m", stories_dir, "--new", "40", "--clients", "3", "--rounds", "2")
+    assert result.returncode == 0, result.stderr
+    rounds = re.findall(r"round \d/2 (guided|plain ): generator ([\d.]+) tok/s \((\d+) tokens\), 3 engine requests ([\d.]+)",
+                        result.stdout)
+    assert sorted(r[0] for r in rounds) == ["guided", "guided", "plain ", "plain "], result.stdout
+    assert all(float(r[1]) > 0 and float(r[3]) > 0 for r in rounds)
+    # Unguided runs to --new; a guided value may end with EOS earlier, never later.
+    assert all(int(r[2]) == 39 for r in rounds if r[0] == "plain "), rounds
+    assert all(0 < int(r[2]) <= 39 for r in rounds if r[0] == "guided"), rounds
+    for what in ("generator", "engine"):
+        m = re.search(what + r": plain ([\d.]+) tok/s, guided ([\d.]+) tok/s, guided / plain ([\d.]+)", result.stdout)
+        assert m, result.stdout
+        lo, hi = quotient_range(float(m.group(2)), float(m.group(1)), half_unit=0.05)
+        assert lo - 0.0005 <= float(m.group(3)) <= hi + 0.0005, m.groups()
+
+
+def test_guidance_bench_bad_arguments(stories_dir):
+    result = run("guidance_bench.py", "-m", stories_dir, "--new", "2")
+    assert result.returncode != 0 and "--new must be at least 3" in result.stderr, result.stderr
