@@ -167,6 +167,7 @@ def test_engine_requests_follow_their_own_schemas(stories):
     ("json_schema", '{"type": "object", "properties": {"a": {"type": "strin"}}}', "strin"),
     ("json_schema", '{"type": ', "JSON"),
     ("json_schema", '{"$ref": "#/$defs/missing"}', "missing"),
+    ("json_schema", '{"type": "array", "items": {"$ref": "#"}, "minItems": 1}', "nests at most 32"),
     ("regex", "a+", "not supported"),
     ("lark_grammar", "start: /a+/", "not supported"),
     ("yaml", "{}", "unknown guidance type"),

@@ -91,6 +91,7 @@ class JsonSchemaCompiler {
       if (n.kind == Kind::kUnion) resolve_union(static_cast<uint16_t>(i), 0);
     }
     for (auto& p : g_->properties_) p.value = deref(p.value);
+    check_depth(g_->root_);
     return std::move(g_);
   }
 
@@ -106,6 +107,38 @@ class JsonSchemaCompiler {
     uint16_t node;
     std::string from;
   };
+
+  // Each node's fewest open values for some value of it (a container and what it must hold), by
+  // rounds of relaxation: after k rounds every node whose fewest is at most k has it, so
+  // kMaxDepth + 1 rounds decide the root. A root beyond kMaxDepth (a required property or
+  // minItems that recurses without end) has no value the matcher could finish.
+  void check_depth(uint16_t root) {
+    constexpr uint32_t kBeyond = JsonGrammar::kMaxDepth + 1;
+    std::vector<uint32_t> d(g_->nodes_.size(), kBeyond);
+    for (uint32_t round = 0; round <= JsonGrammar::kMaxDepth; ++round) {
+      for (size_t i = 0; i < g_->nodes_.size(); ++i) {
+        const Node& n = g_->nodes_[i];
+        uint32_t v = 1;  // scalars and literals
+        if (n.kind == Kind::kObject) {
+          for (uint32_t p = 0; p < n.count; ++p) {
+            const JsonGrammar::Property& prop = g_->properties_[n.first + p];
+            if (prop.required) v = std::max(v, 1 + d[prop.value]);
+          }
+        } else if (n.kind == Kind::kArray && n.min > 0) {
+          v = n.child == kNone ? kBeyond : 1 + d[n.child];
+        } else if (n.kind == Kind::kUnion) {
+          v = kBeyond;
+          for (uint16_t a : info_[i].alts) v = std::min(v, d[a]);
+        } else if (n.kind == Kind::kRef) {
+          v = kBeyond;  // resolved away: nothing refers to it any more
+        }
+        d[i] = std::min({d[i], v, kBeyond});
+      }
+    }
+    if (d[root] > JsonGrammar::kMaxDepth)
+      fail(info_[root].path, "no value of the schema nests at most ", JsonGrammar::kMaxDepth,
+           " values deep (a required property or minItems that recurses without end?)");
+  }
 
   template <typename... Args>
   [[noreturn]] static void fail(const std::string& path, const Args&... parts) {
@@ -429,6 +462,7 @@ class JsonSchemaCompiler {
       pending = pending || req[i];
       out[i].value = values[i];
       out[i].pending = pending;
+      out[i].required = req[i];
       std::vector<Literal> allowed;  // the next keys up to and including the first required one
       for (size_t j = i; j < n && (j == i || !req[j - 1]); ++j) allowed.push_back(keys[j]);
       out[i].keys = add_literals(std::move(allowed), true, path);

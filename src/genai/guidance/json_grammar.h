@@ -37,6 +37,9 @@ class JsonGrammar {
   static constexpr uint32_t kMaxLiterals = 100000;   // enum values and property keys, all together
   static constexpr uint32_t kMaxProperties = 64;     // per object
   static constexpr uint16_t kNone = 0xFFFF;
+  // Values open at once while a document is matched (containers and the scalar inside them): a
+  // schema with no value within it is an error (it could only dead-end).
+  static constexpr uint32_t kMaxDepth = 32;
 
   // The compiled form, read by JsonMatcher.
   enum class Kind : uint8_t { kObject, kArray, kString, kNumber, kInteger, kLiterals, kUnion, kRef };
@@ -58,6 +61,7 @@ class JsonGrammar {
     uint16_t keys;   // kLiterals node: the keys allowed when this is the next position
     uint16_t value;  // the value's node
     bool pending;    // some property at this position or after it is required
+    bool required;   // this one is
   };
   struct Literal {
     uint32_t offset, size, value;  // bytes in literal_bytes(); value: property index for keys

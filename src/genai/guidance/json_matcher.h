@@ -22,7 +22,7 @@ namespace onnxllm::genai {
 
 class JsonMatcher {
  public:
-  static constexpr int kMaxDepth = 32;
+  static constexpr int kMaxDepth = static_cast<int>(JsonGrammar::kMaxDepth);
   // Two: ", " and ": " or a line break, not pretty-printing. A small model given room pads every
   // gap (stories260K wrote 15 line breaks in each of 30 gaps, 348 tokens for a 20-field object);
   // Outlines allows one space for the same reason.

@@ -231,10 +231,34 @@ TEST(JsonMatcher, DepthCap) {
   EXPECT_FALSE(m.feed("\""));
   EXPECT_TRUE(m.feed(std::string(JsonMatcher::kMaxDepth, ']')));
   EXPECT_TRUE(m.accepting());
-  // A schema that forces deeper nesting dead-ends at the cap.
-  JsonMatcher deep(schema(R"({"type": "array", "items": {"$ref": "#"}, "minItems": 1})"));
-  ASSERT_TRUE(deep.feed(std::string(JsonMatcher::kMaxDepth, '[')));
-  EXPECT_FALSE(deep.can_continue());
+}
+
+// A schema whose values all nest deeper than the cap could only dead-end there: an error at
+// compile time, whether it recurses without end or is merely that deep.
+TEST(JsonGrammar, SchemasWithNoValueWithinTheDepthCapAreErrors) {
+  for (const char* bad : {R"({"type": "array", "items": {"$ref": "#"}, "minItems": 1})",
+                          R"({"type": "object", "properties": {"a": {"$ref": "#"}}, "required": ["a"]})",
+                          R"({"$defs": {"x": {"anyOf": [{"type": "array", "items": {"$ref": "#/$defs/x"}, "minItems": 2},
+                                                        {"type": "object", "properties": {"y": {"$ref": "#/$defs/x"}}, "required": ["y"]}]}},
+                              "$ref": "#/$defs/x"})"})
+    EXPECT_NE(error_of(bad).find("no value of the schema nests at most 32"), std::string::npos) << bad << ": " << error_of(bad);
+  // The same recursions with a way out are fine: an optional property, minItems 0, an alternative.
+  for (const char* good : {R"({"type": "array", "items": {"$ref": "#"}})",
+                           R"({"type": "object", "properties": {"a": {"$ref": "#"}}})",
+                           R"({"anyOf": [{"type": "array", "items": {"$ref": "#"}, "minItems": 1}, {"type": "null"}]})"})
+    EXPECT_EQ(error_of(good), "") << good;
+  // n required objects, one inside the next, around a string: n + 1 values open at the deepest.
+  const auto nested = [](int n) {
+    std::string s = R"({"type": "string"})";
+    for (int i = 0; i < n; ++i) s = R"({"type": "object", "properties": {"k": )" + s + R"(}, "required": ["k"]})";
+    return s;
+  };
+  EXPECT_EQ(error_of(nested(JsonMatcher::kMaxDepth - 1)), "");
+  EXPECT_NE(error_of(nested(JsonMatcher::kMaxDepth)).find("nests at most"), std::string::npos);
+  std::string deepest;
+  for (int i = 0; i < JsonMatcher::kMaxDepth - 1; ++i) deepest += "{\"k\":";
+  deepest += "\"x\"" + std::string(JsonMatcher::kMaxDepth - 1, '}');
+  EXPECT_TRUE(accepts(schema(nested(JsonMatcher::kMaxDepth - 1)), deepest));
 }
 
 // ---------------------------------------------------------------------------------------------
