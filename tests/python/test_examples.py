@@ -1,5 +1,10 @@
 """examples/python: each script runs on stories260K and prints what the API gives in-process."""
 
+import importlib.util
+import json
+
+import jsonschema
+
 import onnxllm as og
 from conftest import SOURCE_DIR, run_python
 
@@ -34,6 +39,20 @@ def test_chat_example(stories_dir):
     assert len(first) > 10
     assert result.stdout.startswith("> " + first + "\n> "), result.stdout
     assert result.stdout.count("> ") >= 2 and len(result.stdout) > len(first) + 10
+
+
+def test_json_output_example(stories_dir, tmp_path):
+    result = run_python(EXAMPLES / "json_output.py", "-m", stories_dir, "-p", "Once upon a time")
+    assert result.returncode == 0, result.stderr
+    spec = importlib.util.spec_from_file_location("json_output", EXAMPLES / "json_output.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    jsonschema.validate(json.loads(result.stdout), example.DEFAULT_SCHEMA)
+    # A schema from a file; a reply cut short says so and exits 1.
+    schema = tmp_path / "s.json"
+    schema.write_text(json.dumps({"type": "object", "properties": {"story": {"type": "string"}}, "required": ["story"]}))
+    cut = run_python(EXAMPLES / "json_output.py", "-m", stories_dir, "--schema", schema, "-n", "5")
+    assert cut.returncode == 1 and "cut at -n 5 tokens" in cut.stderr and cut.stdout.startswith("{"), cut
 
 
 def test_readme_python_snippet(stories_dir):
