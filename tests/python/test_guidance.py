@@ -10,7 +10,7 @@ import jsonschema
 import pytest
 
 import onnxllm as og
-from test_server import Server
+from test_server import chat_model, server  # noqa: F401 (fixtures: stories260K served with a chat template)
 
 # Bounded everywhere (enums, maxLength, maxItems, integers capped by the matcher), so the value
 # ends well before max_length and EOS is the only choice after it.
@@ -187,19 +187,6 @@ def test_guidance_with_beam_search_is_refused(stories):
     params.set_guidance("json_object", "")
     with pytest.raises(Exception, match="beam search"):
         og.Generator(model, params)
-
-
-@pytest.fixture(scope="module")
-def server(stories_dir, tmp_path_factory):
-    import shutil
-    out = tmp_path_factory.mktemp("serve") / "stories-chat"
-    shutil.copytree(stories_dir, out)
-    config = json.loads((out / "tokenizer_config.json").read_text())
-    config["chat_template"] = "{% for m in messages %}{{ m['content'] }}{% endfor %}"
-    (out / "tokenizer_config.json").write_text(json.dumps(config))
-    s = Server(out)
-    yield s
-    assert s.stop() == 0
 
 
 def test_server_response_format(server):

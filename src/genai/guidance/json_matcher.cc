@@ -139,8 +139,14 @@ bool JsonMatcher::step(uint8_t byte) {
       return true;
     case kRootDone: return false;
     case kObjectOpen: case kObjectKey: case kObjectColon: case kObjectValue: case kObjectNext:
-      return step_object(f, byte);
-    case kArrayOpen: case kArrayValue: case kArrayNext: return step_array(f, byte);
+    case kArrayOpen: case kArrayValue: case kArrayNext:
+      // Between a container's tokens: runs of at most kMaxWhitespace (a token resets the count).
+      if (is_whitespace(byte)) {
+        if (f.aux >= kMaxWhitespace) return false;
+        ++f.aux;
+        return true;
+      }
+      return f.state <= kObjectNext ? step_object(f, byte) : step_array(f, byte);
     case kLiterals: return step_literals(f, byte);
     default: return f.state < kNumberMinus ? step_string(f, byte) : step_number(f, byte);
   }
@@ -185,11 +191,6 @@ bool JsonMatcher::push(uint16_t node, uint8_t byte) {
 
 bool JsonMatcher::step_object(Frame& f, uint8_t byte) {
   const JsonGrammar::Node& n = g_->node(f.node);
-  if (is_whitespace(byte)) {
-    if (f.aux >= kMaxWhitespace) return false;
-    ++f.aux;
-    return true;
-  }
   // f.a: the next property position (the key literal sets it when it completes); f.b: the current one.
   const bool may_close = n.count == 0 || f.a >= n.count || !g_->property(n.first + f.a).pending;
   switch (f.state) {
@@ -229,11 +230,6 @@ bool JsonMatcher::step_object(Frame& f, uint8_t byte) {
 
 bool JsonMatcher::step_array(Frame& f, uint8_t byte) {
   const JsonGrammar::Node& n = g_->node(f.node);
-  if (is_whitespace(byte)) {
-    if (f.aux >= kMaxWhitespace) return false;
-    ++f.aux;
-    return true;
-  }
   switch (f.state) {
     case kArrayOpen:
       if (byte == ']') {

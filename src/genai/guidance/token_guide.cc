@@ -51,13 +51,10 @@ void JsonGuide::compute_allowed() {
     // chars in [1, fit], without a branch: 0 wraps to 255, which no fit (<= 255) exceeds.
     for (size_t i = 0; i < allowed_.size(); ++i) allowed_[i] = static_cast<uint8_t>(chars[i] - 1) < fit;
     walk(vocab_->not_plain_);
-  } else if (!ended_ && matcher_.mid_character()) {
-    // Only continuation bytes fit, and no plain token starts with one.
-    std::fill(allowed_.begin(), allowed_.end(), uint8_t{0});
-    walk(vocab_->not_plain_);
   } else {
     std::fill(allowed_.begin(), allowed_.end(), uint8_t{0});
-    if (!ended_) walk(vocab_->all_);
+    // Mid-character only continuation bytes fit, and no plain token starts with one.
+    if (!ended_) walk(matcher_.mid_character() ? vocab_->not_plain_ : vocab_->all_);
   }
   uint8_t any = 0;
   for (uint8_t a : allowed_) any |= a;
