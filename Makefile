@@ -78,7 +78,7 @@ bench: configure oracle
 # corpus in build-fuzz/corpus and the committed seeds in fuzz/seeds/<name>, with fuzz/<name>.dict
 # when there is one. Not part of `make test`.
 FUZZ_SECONDS ?= 600
-FUZZERS ?= model_loader_fuzzer tokenizer_fuzzer chat_template_fuzzer config_fuzzer safetensors_fuzzer gguf_fuzzer cli_parse_fuzzer openai_request_fuzzer json_schema_fuzzer
+FUZZERS ?= model_loader_fuzzer tokenizer_fuzzer chat_template_fuzzer config_fuzzer safetensors_fuzzer gguf_fuzzer cli_parse_fuzzer openai_request_fuzzer json_schema_fuzzer lark_grammar_fuzzer
 fuzz:
 	@scripts/install_deps.sh --fuzz
 	CC=clang-14 CXX=clang++-14 cmake -S . -B build-fuzz -G Ninja -DONNXLLM_BUILD_FUZZERS=ON -DONNXLLM_BUILD_TESTS=OFF

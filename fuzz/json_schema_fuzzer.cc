@@ -1,5 +1,5 @@
 // Feeds arbitrary bytes to the guidance grammar: the input up to its first NUL byte is a JSON
-// Schema (JsonGrammar::from_schema), the rest bytes fed one by one to a JsonMatcher of it (a
+// Schema (JsonGrammar::from_schema), the rest bytes fed one by one to a JsonMatcherSet of it (a
 // refused byte is skipped, as a token mask would skip it). Contracts: a matcher that says the
 // bytes it took are a complete value holds text that parses as JSON; a refused feed leaves the
 // state as it was (it refuses the same byte again and still says what it said before).
@@ -15,7 +15,7 @@
 #include "core/error.h"
 #include "fuzz/fuzz_contract.h"
 #include "genai/guidance/json_grammar.h"
-#include "genai/guidance/json_matcher.h"
+#include "genai/guidance/json_matcher_set.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace onnxllm;
@@ -29,7 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const Error&) {
     grammar = genai::JsonGrammar::any_object();
   }
-  genai::JsonMatcher m(grammar);
+  genai::JsonMatcherSet m(grammar);
   std::string taken;
   for (char c : bytes) {
     const bool was_accepting = m.accepting();

@@ -112,3 +112,13 @@ write("json_schema_fuzzer", "tree", json.dumps({"$defs": {"t": {"type": "array",
 write("json_schema_fuzzer", "any", "{}\0" + '{"a": [1.5e-3, true, null, "x\\ud83d\\ude00"]}')
 write("json_schema_fuzzer", "bounds", json.dumps({"type": "array", "items": {"type": "integer", "minimum": -50,
                                                                               "exclusiveMaximum": -19}}) + "\0" + "[-35, -2, -20]")
+write("json_schema_fuzzer", "forks_patterns", json.dumps({"type": "array", "items": {"anyOf": [
+    {"type": "object", "properties": {"name": {"const": "ab"}, "p": {"type": "string", "pattern": "^[a-z]{2,4}$"}}},
+    {"type": "object", "properties": {"name": {"const": "abc"}, "q": {"type": "integer", "maximum": 9}}}]}}) +
+      "\0" + '[{"name": "ab", "p": "xyz"}, {"name": "abc", "q": 7}]')
+
+# A Lark grammar (or "re:" and a regex), a NUL, then the bytes fed to its matcher (\x01: the
+# special token <a>).
+write("lark_grammar_fuzzer", "tools", 'start: TEXT | <a> call <b>\nTEXT: /[^{<](.|\\n)*/\ncall: %json {"type": "array", '
+      '"items": {"anyOf": [{"type": "object", "properties": {"name": {"const": "f"}}}]}}\0' + '\x01[{"name": "f"}]')
+write("lark_grammar_fuzzer", "regex", "re:(Yes|No), [a-z]+( [a-z]+){2,4}\\.\0No, it is so.")

@@ -137,8 +137,29 @@ class CliTest(unittest.TestCase):
             bad = cli("generate", "-m", STORIES, "-p", "Once", "-n", "8", *args, check=False)
             self.assertNotEqual(bad.returncode, 0)
             self.assertIn(message, bad.stderr)
-        bad = cli("generate", "-m", STORIES, "-p", "Once", "--json-schema", "-", check=False, stdin='{"pattern": "a+"}')
-        self.assertIn("unsupported keyword 'pattern'", bad.stderr)
+        bad = cli("generate", "-m", STORIES, "-p", "Once", "--json-schema", "-", check=False, stdin='{"multipleOf": 2}')
+        self.assertIn("unsupported keyword 'multipleOf'", bad.stderr)
+
+    def test_generate_regex_and_grammar(self):
+        # --regex and --grammar (Lark): Python's re checks the text; EOS ends it once complete.
+        pattern = r"(Yes|No), [a-z]+( [a-z]+){2,4}\."
+        for extra in ([], ["--do-sample", "--temperature", "1.3", "--seed", "5"]):
+            text = cli("generate", "-m", STORIES, "-p", "Once upon a time", "-n", "100", "--regex", pattern,
+                       "--no-timings", *extra).stdout
+            self.assertRegex(text, "^" + pattern + "$")
+        grammar = 'start: "The " NAME " " VERB "."\nNAME: "cat" | "dog"\nVERB: /[a-z]{3,8}/\n'
+        text = cli("generate", "-m", STORIES, "-p", "Once", "-n", "100", "--grammar", "-", "--no-timings",
+                   stdin=grammar).stdout
+        self.assertRegex(text, r"^The (cat|dog) [a-z]{3,8}\.$")
+        for args, message in [(["--regex", "a(?=b)"], "lookahead"),
+                              (["--regex", "a", "--json"], "excludes"),
+                              (["--grammar", "-", "--json-schema", "-"], "excludes"),
+                              (["--grammar", os.path.join(WORK, "missing.lark")], "--grammar: cannot open")]:
+            bad = cli("generate", "-m", STORIES, "-p", "Once", "-n", "8", *args, check=False)
+            self.assertNotEqual(bad.returncode, 0)
+            self.assertIn(message, bad.stderr)
+        bad = cli("generate", "-m", STORIES, "-p", "Once", "--grammar", "-", check=False, stdin="start: a\na: a")
+        self.assertIn("'a' refers to itself", bad.stderr)
 
     def test_llama_cpp_short_options(self):
         # -p, -f and -t as llama.cpp spells them: the same text as --prompt, --prompt-file, --threads.

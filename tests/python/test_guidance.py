@@ -1,9 +1,10 @@
-"""Guidance: GeneratorParams.set_guidance("json_schema" | "json_object", ...) on og.Generator and
-og.Engine, and the server's response_format. stories260K knows no JSON, so whatever it writes under
+"""Guidance: GeneratorParams.set_guidance("json_schema" | "json_object" | "regex" | "lark_grammar",
+...) on og.Generator and og.Engine, and the server's response_format. stories260K knows no JSON, so whatever it writes under
 a schema shows the constraint at work: every finished reply must parse and pass Python's
 `jsonschema` (the reference validator), and end with EOS as soon as the value is complete."""
 
 import json
+import re
 import threading
 
 import jsonschema
@@ -39,6 +40,22 @@ TREE = {
     "$ref": "#/$defs/node",
 }
 
+# A pydantic discriminated union (oneOf whose objects start alike, told apart by "kind") and
+# strings held to patterns, with a length the pattern must fit.
+PETS = {
+    "$defs": {
+        "Cat": {"type": "object", "properties": {"kind": {"const": "cat"}, "name": {"type": "string", "pattern": "^[A-Z][a-z]{1,6}$"},
+                                                  "lives": {"type": "integer", "minimum": 1, "maximum": 9}},
+                "required": ["kind", "name", "lives"]},
+        "Dog": {"type": "object", "properties": {"kind": {"const": "dog"}, "tag": {"type": "string", "pattern": "[0-9]{3}",
+                                                                                    "maxLength": 6}},
+                "required": ["kind", "tag"]}},
+    "type": "object",
+    "properties": {"pets": {"type": "array", "items": {"oneOf": [{"$ref": "#/$defs/Cat"}, {"$ref": "#/$defs/Dog"}],
+                                                        "discriminator": {"propertyName": "kind"}}, "minItems": 1, "maxItems": 2}},
+    "required": ["pets"],
+}
+
 PROMPTS = ["Once upon a time", "The little dog", "Lily and Tom went to the park"]
 
 
@@ -61,14 +78,14 @@ def stories(stories_dir):
     return model, og.Tokenizer(model)
 
 
-@pytest.mark.parametrize("schema", [PERSON, TREE], ids=["person", "tree"])
+@pytest.mark.parametrize("schema", [PERSON, TREE, PETS], ids=["person", "tree", "pets"])
 def test_generator_output_follows_the_schema(stories, schema):
     model, tokenizer = stories
     eos = 2  # stories260K's </s>
     replies = []
     for prompt in PROMPTS:
         for search in [dict(do_sample=False)] + [dict(do_sample=True, top_k=0, temperature=1.5, random_seed=s) for s in range(4)]:
-            tokens, text = guided(model, tokenizer, prompt, "json_schema", json.dumps(schema), **search)
+            tokens, text = guided(model, tokenizer, prompt, "json_schema", json.dumps(schema), max_new=450, **search)
             assert tokens[-1] == eos, (prompt, search, text)
             value = json.loads(text)
             jsonschema.validate(value, schema)
@@ -162,14 +179,17 @@ def test_engine_requests_follow_their_own_schemas(stories):
 
 
 @pytest.mark.parametrize("kind, data, message", [
-    ("json_schema", '{"type": "string", "pattern": "a+"}', "pattern"),
+    ("json_schema", '{"type": "string", "pattern": "a(?=b)"}', "'pattern': regex: lookahead"),
+    ("json_schema", '{"type": "number", "multipleOf": 2}', "multipleOf"),
     ("json_schema", '{"type": "number", "minimum": 3}', "integers only"),
     ("json_schema", '{"type": "object", "properties": {"a": {"type": "strin"}}}', "strin"),
     ("json_schema", '{"type": ', "JSON"),
     ("json_schema", '{"$ref": "#/$defs/missing"}', "missing"),
     ("json_schema", '{"type": "array", "items": {"$ref": "#"}, "minItems": 1}', "nests at most 32"),
-    ("regex", "a+", "not supported"),
-    ("lark_grammar", "start: /a+/", "not supported"),
+    ("regex", "a(?=b)", "lookahead"),
+    ("lark_grammar", "start: x", "'x' is not defined"),
+    ("lark_grammar", "start: <tool_call> %json {}", "<tool_call> is not a token of this model's tokenizer"),
+    ("lark_grammar", "start: a\na: \"x\" a", "recursive rules are not supported"),
     ("yaml", "{}", "unknown guidance type"),
 ])
 def test_bad_guidance_is_a_clear_error(stories, kind, data, message):
@@ -178,6 +198,85 @@ def test_bad_guidance_is_a_clear_error(stories, kind, data, message):
     with pytest.raises(Exception) as e:
         params.set_guidance(kind, data)
     assert message in str(e.value)
+
+
+SEARCHES = [dict(do_sample=False)] + [dict(do_sample=True, top_k=0, temperature=1.5, random_seed=s) for s in range(4)]
+
+
+def test_regex_guidance(stories):
+    # Python's re (not ours) checks every reply; EOS comes once the pattern can take nothing more.
+    model, tokenizer = stories
+    pattern = r"(Yes|No), [a-z]+( [a-z]+){2,4}\."
+    replies = set()
+    for prompt in PROMPTS:
+        for search in SEARCHES:
+            tokens, text = guided(model, tokenizer, prompt, "regex", pattern, **search)
+            assert tokens[-1] == 2, (prompt, search, text)
+            assert re.fullmatch(pattern, text), (prompt, search, text)
+            replies.add(text)
+    assert len(replies) > len(PROMPTS)
+
+
+def genai_lark_grammar(tools):
+    """examples/python/common.py's get_lark_grammar(tools, text_output=True, tool_output=True,
+    tool_call_start="", tool_call_end=""), as onnxruntime-genai users write it, with maxItems 2 so
+    that stories260K's list of calls ends within the test's max_length."""
+    schemas = []
+    for tool in tools:
+        f = tool["function"]
+        properties = {"name": {"const": f["name"]}}
+        if f["parameters"]:
+            properties["parameters"] = {"type": "object", "properties": f["parameters"].get("properties", {}),
+                                        "required": f["parameters"].get("required", [])}
+        schemas.append({"description": f["description"], "type": "object", "properties": properties,
+                        "required": ["name", "parameters"] if f["parameters"] else ["name"],
+                        "additionalProperties": False})
+    schema = {"x-guidance": {"whitespace_flexible": False, "key_separator": ": ", "item_separator": ", "},
+              "type": "array", "items": {"anyOf": schemas}, "minItems": 1, "maxItems": 2}
+    return "\n".join(["start: TEXT | functioncall", "TEXT: /[^{<](.|\\n)*/", f"functioncall: %json {json.dumps(schema)}"]), schema
+
+
+TOOLS = [
+    {"type": "function", "function": {"name": "get_weather", "description": "Weather in a city", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string", "maxLength": 10}, "unit": {"enum": ["C", "F"]}},
+        "required": ["city", "unit"]}}},
+    {"type": "function", "function": {"name": "get_weather_alerts", "description": "Alerts", "parameters": {
+        "type": "object", "properties": {"region": {"type": "integer", "minimum": 1, "maximum": 50}}, "required": ["region"]}}},
+    {"type": "function", "function": {"name": "get_time", "description": "The time", "parameters": {}}},
+]
+
+
+def test_lark_grammar_genai_tool_calls(stories):
+    # The grammar onnxruntime-genai's examples build: free text, or a JSON list of calls whose
+    # "name" tells the tools apart (the anyOf's objects start alike). A reply starting with '['
+    # must be calls valid against the schema; text must not start with '{' or '<'.
+    model, tokenizer = stories
+    grammar, schema = genai_lark_grammar(TOOLS)
+    calls = texts = 0
+    for prompt in PROMPTS + ["[", "The weather"]:
+        for search in SEARCHES:
+            tokens, text = guided(model, tokenizer, prompt, "lark_grammar", grammar, max_new=120, **search)
+            assert text and text[0] not in "{<", (prompt, search, text)
+            if text.startswith("["):
+                assert tokens[-1] == 2, (prompt, search, text)
+                jsonschema.validate(json.loads(text), schema)
+                calls += 1
+            else:
+                texts += 1
+    assert texts > 0
+    # A grammar of calls alone: every reply is a valid list of calls, some to each tool.
+    only_calls = grammar.replace("start: TEXT | functioncall", "start: functioncall")
+    names = set()
+    for prompt in PROMPTS:
+        for search in SEARCHES:
+            tokens, text = guided(model, tokenizer, prompt, "lark_grammar", only_calls, max_new=200, **search)
+            assert tokens[-1] == 2, (prompt, search, text)
+            value = json.loads(text)
+            jsonschema.validate(value, schema)
+            # x-guidance's whitespace_flexible false: exactly its ": " and ", " separators.
+            assert text == json.dumps(value, ensure_ascii=False), text
+            names.update(call["name"] for call in value)
+    assert len(names) >= 2, names
 
 
 def test_guidance_with_beam_search_is_refused(stories):
@@ -219,8 +318,8 @@ def test_server_response_format(server):
     ({"type": "json_schema", "json_schema": {"schema": {}}}, "response_format.json_schema.name", "Missing"),
     ({"type": "json_schema", "json_schema": {"name": "a b", "schema": {}}}, "response_format.json_schema.name", "1 to 64"),
     ({"type": "json_schema", "json_schema": {"name": "x" * 65, "schema": {}}}, "response_format.json_schema.name", "1 to 64"),
-    ({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "string", "pattern": "x"}}},
-     "response_format.json_schema.schema", "pattern"),
+    ({"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "string", "pattern": "(?<=x)"}}},
+     "response_format.json_schema.schema", "lookbehind"),
     ({"type": "json_schema", "json_schema": {"name": "x", "schema": 5}}, "response_format.json_schema.schema", "expected"),
     ({"type": "json_schema", "json_schema": {"name": "x", "bogus": 1}}, "response_format.json_schema.bogus", "Unrecognized"),
     ({"type": "json_object", "json_schema": {}}, "response_format.json_schema", "Unrecognized"),

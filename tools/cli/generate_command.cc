@@ -13,7 +13,8 @@
 //                                  apply_chat_template(tokenize=True) does
 //   --json-schema FILE|-           the generated text is a JSON value valid against the schema in
 //                                  FILE (guidance, as set_guidance("json_schema", ...)); --json:
-//                                  any JSON object
+//                                  any JSON object; --regex PATTERN: text the pattern matches;
+//                                  --grammar FILE|-: text of the Lark grammar in FILE (one of the four)
 // Output: with --print-ids, each returned sequence (prompt included) as comma-separated ids on a
 // line of its own; for one sequence (batch 1, no beam search) the line is written as the ids are
 // generated, flushed per token, so an interrupted run keeps what it printed. Otherwise the
@@ -61,6 +62,8 @@ struct GenerateArgs {
   bool no_timings = false;
   std::string json_schema;  // a file ("-": standard input)
   bool json = false;
+  std::string regex;
+  std::string grammar;  // a file ("-": standard input)
 };
 
 // The prompt text of --chat: one user message through the folder's chat template.
@@ -101,11 +104,18 @@ std::string id_list(std::span<const int32_t> ids) {
 int run_generate(const GenerateArgs& args, bool has_ids, bool has_prompt, bool has_chat) {
   ONNXLLM_CHECK(has_ids + has_prompt + has_chat == 1, kInvalidArgument,
                 "generate: give exactly one of --ids, --prompt, --prompt-file and --chat");
-  ONNXLLM_CHECK(!(args.prompt_file == "-" && args.json_schema == "-"), kInvalidArgument,
-                "generate: --prompt-file and --json-schema cannot both read standard input");
+  ONNXLLM_CHECK((args.prompt_file == "-") + (args.json_schema == "-") + (args.grammar == "-") <= 1, kInvalidArgument,
+                "generate: only one of --prompt-file, --json-schema and --grammar can read standard input");
   // Read before the model loads, so a bad file fails at once.
   const std::string prompt = args.prompt_file.empty() ? args.prompt : read_prompt_file(args.prompt_file);
-  const std::string schema = args.json_schema.empty() ? "" : read_prompt_file(args.json_schema, kMaxPromptFileBytes, "--json-schema");
+  // The guidance, as set_guidance's type and data ("": none).
+  std::string guide_type, guide_data;
+  if (args.json) guide_type = "json_object";
+  if (!args.json_schema.empty())
+    guide_type = "json_schema", guide_data = read_prompt_file(args.json_schema, kMaxPromptFileBytes, "--json-schema");
+  if (!args.regex.empty()) guide_type = "regex", guide_data = args.regex;
+  if (!args.grammar.empty())
+    guide_type = "lark_grammar", guide_data = read_prompt_file(args.grammar, kMaxPromptFileBytes, "--grammar");
   genai::ModelOptions options;
   options.num_threads = args.threads;
   options.kv_cache_dtype = kv_cache_dtype(args.kv_cache);
@@ -113,7 +123,7 @@ int run_generate(const GenerateArgs& args, bool has_ids, bool has_prompt, bool h
 
   // The tokenizer is needed for text prompts and for printing text.
   std::shared_ptr<Tokenizer> tokenizer;
-  const bool guided = args.json || !args.json_schema.empty();
+  const bool guided = !guide_type.empty();
   if (has_prompt || has_chat || !args.print_ids || guided) tokenizer = Tokenizer::load(model->config().tokenizer_dir());
   std::vector<std::vector<int32_t>> rows;
   if (has_ids) rows = parse_id_rows(args.ids);
@@ -134,7 +144,7 @@ int run_generate(const GenerateArgs& args, bool has_ids, bool has_prompt, bool h
       search_options(args, rows.size(), static_cast<int>(longest), model->config().model.context_length).dump());
   if (guided) {
     const genai::Config& config = model->config();
-    params.guidance = genai::make_guidance(args.json ? "json_object" : "json_schema", schema,
+    params.guidance = genai::make_guidance(guide_type, guide_data,
                                            genai::GuideVocabulary::from_tokenizer(*tokenizer, config.eos_token_ids(),
                                                                                   config.model.vocab_size));
   }
@@ -222,7 +232,16 @@ Command add_generate_command(CLI::App& app) {
   auto* schema = cmd->add_option("--json-schema", args->json_schema,
                                  "File with a JSON Schema ('-' = standard input): the generated text is a JSON value "
                                  "valid against it, ending with EOS (guidance)");
-  cmd->add_flag("--json", args->json, "The generated text is a JSON object (guidance)")->excludes(schema);
+  auto* json = cmd->add_flag("--json", args->json, "The generated text is a JSON object (guidance)")->excludes(schema);
+  auto* regex = cmd->add_option("--regex", args->regex, "The generated text matches this regular expression (guidance)")
+                    ->excludes(schema)
+                    ->excludes(json);
+  cmd->add_option("--grammar", args->grammar,
+                  "File with a Lark grammar ('-' = standard input; llguidance's dialect, %json and <special> "
+                  "tokens included): the generated text is one of its texts (guidance)")
+      ->excludes(schema)
+      ->excludes(json)
+      ->excludes(regex);
   return {cmd, [args, ids, prompt, prompt_file, chat] {
             return run_generate(*args, ids->count() > 0, prompt->count() + prompt_file->count() > 0,
                                 chat->count() > 0);

@@ -29,7 +29,11 @@ GuideVocabulary::GuideVocabulary(std::vector<std::string> bytes, std::span<const
   ONNXLLM_CHECK(vocab_size_ > 0, kInvalidArgument, "guidance needs a vocabulary, got vocab_size ", vocab_size_);
   if (bytes_.size() > static_cast<size_t>(vocab_size_)) bytes_.resize(static_cast<size_t>(vocab_size_));
   for (size_t id = 0; id < bytes_.size(); ++id)
-    if (id < special.size() && special[id]) bytes_[id].clear();
+    if (id < special.size() && special[id]) {
+      if (!bytes_[id].empty()) special_.emplace_back(std::move(bytes_[id]), static_cast<int32_t>(id));
+      bytes_[id].clear();
+    }
+  std::sort(special_.begin(), special_.end());
   std::erase_if(eos_, [&](int32_t id) { return id < 0 || id >= vocab_size_; });
   for (int32_t id : eos_)
     if (static_cast<size_t>(id) < bytes_.size()) bytes_[static_cast<size_t>(id)].clear();
@@ -51,6 +55,12 @@ std::shared_ptr<const GuideVocabulary> GuideVocabulary::from_tokenizer(const Tok
   std::vector<uint8_t> special(bytes.size(), 0);
   for (size_t id = 0; id < bytes.size(); ++id) special[id] = tokenizer.is_special(static_cast<int32_t>(id)) ? 1 : 0;
   return std::make_shared<const GuideVocabulary>(std::move(bytes), special, std::move(eos_ids), vocab_size);
+}
+
+int32_t GuideVocabulary::special_token(std::string_view text) const {
+  const auto it = std::lower_bound(special_.begin(), special_.end(), text,
+                                   [](const auto& entry, std::string_view t) { return entry.first < t; });
+  return it != special_.end() && it->first == text ? it->second : -1;
 }
 
 std::string_view GuideVocabulary::bytes(int32_t id) const {

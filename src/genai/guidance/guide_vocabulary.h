@@ -20,7 +20,8 @@ namespace onnxllm::genai {
 class GuideVocabulary {
  public:
   // bytes[id]: what token id adds to the text (Tokenizer::token_bytes); ids marked in `special`, or
-  // with no bytes, are never chosen, except the `eos_ids`, which end the value. `vocab_size`: the
+  // with no bytes, are never chosen, except the `eos_ids`, which end the value, and special
+  // tokens a grammar names. `vocab_size`: the
   // logits' width (ids from bytes.size() up are never chosen either).
   GuideVocabulary(std::vector<std::string> bytes, std::span<const uint8_t> special, std::vector<int32_t> eos_ids,
                   int vocab_size);
@@ -30,9 +31,13 @@ class GuideVocabulary {
   int vocab_size() const { return vocab_size_; }
   std::string_view bytes(int32_t id) const;  // empty for ids never chosen
   const std::vector<int32_t>& eos_ids() const { return eos_; }
+  // A special token's id by its text (`<tool_call>`), or -1: a Lark grammar's `<name>`. Special
+  // tokens are never in the trie; a grammar allows them by id.
+  int32_t special_token(std::string_view text) const;
 
  private:
-  friend class JsonGuide;
+  template <typename>
+  friend class TokenGuide;
   // A trie: node 0 the root; a node's children are contiguous and ordered by byte.
   struct Node {
     uint32_t first_child = 0, children = 0;
@@ -47,6 +52,7 @@ class GuideVocabulary {
   static Trie build_trie(const std::vector<std::string>& bytes, const std::vector<int32_t>& ids);
 
   std::vector<std::string> bytes_;
+  std::vector<std::pair<std::string, int32_t>> special_;  // sorted by text
   std::vector<int32_t> eos_;
   int vocab_size_ = 0;
   Trie all_;                          // every token that may be chosen

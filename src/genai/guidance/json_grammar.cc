@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/json_file.h"
+#include "genai/guidance/regex_dfa.h"
 
 namespace onnxllm::genai {
 namespace {
@@ -28,7 +29,10 @@ enum TypeBits : unsigned {
 bool is_annotation(std::string_view k) {
   static const std::set<std::string_view> kAnnotations = {
       "title", "description", "default", "examples", "$schema", "$id", "$comment", "format",
-      "deprecated", "readOnly", "writeOnly", "$defs", "definitions"};  // the last two: $ref targets
+      "deprecated", "readOnly", "writeOnly", "$defs", "definitions",  // these two: $ref targets
+      // OpenAPI's hint for a oneOf (which is checked as written); llguidance's options (read at
+      // the root by from_schema).
+      "discriminator", "x-guidance"};
   return kAnnotations.count(k) > 0;
 }
 
@@ -36,7 +40,7 @@ bool is_annotation(std::string_view k) {
 unsigned keyword_type(std::string_view k) {
   if (k == "properties" || k == "required" || k == "additionalProperties") return kObjectBit;
   if (k == "items" || k == "minItems" || k == "maxItems") return kArrayBit;
-  if (k == "minLength" || k == "maxLength") return kStringBit;
+  if (k == "minLength" || k == "maxLength" || k == "pattern") return kStringBit;
   return 0;
 }
 
@@ -398,10 +402,75 @@ class JsonSchemaCompiler {
     return add_node(n, path);
   }
 
+  // Per DFA state, the fewest and the most characters (lead bytes: continuation bytes count 0)
+  // on a way to a match: fewest by rounds of relaxation; most kUnbounded where a loop is reachable
+  // (every loop of a UTF-8 DFA reads a character), else the longest way through the acyclic rest.
+  static void char_counts(const RegexDfa& dfa, std::vector<uint32_t>& fewest, std::vector<uint32_t>& most) {
+    const uint32_t n = dfa.states();
+    constexpr uint32_t kInf = JsonGrammar::kUnbounded;
+    const auto weight = [](int b) { return (b & 0xC0) == 0x80 ? 0u : 1u; };
+    fewest.assign(n, kInf);
+    for (uint32_t s = 0; s < n; ++s)
+      if (dfa.accepting(s)) fewest[s] = 0;
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (uint32_t s = 0; s < n; ++s)
+        for (int b = 0; b < 256; ++b) {
+          const uint32_t t = dfa.next(s, static_cast<uint8_t>(b));
+          if (t != RegexDfa::kDead && fewest[t] != kInf && fewest[t] + weight(b) < fewest[s]) {
+            fewest[s] = fewest[t] + weight(b);
+            changed = true;
+          }
+        }
+    }
+    // Most: peel states whose successors are all peeled (Kahn's order, successors first); what
+    // is never peeled reaches a loop.
+    most.assign(n, kInf);
+    std::vector<std::vector<uint32_t>> preds(n);
+    std::vector<uint32_t> out(n, 0);
+    for (uint32_t s = 0; s < n; ++s)
+      for (int b = 0; b < 256; ++b)
+        if (const uint32_t t = dfa.next(s, static_cast<uint8_t>(b)); t != RegexDfa::kDead) {
+          preds[t].push_back(s);
+          ++out[s];
+        }
+    std::vector<uint32_t> ready;
+    for (uint32_t s = 0; s < n; ++s)
+      if (out[s] == 0) ready.push_back(s);
+    while (!ready.empty()) {
+      const uint32_t s = ready.back();
+      ready.pop_back();
+      uint32_t m = 0;
+      for (int b = 0; b < 256; ++b)
+        if (const uint32_t t = dfa.next(s, static_cast<uint8_t>(b)); t != RegexDfa::kDead) m = std::max(m, most[t] + weight(b));
+      most[s] = m;
+      for (uint32_t p : preds[s])
+        if (--out[p] == 0) ready.push_back(p);
+    }
+  }
+
   uint16_t compile_string(const Json& s, const std::string& path) {
     Node n{.kind = Kind::kString};
     min_max(n, s, "minLength", "maxLength", path);
-    return n.min == 0 && n.max == UINT32_MAX ? string_ : add_node(n, path);
+    if (s.contains("pattern")) {
+      if (!s["pattern"].is_string()) fail(path, "'pattern' must be a string");
+      if (g_->patterns_.size() >= kNone) fail(path, "too many patterns");
+      JsonGrammar::Pattern p;
+      try {
+        p.dfa = RegexDfa::compile(s["pattern"].get<std::string>(), RegexDfa::Mode::kSearch);
+      } catch (const Error& e) {
+        fail(path, "'pattern': ", e.what());
+      }
+      if (p.dfa->states() == 0) fail(path, "'pattern' matches no string");
+      if (n.min > 0 || n.max != UINT32_MAX) {
+        char_counts(*p.dfa, p.min_chars, p.max_chars);
+        if (p.min_chars[p.dfa->start()] > n.max || (p.max_chars[p.dfa->start()] < n.min))
+          fail(path, "no string of the 'minLength' / 'maxLength' matches 'pattern'");
+      }
+      g_->patterns_.push_back(std::move(p));
+      n.pattern = static_cast<uint16_t>(g_->patterns_.size() - 1);
+    }
+    return n.min == 0 && n.max == UINT32_MAX && n.pattern == kNone ? string_ : add_node(n, path);
   }
 
   uint16_t compile_array(const Json& s, const std::string& path) {
@@ -518,19 +587,63 @@ class JsonSchemaCompiler {
     }
     if (literal_alts.size() == 1) alts.push_back(literal_alts[0]);
     if (literal_alts.size() > 1) alts.push_back(add_literals(std::move(lits), false, info_[u].path, one_of));
+    std::array<std::vector<uint16_t>, 256> starting;  // the alternatives a value starting with b may be
+    for (uint16_t a : alts)
+      for (int b : first_bytes(a)) starting[b].push_back(a);
     std::array<uint16_t, 256> table;
     table.fill(kNone);
-    for (uint16_t a : alts) {
-      for (int b : first_bytes(a)) {
-        if (table[b] != kNone && (table[b] != a || one_of))
-          fail(info_[u].path, name, " alternatives that start with the same character are not supported");
-        table[b] = a;
-      }
+    for (int b = 0; b < 256; ++b) {
+      const std::vector<uint16_t>& s = starting[b];
+      if (s.size() == 1) table[b] = s[0];
+      if (s.size() < 2) continue;
+      if (one_of)
+        for (size_t i = 0; i < s.size(); ++i)
+          for (size_t j = i + 1; j < s.size(); ++j)
+            if (!discriminated(s[i], s[j]))
+              fail(info_[u].path, name, " alternatives that start with the same character must differ in the "
+                   "const or enum value of a required property (a discriminator)");
+      table[b] = fork_entry(s);
     }
     g_->nodes_[u].first = static_cast<uint32_t>(g_->dispatch_.size());
     g_->dispatch_.push_back(table);
     info_[u].alts = std::move(alts);
     info_[u].state = 2;
+  }
+
+  uint16_t fork_entry(const std::vector<uint16_t>& alts) {
+    auto [it, added] = fork_ids_.try_emplace(alts, static_cast<uint16_t>(g_->forks_.size()));
+    if (added) {
+      if (g_->forks_.size() >= kNone - JsonGrammar::kFork)
+        throw_error(ErrorCode::kInvalidArgument, "JSON schema: too many alternatives that start alike");
+      g_->forks_.push_back(alts);
+    }
+    return static_cast<uint16_t>(JsonGrammar::kFork + it->second);
+  }
+
+  // Objects that no value can match both of: each has a required property of one key whose
+  // const/enum values (literal sets) share none.
+  bool discriminated(uint16_t a, uint16_t b) const {
+    const Node &x = g_->nodes_[a], &y = g_->nodes_[b];
+    if (x.kind != Kind::kObject || y.kind != Kind::kObject) return false;
+    for (uint32_t i = 0; i < x.count; ++i)
+      for (uint32_t j = 0; j < y.count; ++j)
+        if (property_key(x, i) == property_key(y, j) && disjoint_literals(x, i, y, j)) return true;
+    return false;
+  }
+  std::string_view property_key(const Node& object, uint32_t i) const {
+    const Node& keys = g_->nodes_[g_->properties_[object.first + i].keys];
+    for (uint32_t k = keys.first; k < keys.first + keys.count; ++k)
+      if (g_->literals_[k].value == i) return view(g_->literals_[k]);
+    return {};
+  }
+  bool disjoint_literals(const Node& x, uint32_t i, const Node& y, uint32_t j) const {
+    const JsonGrammar::Property &p = g_->properties_[x.first + i], &q = g_->properties_[y.first + j];
+    const Node &a = g_->nodes_[deref(p.value)], &b = g_->nodes_[deref(q.value)];
+    if (!p.required || !q.required || a.kind != Kind::kLiterals || b.kind != Kind::kLiterals) return false;
+    for (uint32_t k = a.first; k < a.first + a.count; ++k)
+      for (uint32_t l = b.first; l < b.first + b.count; ++l)
+        if (view(g_->literals_[k]) == view(g_->literals_[l])) return false;
+    return true;
   }
 
   std::vector<int> first_bytes(uint16_t a) const {
@@ -555,6 +668,7 @@ class JsonSchemaCompiler {
   std::shared_ptr<JsonGrammar> g_;
   std::vector<Info> info_;
   std::map<std::string, uint16_t> refs_;  // JSON pointer -> kRef node
+  std::map<std::vector<uint16_t>, uint16_t> fork_ids_;  // alternatives -> index in forks_
   std::vector<Ref> work_;                 // refs whose targets are not compiled yet
   uint16_t string_, number_, integer_, booleans_, null_, any_, free_array_, free_object_;
 };
@@ -562,7 +676,30 @@ class JsonSchemaCompiler {
 std::shared_ptr<const JsonGrammar> JsonGrammar::from_schema(std::string_view schema_json) {
   const Json doc = parse_ordered_json(schema_json, "JSON schema", ErrorCode::kInvalidArgument);
   JsonSchemaCompiler compiler(&doc);
-  return compiler.finish(compiler.compile_document());
+  std::shared_ptr<const JsonGrammar> grammar = compiler.finish(compiler.compile_document());
+  if (!doc.is_object() || !doc.contains("x-guidance")) return grammar;
+  // llguidance's formatting options (onnxruntime-genai's tool-call examples set them); the
+  // others (lenient, coerce_one_of, ...) change nothing here.
+  const Json& x = doc["x-guidance"];
+  if (!x.is_object()) throw_error(ErrorCode::kInvalidArgument, "JSON schema: 'x-guidance' must be an object");
+  auto g = std::const_pointer_cast<JsonGrammar>(grammar);
+  if (x.contains("whitespace_flexible")) {
+    if (!x["whitespace_flexible"].is_boolean())
+      throw_error(ErrorCode::kInvalidArgument, "JSON schema: 'x-guidance' 'whitespace_flexible' must be a boolean");
+    g->exact_whitespace_ = !x["whitespace_flexible"].get<bool>();
+  }
+  const auto spaces = [&](const char* key, char mark, uint8_t& out) {
+    if (!x.contains(key)) return;
+    const Json& v = x[key];
+    const std::string sep = v.is_string() ? v.get<std::string>() : "";
+    if (sep.empty() || sep[0] != mark || sep.size() > 3 || sep.find_first_not_of(' ', 1) != std::string::npos)
+      throw_error(ErrorCode::kInvalidArgument, "JSON schema: 'x-guidance' '", key, "' ", printable(v.dump()),
+                  " is not supported ('", mark, "' and up to two spaces)");
+    out = static_cast<uint8_t>(sep.size() - 1);
+  };
+  spaces("key_separator", ':', g->key_spaces_);
+  spaces("item_separator", ',', g->item_spaces_);
+  return grammar;
 }
 
 std::shared_ptr<const JsonGrammar> JsonGrammar::any_object() {

@@ -1,6 +1,7 @@
 #include "genai/guidance/json_matcher.h"
 
 #include <cstring>
+#include <string>
 
 #include "core/error.h"
 
@@ -43,6 +44,18 @@ bool integer_viable(uint64_t m, int digits, bool negative, int64_t low, int64_t 
 
 constexpr uint32_t kAnyContinuation = 0x80 | 0xBF << 8;  // the range of a UTF-8 continuation byte
 
+// The byte a one-character escape (after the backslash) stands for.
+uint8_t escaped_byte(uint8_t e) {
+  switch (e) {
+    case 'b': return '\b';
+    case 'f': return '\f';
+    case 'n': return '\n';
+    case 'r': return '\r';
+    case 't': return '\t';
+    default: return e;  // " \ /
+  }
+}
+
 }  // namespace
 
 JsonMatcher::JsonMatcher(std::shared_ptr<const JsonGrammar> grammar) : grammar_(std::move(grammar)), g_(grammar_.get()) {
@@ -63,6 +76,15 @@ void JsonMatcher::assign(const JsonMatcher& other) {
   ONNXLLM_CHECK(other.g_ == g_, kInvalidArgument, "JsonMatcher::assign: the matchers have different grammars");
   depth_ = other.depth_;
   std::memcpy(frames_, other.frames_, sizeof(Frame) * depth_);
+}
+
+bool JsonMatcher::feed(uint8_t byte, uint32_t pick, uint32_t& forks) {
+  pick_ = pick;
+  forks_ = 1;
+  const bool taken = feed(byte);
+  pick_ = 0;
+  forks = forks_;
+  return taken;
 }
 
 bool JsonMatcher::feed(uint8_t byte) {
@@ -102,7 +124,8 @@ bool JsonMatcher::can_continue() const {
   // after it, the same other bytes are taken as before it.
   JsonMatcher probe(*this);
   for (int b = 0; b < 256; ++b)
-    if (!is_whitespace(static_cast<uint8_t>(b)) && probe.feed(static_cast<uint8_t>(b))) return true;
+    if ((g_->exact_whitespace() || !is_whitespace(static_cast<uint8_t>(b))) && probe.feed(static_cast<uint8_t>(b)))
+      return true;
   return false;
 }
 
@@ -110,7 +133,8 @@ bool JsonMatcher::mid_character() const { return depth_ >= 2 && frames_[depth_ -
 
 uint32_t JsonMatcher::string_room() const {
   const Frame& f = frames_[depth_ - 1];
-  if (depth_ < 2 || f.state != kStringChars) return 0;
+  // A pattern must see each character: no plain set for its strings.
+  if (depth_ < 2 || f.state != kStringChars || g_->node(f.node).pattern != JsonGrammar::kNone) return 0;
   const uint32_t max = g_->node(f.node).max;
   return max == UINT32_MAX ? max : max - f.a;
 }
@@ -140,8 +164,18 @@ bool JsonMatcher::step(uint8_t byte) {
     case kRootDone: return false;
     case kObjectOpen: case kObjectKey: case kObjectColon: case kObjectValue: case kObjectNext:
     case kArrayOpen: case kArrayValue: case kArrayNext:
-      // Between a container's tokens: runs of at most kMaxWhitespace (a token resets the count).
-      if (is_whitespace(byte)) {
+      // Between a container's tokens: runs of at most kMaxWhitespace (a token resets the count),
+      // or with exact whitespace the separators' spaces, no more and no fewer.
+      if (g_->exact_whitespace()) {
+        const int spaces = f.state == kObjectValue                         ? g_->key_spaces()
+                           : f.state == kObjectKey || f.state == kArrayValue ? g_->item_spaces()
+                                                                             : 0;
+        if (byte == ' ' && f.aux < spaces) {
+          ++f.aux;
+          return true;
+        }
+        if (is_whitespace(byte) || f.aux != spaces) return false;
+      } else if (is_whitespace(byte)) {
         if (f.aux >= kMaxWhitespace) return false;
         ++f.aux;
         return true;
@@ -157,6 +191,11 @@ bool JsonMatcher::push(uint16_t node, uint8_t byte) {
   if (n->kind == Kind::kUnion) {
     node = g_->dispatch(*n, byte);
     if (node == JsonGrammar::kNone) return false;
+    if (node >= JsonGrammar::kFork) {
+      const std::vector<uint16_t>& alternatives = g_->fork(node);
+      forks_ = static_cast<uint32_t>(alternatives.size());
+      node = alternatives[pick_ < forks_ ? pick_ : 0];
+    }
     n = &g_->node(node);
   }
   if (depth_ > kMaxDepth) return false;
@@ -262,11 +301,24 @@ bool JsonMatcher::step_string(Frame& f, uint8_t byte) {
     case kStringChars: {
       const JsonGrammar::Node& n = g_->node(f.node);
       if (byte == '"') {
-        if (f.a < n.min) return false;
+        if (f.a < n.min || (n.pattern != JsonGrammar::kNone && !g_->pattern(n.pattern).dfa->accepting(f.c))) return false;
         --depth_;
         return true;
       }
       if (byte < 0x20 || f.a >= n.max) return false;
+      uint32_t text = f.c;  // a pattern's state after the character's text (an escape's: once decoded)
+      if (n.pattern != JsonGrammar::kNone) {
+        if (byte != '\\' && !pattern_next(n, f.c, std::string_view(reinterpret_cast<const char*>(&byte), 1), f.a + 1, text))
+          return false;
+        // A backslash only where some escape's character fits (no dead end after it).
+        bool fits = byte != '\\';
+        for (const char e : std::string_view("\"\\/bfnrt")) {
+          const char decoded = static_cast<char>(escaped_byte(static_cast<uint8_t>(e)));
+          uint32_t ignored;
+          fits = fits || pattern_next(n, f.c, std::string_view(&decoded, 1), f.a + 1, ignored);
+        }
+        if (!fits) return false;
+      }
       if (byte == '\\') {
         f.state = kStringEscape;
       } else if (byte >= 0x80) {
@@ -291,19 +343,27 @@ bool JsonMatcher::step_string(Frame& f, uint8_t byte) {
       // Code points (a lead byte or an escape counts one), only as far as a limit needs them: a
       // string without maxLength then stays in one state, which a token guide's cache reuses.
       if (f.a < n.min || n.max != UINT32_MAX) ++f.a;
+      f.c = text;
       return true;
     }
-    case kStringUtf8:
+    case kStringUtf8: {
       if (byte < (f.b & 0xFF) || byte > (f.b >> 8)) return false;
+      if (!pattern_takes(f, std::string_view(reinterpret_cast<const char*>(&byte), 1))) return false;
       f.b = kAnyContinuation;
       if (--f.aux == 0) f.state = kStringChars, f.b = 0;  // one state between characters, for the guide's cache
       return true;
+    }
     case kStringEscape:
       switch (byte) {
-        case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+        case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't': {
+          const char decoded = static_cast<char>(escaped_byte(byte));
+          if (!pattern_takes(f, std::string_view(&decoded, 1))) return false;
           f.state = kStringChars;
           return true;
+        }
         case 'u':
+          // Not under a pattern: which of its 65536 characters fit is not worth the walk.
+          if (g_->node(f.node).pattern != JsonGrammar::kNone) return false;
           f.state = kStringHex;
           f.aux = 0;
           f.b = 0;
@@ -336,6 +396,26 @@ bool JsonMatcher::step_string(Frame& f, uint8_t byte) {
       return true;
     }
   }
+}
+
+bool JsonMatcher::pattern_next(const JsonGrammar::Node& n, uint32_t from, std::string_view text, uint32_t chars,
+                               uint32_t& to) const {
+  const JsonGrammar::Pattern& p = g_->pattern(n.pattern);
+  to = p.dfa->walk(from, text);
+  if (to == RegexDfa::kDead) return false;
+  if (p.min_chars.empty()) return true;
+  // chars: those written, this one included (counted up to minLength only, when there is no maxLength).
+  if (n.max != UINT32_MAX && p.min_chars[to] > n.max - chars) return false;
+  return p.max_chars[to] == JsonGrammar::kUnbounded || chars + p.max_chars[to] >= n.min;
+}
+
+bool JsonMatcher::pattern_takes(Frame& f, std::string_view text) const {
+  const JsonGrammar::Node& n = g_->node(f.node);
+  if (n.pattern == JsonGrammar::kNone) return true;
+  uint32_t to;
+  if (!pattern_next(n, f.c, text, f.a, to)) return false;
+  f.c = to;
+  return true;
 }
 
 bool JsonMatcher::step_bounded_integer(Frame& f, uint8_t byte) {

@@ -32,14 +32,18 @@ class JsonMatcher {
 
   explicit JsonMatcher(std::shared_ptr<const JsonGrammar> grammar);
 
-  // Advances and returns true, or returns false and leaves the state unchanged.
+  // Advances and returns true, or returns false and leaves the state unchanged. Where the byte
+  // starts a value of alternatives that start alike (a grammar fork), the first is taken.
   bool feed(uint8_t byte);
+  // feed() taking alternative `pick` at a fork; `forks` is set to how many there were (1: none,
+  // whether or not the byte was taken), so a caller can try each (JsonMatcherSet).
+  bool feed(uint8_t byte, uint32_t pick, uint32_t& forks);
   // All bytes or none: on false the state is as before.
   bool feed(std::string_view bytes);
   // The bytes so far are one complete value.
   bool accepting() const;
   // Some byte other than whitespace could still be fed (whitespace alone leads nowhere: after it
-  // the same bytes are taken as before). Up to 256 trial feeds: for the end of a walk, not per token.
+  // the same bytes are taken as before), or with exact whitespace any byte. Up to 256 trial feeds: for the end of a walk, not per token.
   bool can_continue() const;
   // Copies the state of a matcher of the same grammar: O(its depth), no allocation.
   void assign(const JsonMatcher& other);
@@ -66,7 +70,7 @@ class JsonMatcher {
     uint32_t a;     // arrays: items; strings: code points; numbers: bytes; objects: next property; literals: lo
     uint32_t b;     // objects: current property; strings: \u value or next byte's range; numbers: exponent
                     // digits; literals: hi
-    uint32_t c;     // literals: bytes matched
+    uint32_t c;     // literals: bytes matched; strings with a pattern: its DFA state
   };
 
   bool step(uint8_t byte);
@@ -76,6 +80,11 @@ class JsonMatcher {
   bool step_number(Frame& f, uint8_t byte);
   bool step_bounded_integer(Frame& f, uint8_t byte);
   bool step_literals(Frame& f, uint8_t byte);
+  // A string's pattern state moved over decoded text, false where the pattern (or, with it, the
+  // string's min/maxLength given `chars` characters so far) cannot be met any more.
+  bool pattern_next(const JsonGrammar::Node& n, uint32_t from, std::string_view text, uint32_t chars, uint32_t& to) const;
+  // pattern_next() on the frame's state (c), or false and f as it was.
+  bool pattern_takes(Frame& f, std::string_view text) const;
   bool push(uint16_t node, uint8_t byte);
   bool complete(const Frame& f) const;  // a scalar that may end here (a number, a literal)
   // The sub-range of literals [lo, hi) (all sharing `offset` bytes) whose next byte is `byte`.
@@ -84,6 +93,7 @@ class JsonMatcher {
   std::shared_ptr<const JsonGrammar> grammar_;
   const JsonGrammar* g_;  // grammar_.get(), without the indirection on the hot path
   int depth_ = 1;         // live frames, the root's included
+  uint32_t pick_ = 0, forks_ = 1;  // the current feed's choice at a fork, and the fork's size
   Frame frames_[kMaxDepth + 1];
 };
 

@@ -9,14 +9,16 @@
 
 namespace onnxllm::genai {
 
-JsonGuide::JsonGuide(std::shared_ptr<const JsonGrammar> grammar, std::shared_ptr<const GuideVocabulary> vocabulary)
+template <typename Matcher>
+TokenGuide<Matcher>::TokenGuide(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const GuideVocabulary> vocabulary)
     : vocab_(std::move(vocabulary)), matcher_(grammar), allowed_for_(grammar) {
   ONNXLLM_CHECK(vocab_ != nullptr, kInvalidArgument, "guidance needs a vocabulary");
   depth_states_.assign(vocab_->all_.depth + 1, matcher_);
   allowed_.assign(static_cast<size_t>(vocab_->vocab_size()), 0);
 }
 
-void JsonGuide::walk(const GuideVocabulary::Trie& trie) {
+template <typename Matcher>
+void TokenGuide<Matcher>::walk(const GuideVocabulary::Trie& trie) {
   const auto& nodes = trie.nodes;
   depth_states_[0].assign(matcher_);
   stack_.clear();
@@ -29,7 +31,7 @@ void JsonGuide::walk(const GuideVocabulary::Trie& trie) {
   while (!stack_.empty()) {
     const auto [node, depth] = stack_.back();
     stack_.pop_back();
-    JsonMatcher& state = depth_states_[depth];
+    Matcher& state = depth_states_[depth];
     state.assign(depth_states_[depth - 1]);
     if (!state.feed(nodes[node].byte)) continue;
     const GuideVocabulary::Node& n = nodes[node];
@@ -38,7 +40,8 @@ void JsonGuide::walk(const GuideVocabulary::Trie& trie) {
   }
 }
 
-void JsonGuide::compute_allowed() {
+template <typename Matcher>
+void TokenGuide<Matcher>::compute_allowed() {
   if (allowed_valid_ && ended_ == allowed_ended_ && (ended_ || matcher_ == allowed_for_)) return;
   allowed_valid_ = true;
   allowed_ended_ = ended_;
@@ -56,6 +59,7 @@ void JsonGuide::compute_allowed() {
     // Mid-character only continuation bytes fit, and no plain token starts with one.
     if (!ended_) walk(matcher_.mid_character() ? vocab_->not_plain_ : vocab_->all_);
   }
+  if (!ended_) matcher_.allow_special_tokens(allowed_);
   uint8_t any = 0;
   for (uint8_t a : allowed_) any |= a;
   // A complete value ends with EOS; so does a value nothing in the vocabulary can continue
@@ -64,12 +68,14 @@ void JsonGuide::compute_allowed() {
     for (int32_t id : vocab_->eos_ids()) allowed_[static_cast<size_t>(id)] = 1;
 }
 
-const std::vector<uint8_t>& JsonGuide::allowed_tokens() {
+template <typename Matcher>
+const std::vector<uint8_t>& TokenGuide<Matcher>::allowed_tokens() {
   compute_allowed();
   return allowed_;
 }
 
-void JsonGuide::mask(std::span<float> logits) {
+template <typename Matcher>
+void TokenGuide<Matcher>::mask(std::span<float> logits) {
   compute_allowed();
   const size_t n = std::min(logits.size(), allowed_.size());
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
@@ -78,7 +84,8 @@ void JsonGuide::mask(std::span<float> logits) {
   for (size_t i = n; i < logits.size(); ++i) logits[i] = kNegInf;
 }
 
-void JsonGuide::accept(int32_t token) {
+template <typename Matcher>
+void TokenGuide<Matcher>::accept(int32_t token) {
   if (ended_) return;
   const auto& eos = vocab_->eos_ids();
   if (std::find(eos.begin(), eos.end(), token) != eos.end()) {
@@ -87,29 +94,39 @@ void JsonGuide::accept(int32_t token) {
   }
   const std::string_view bytes = vocab_->bytes(token);
   // A token the mask did not allow (a caller's own logits): nothing valid can follow, so end.
-  if (bytes.empty() || !matcher_.feed(bytes)) ended_ = true;
+  if (bytes.empty() ? !matcher_.accept_special_token(token) : !matcher_.feed(bytes)) ended_ = true;
 }
 
-void JsonGuide::reset() {
+template <typename Matcher>
+void TokenGuide<Matcher>::reset() {
   matcher_.reset();
   ended_ = false;
 }
 
 std::shared_ptr<const TokenConstraintFactory> make_guidance(std::string_view type, std::string_view data,
                                                             std::shared_ptr<const GuideVocabulary> vocabulary) {
-  std::shared_ptr<const JsonGrammar> grammar;
-  if (type == "json_schema") {
-    grammar = JsonGrammar::from_schema(data);
-  } else if (type == "json_object") {
-    grammar = JsonGrammar::any_object();
-  } else if (type == "regex" || type == "lark_grammar") {
-    throw_error(ErrorCode::kUnsupported, "guidance type '", type,
-                "' is not supported by onnxllm; 'json_schema' and 'json_object' are");
-  } else {
-    throw_error(ErrorCode::kInvalidArgument, "unknown guidance type '", type,
-                "': expected 'json_schema', 'json_object', 'regex' or 'lark_grammar'");
+  if (type == "json_schema")
+    return std::make_shared<const JsonGuideFactory>(JsonGrammar::from_schema(data), std::move(vocabulary));
+  if (type == "json_object")
+    return std::make_shared<const JsonGuideFactory>(JsonGrammar::any_object(), std::move(vocabulary));
+  if (type == "regex")
+    return std::make_shared<const TokenGuideFactory<LarkMatcher>>(LarkGrammar::from_regex(data), std::move(vocabulary));
+  if (type == "lark_grammar") {
+    const GuideVocabulary* v = vocabulary.get();
+    auto grammar = LarkGrammar::from_lark(data, [v](std::string_view name) {
+      const int32_t id = v ? v->special_token(name) : -1;
+      if (id >= 0 || !v) return id;
+      for (int32_t t = 0; t < v->vocab_size(); ++t)
+        if (v->bytes(t) == name) return LarkGrammar::kPlainText;
+      return int32_t{-1};
+    });
+    return std::make_shared<const TokenGuideFactory<LarkMatcher>>(std::move(grammar), std::move(vocabulary));
   }
-  return std::make_shared<const JsonGuideFactory>(std::move(grammar), std::move(vocabulary));
+  throw_error(ErrorCode::kInvalidArgument, "unknown guidance type '", printable(type),
+              "': expected 'json_schema', 'json_object', 'regex' or 'lark_grammar'");
 }
+
+template class TokenGuide<JsonMatcherSet>;
+template class TokenGuide<LarkMatcher>;
 
 }  // namespace onnxllm::genai

@@ -1,10 +1,12 @@
-// Guidance over a vocabulary (onnxruntime-genai's set_guidance("json_schema", ...), OpenAI's
-// response_format): each step, the tokens whose bytes a JsonMatcher accepts from where the text
-// is. Every token's bytes sit in a trie, walked depth first with one matcher state per depth, so
-// a token costs only the bytes it does not share with its neighbours, and a subtree dies at its
-// first rejected byte. Inside a string (most of a JSON reply), the tokens that are plain string
-// text (no quote, backslash or control byte; whole UTF-8 characters) are allowed as a set, those
-// that fit the string's maxLength, and only the rest walk (Qwen3's 152K tokens: 6K walk).
+// Guidance over a vocabulary (onnxruntime-genai's set_guidance, OpenAI's response_format): each
+// step, the tokens whose bytes the grammar's matcher (a JsonMatcherSet for a JSON schema, a
+// LarkMatcher for a Lark grammar or a regex) accepts from where the text is, and the special
+// tokens it allows. Every token's bytes sit in a trie, walked depth first with one matcher state
+// per depth, so a token costs only the bytes it does not share with its neighbours, and a subtree
+// dies at its first rejected byte. Inside a JSON string (most of a JSON reply), the tokens that
+// are plain string text (no quote, backslash or control byte; whole UTF-8 characters) are allowed
+// as a set, those that fit the string's maxLength, and only the rest walk (Qwen3's 152K tokens:
+// 6K walk). A guide whose state has not changed since its last mask reuses it.
 #pragma once
 
 #include <cstdint>
@@ -15,16 +17,18 @@
 #include <vector>
 
 #include "genai/guidance/guide_vocabulary.h"
-#include "genai/guidance/json_grammar.h"
-#include "genai/guidance/json_matcher.h"
+#include "genai/guidance/json_matcher_set.h"
+#include "genai/guidance/lark_matcher.h"
 #include "genai/search/token_constraint.h"
 
 namespace onnxllm::genai {
 
-// One row's guide: a JSON value (a schema's, or any object) and then an EOS id.
-class JsonGuide final : public TokenConstraint {
+// One row's guide: a text of the grammar, then an EOS id. Matcher: JsonMatcherSet or LarkMatcher.
+template <typename Matcher>
+class TokenGuide final : public TokenConstraint {
  public:
-  JsonGuide(std::shared_ptr<const JsonGrammar> grammar, std::shared_ptr<const GuideVocabulary> vocabulary);
+  using Grammar = typename Matcher::Grammar;
+  TokenGuide(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const GuideVocabulary> vocabulary);
 
   void mask(std::span<float> logits) override;
   void accept(int32_t token) override;
@@ -39,32 +43,42 @@ class JsonGuide final : public TokenConstraint {
   void walk(const GuideVocabulary::Trie& trie);
 
   std::shared_ptr<const GuideVocabulary> vocab_;
-  JsonMatcher matcher_;
-  std::vector<JsonMatcher> depth_states_;  // the walk's matcher after each depth's byte
+  Matcher matcher_;
+  std::vector<Matcher> depth_states_;  // the walk's matcher after each depth's byte
   std::vector<std::pair<uint32_t, uint32_t>> stack_;  // (node, depth)
   std::vector<uint8_t> allowed_;
   // allowed_ was computed for this state (inside a string without maxLength the state holds from
   // token to token, and the walk is most of a mask).
-  JsonMatcher allowed_for_;
+  Matcher allowed_for_;
   bool allowed_valid_ = false, allowed_ended_ = false;
   bool ended_ = false;  // an EOS id was chosen, or a token the grammar refused (then only EOS)
 };
 
-// Makes a JsonGuide per row.
-class JsonGuideFactory final : public TokenConstraintFactory {
+using JsonGuide = TokenGuide<JsonMatcherSet>;
+using LarkGuide = TokenGuide<LarkMatcher>;
+
+// Makes a guide per row.
+template <typename Matcher>
+class TokenGuideFactory final : public TokenConstraintFactory {
  public:
-  JsonGuideFactory(std::shared_ptr<const JsonGrammar> grammar, std::shared_ptr<const GuideVocabulary> vocabulary)
+  using Grammar = typename Matcher::Grammar;
+  TokenGuideFactory(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const GuideVocabulary> vocabulary)
       : grammar_(std::move(grammar)), vocab_(std::move(vocabulary)) {}
-  std::unique_ptr<TokenConstraint> create() const override { return std::make_unique<JsonGuide>(grammar_, vocab_); }
+  std::unique_ptr<TokenConstraint> create() const override {
+    return std::make_unique<TokenGuide<Matcher>>(grammar_, vocab_);
+  }
 
  private:
-  std::shared_ptr<const JsonGrammar> grammar_;
+  std::shared_ptr<const Grammar> grammar_;
   std::shared_ptr<const GuideVocabulary> vocab_;
 };
 
-// set_guidance(type, data): "json_schema" (data: the schema) or "json_object" (any JSON object;
-// data ignored). "regex" and "lark_grammar", onnxruntime-genai's other types, are kUnsupported;
-// anything else kInvalidArgument; a bad schema kInvalidArgument naming what is wrong.
+using JsonGuideFactory = TokenGuideFactory<JsonMatcherSet>;
+
+// set_guidance(type, data): "json_schema" (data: the schema), "json_object" (any JSON object;
+// data ignored), "regex" (the whole reply matches the pattern) or "lark_grammar" (llguidance's
+// Lark dialect; `<name>` names the vocabulary's special tokens); anything else kInvalidArgument,
+// as is data that does not compile (naming what is wrong).
 std::shared_ptr<const TokenConstraintFactory> make_guidance(std::string_view type, std::string_view data,
                                                             std::shared_ptr<const GuideVocabulary> vocabulary);
 
