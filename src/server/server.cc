@@ -212,16 +212,31 @@ struct Server::Impl {
     return prompts;
   }
 
-  // response_format as guidance (null for "text"); a schema it cannot follow is the client's 400.
+  std::shared_ptr<const genai::GuideVocabulary> vocabulary() {
+    std::lock_guard lock(guide_mutex);
+    if (!guide_vocabulary)
+      guide_vocabulary = genai::GuideVocabulary::from_tokenizer(*tokenizer, eos, model->config().model.vocab_size);
+    return guide_vocabulary;
+  }
+
+  // The guidance of a request: with tool_choice "required" or a named function (and a known
+  // convention), calls of its tools with valid arguments (vLLM does the same); else
+  // response_format's (null for "text"), a schema it cannot follow being the client's 400.
   std::shared_ptr<const genai::TokenConstraintFactory> guidance_for(const GenerationRequest& r) {
-    if (r.response_format == "text") return nullptr;
-    std::shared_ptr<const genai::GuideVocabulary> vocabulary;
-    {
-      std::lock_guard lock(guide_mutex);
-      if (!guide_vocabulary)
-        guide_vocabulary = genai::GuideVocabulary::from_tokenizer(*tokenizer, eos, model->config().model.vocab_size);
-      vocabulary = guide_vocabulary;
+    if (r.chat && r.tool_call_required && tool_format != ToolCallFormat::kNone) {
+      const auto v = vocabulary();
+      const std::string grammar =
+          tool_call_grammar(tool_format, r.tools, [&](const std::string& t) { return v->special_token(t) >= 0; });
+      try {
+        return genai::make_guidance("lark_grammar", grammar, v);
+      } catch (const Error& e) {
+        // Parameters this guidance cannot follow (a keyword it does not know): the forced opening
+        // alone, as before; the model writes the call.
+        std::fprintf(stderr, "onnxllm serve: tool call guidance off for a request: %s\n", e.what());
+      }
     }
+    if (r.response_format == "text") return nullptr;
+    const auto vocabulary = this->vocabulary();
     try {
       return genai::make_guidance(r.response_format, r.json_schema.dump(), vocabulary);
     } catch (const Error& e) {

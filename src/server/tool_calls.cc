@@ -159,6 +159,52 @@ const char* tool_call_opening(ToolCallFormat format) {
   return "";
 }
 
+std::string tool_call_grammar(ToolCallFormat format, const Json& tools,
+                              const std::function<bool(const std::string&)>& is_special) {
+  if (format == ToolCallFormat::kNone || !tools.is_array() || tools.empty()) return "";
+  // Llama 3's calls hold "parameters"; the others' "arguments". A tool without parameters takes
+  // any object.
+  const char* args = format == ToolCallFormat::kLlama3Json ? "parameters" : "arguments";
+  const auto parameters = [](const Json& tool) {
+    const Json& f = tool["function"];
+    return f.contains("parameters") && f["parameters"].is_object() && !f["parameters"].empty() ? f["parameters"]
+                                                                                              : Json{{"type", "object"}};
+  };
+  Json calls = Json::array();
+  for (const Json& tool : tools)
+    calls.push_back({{"type", "object"},
+                     {"properties", {{"name", {{"const", tool["function"]["name"]}}}, {args, parameters(tool)}}},
+                     {"required", {"name", args}},
+                     {"additionalProperties", false}});
+  const Json call = {{"anyOf", calls}};
+  const auto token = [&](std::string_view text) {
+    const std::string t(text);
+    return is_special(t) ? t : Json(t).dump();
+  };
+  switch (format) {
+    case ToolCallFormat::kHermes:
+      // <tool_call> (already written) {call} </tool_call>, more calls each in their own tags,
+      // a line break allowed around each call as Qwen writes them.
+      return "start: \"\\n\"? call \"\\n\"? " + token(kHermesClose) + " (\"\\n\"? " + token(kHermesOpen) +
+             " \"\\n\"? call \"\\n\"? " + token(kHermesClose) + ")*\ncall: %json " + call.dump() + "\n";
+    case ToolCallFormat::kMistral:
+      // [TOOL_CALLS] (already written) then a list of calls.
+      return "start: %json " + Json{{"type", "array"}, {"items", call}, {"minItems", 1}}.dump() + "\n";
+    case ToolCallFormat::kLlama3Json: {
+      // {"name": " is already written: one tool's name and parameters close the first call;
+      // more calls follow after ';'.
+      std::string first;
+      for (const Json& tool : tools)
+        first += std::string(first.empty() ? "" : " | ") +
+                 Json(tool["function"]["name"].get<std::string>() + "\", \"parameters\": ").dump() + " %json " +
+                 parameters(tool).dump() + " \"}\"";
+      return "start: first (\";\" \" \"? call)*\nfirst: " + first + "\ncall: %json " + call.dump() + "\n";
+    }
+    case ToolCallFormat::kNone: break;
+  }
+  return "";
+}
+
 Json parse_tool_calls(ToolCallFormat format, const std::string& text, std::string* content, const std::string& id_prefix) {
   std::string rest;
   Json calls = Json::array();

@@ -29,6 +29,14 @@ ToolCallFormat detect_tool_call_format(const std::string& tools_template,
 // What a reply that must call a tool starts with: the convention's opening ("" for kNone).
 const char* tool_call_opening(ToolCallFormat format);
 
+// A Lark grammar (genai/guidance) for what follows tool_call_opening(format) in a reply that
+// must call one of `tools` (OpenAI's tools array): calls in the convention's form whose "name" is
+// a tool's and whose arguments follow its "parameters" schema, and nothing else. `is_special`
+// says whether a text is a special token of the vocabulary (written `<name>` in the grammar,
+// else as a quoted string). "" for kNone.
+std::string tool_call_grammar(ToolCallFormat format, const nlohmann::ordered_json& tools,
+                              const std::function<bool(const std::string&)>& is_special);
+
 // The calls in generated text, as OpenAI's tool_calls array (ids id_prefix + index), and in
 // *content the text outside them; an empty array when the text holds none or a malformed one
 // (the text then stays content, whole).

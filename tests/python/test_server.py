@@ -537,6 +537,41 @@ def test_tool_choice_required_and_named(tool_server, tmp_path_factory):
     assert body["choices"][0]["finish_reason"] == "tool_calls"
 
 
+@pytest.mark.parametrize("convention", ["hermes", "mistral", "llama3"])
+def test_required_tool_calls_follow_the_tools_schemas(convention, tmp_path_factory):
+    """With tool_choice "required" or a named function, the reply is held to a call of an offered
+    tool whose arguments follow its parameters (a grammar, as vLLM does): the scripted model wants
+    to call get_weather, which the request does not offer, so it must write another (its other
+    tokens all score alike: the lowest allowed id wins each step, and a logit_bias on ']' closes
+    Mistral's list of calls, which ',' would otherwise extend forever)."""
+    call, template = (scripted_model.TOOL_CALL, scripted_model.TEMPLATE) if convention == "hermes" \
+        else scripted_model.CALLS[convention]
+    zone = {"type": "object", "properties": {"zone": {"type": "string", "maxLength": 3},
+                                             "hours": {"type": "integer", "minimum": 1, "maximum": 9}},
+            "required": ["zone", "hours"], "additionalProperties": False}
+    tools = [{"type": "function", "function": {"name": "get_time", "parameters": zone}},
+             {"type": "function", "function": {"name": "get_date", "parameters": {"type": "object", "properties": {
+                 "day": {"enum": ["mon", "tue"]}}, "required": ["day"]}}}]
+    s = Server(scripted_model.write(tmp_path_factory.mktemp("serve") / ("guided-" + convention),
+                                    template=template.replace("~", ""), call=call))
+    try:
+        messages = [{"role": "user", "content": "What time is it?"}]
+        for tool_choice in ("required", {"type": "function", "function": {"name": "get_date"}}):
+            status, _, body = s.post("/v1/chat/completions", {"model": s.model, "messages": messages, "tools": tools,
+                                                              "tool_choice": tool_choice, "temperature": 0,
+                                                              "max_tokens": 200, "logit_bias": {"64": 5}})
+            assert status == 200, body
+            choice = body["choices"][0]
+            assert choice["finish_reason"] == "tool_calls", choice
+            [tool_call] = choice["message"]["tool_calls"]
+            name = tool_call["function"]["name"]
+            assert name in ("get_time", "get_date") if tool_choice == "required" else name == "get_date", tool_call
+            schema = next(t["function"]["parameters"] for t in tools if t["function"]["name"] == name)
+            jsonschema.validate(json.loads(tool_call["function"]["arguments"]), schema)
+    finally:
+        assert s.stop() == 0
+
+
 @pytest.mark.parametrize("convention", ["mistral", "llama3"])
 def test_tool_call_conventions(convention, tmp_path_factory):
     """Mistral's [TOOL_CALLS] and Llama 3's JSON replies are tool calls too (the convention told by
