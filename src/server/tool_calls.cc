@@ -162,21 +162,26 @@ const char* tool_call_opening(ToolCallFormat format) {
 std::string tool_call_grammar(ToolCallFormat format, const Json& tools,
                               const std::function<bool(const std::string&)>& is_special) {
   if (format == ToolCallFormat::kNone || !tools.is_array() || tools.empty()) return "";
-  // Llama 3's calls hold "parameters"; the others' "arguments". A tool without parameters takes
-  // any object.
-  const char* args = format == ToolCallFormat::kLlama3Json ? "parameters" : "arguments";
-  const auto parameters = [](const Json& tool) {
+  // One alternative per tool, told apart by its name in the grammar itself (a JSON anyOf would
+  // follow every tool side by side from '{', and only 16 of them); the arguments are a %json
+  // value of the tool's own parameters schema, so its "#" refs resolve within it. A tool without
+  // parameters takes any object. Names are JSON-escaped, then quoted as a Lark string.
+  const auto lark_string = [](const std::string& bytes) { return Json(bytes).dump(); };
+  const bool llama = format == ToolCallFormat::kLlama3Json;
+  std::string call;   // one call, whole
+  std::string first;  // Llama 3: the first call after its opening {"name": " (already written)
+  for (const Json& tool : tools) {
     const Json& f = tool["function"];
-    return f.contains("parameters") && f["parameters"].is_object() && !f["parameters"].empty() ? f["parameters"]
-                                                                                              : Json{{"type", "object"}};
-  };
-  Json calls = Json::array();
-  for (const Json& tool : tools)
-    calls.push_back({{"type", "object"},
-                     {"properties", {{"name", {{"const", tool["function"]["name"]}}}, {args, parameters(tool)}}},
-                     {"required", {"name", args}},
-                     {"additionalProperties", false}});
-  const Json call = {{"anyOf", calls}};
+    const Json params = f.contains("parameters") && f["parameters"].is_object() && !f["parameters"].empty()
+                            ? f["parameters"]
+                            : Json{{"type", "object"}};
+    const std::string name = Json(f["name"].get<std::string>()).dump();  // "NAME", escaped
+    const std::string args = llama ? "parameters" : "arguments";
+    const std::string tail = ", \"" + args + "\": ";
+    const std::string value = " %json " + params.dump() + " \"}\"";
+    call += (call.empty() ? "" : " | ") + lark_string("{\"name\": " + name + tail) + value;
+    first += (first.empty() ? "" : " | ") + lark_string(name.substr(1) + tail) + value;
+  }
   const auto token = [&](std::string_view text) {
     const std::string t(text);
     return is_special(t) ? t : Json(t).dump();
@@ -186,20 +191,14 @@ std::string tool_call_grammar(ToolCallFormat format, const Json& tools,
       // <tool_call> (already written) {call} </tool_call>, more calls each in their own tags,
       // a line break allowed around each call as Qwen writes them.
       return "start: \"\\n\"? call \"\\n\"? " + token(kHermesClose) + " (\"\\n\"? " + token(kHermesOpen) +
-             " \"\\n\"? call \"\\n\"? " + token(kHermesClose) + ")*\ncall: %json " + call.dump() + "\n";
+             " \"\\n\"? call \"\\n\"? " + token(kHermesClose) + ")*\ncall: " + call + "\n";
     case ToolCallFormat::kMistral:
-      // [TOOL_CALLS] (already written) then a list of calls.
-      return "start: %json " + Json{{"type", "array"}, {"items", call}, {"minItems", 1}}.dump() + "\n";
-    case ToolCallFormat::kLlama3Json: {
-      // {"name": " is already written: one tool's name and parameters close the first call;
-      // more calls follow after ';'.
-      std::string first;
-      for (const Json& tool : tools)
-        first += std::string(first.empty() ? "" : " | ") +
-                 Json(tool["function"]["name"].get<std::string>() + "\", \"parameters\": ").dump() + " %json " +
-                 parameters(tool).dump() + " \"}\"";
-      return "start: first (\";\" \" \"? call)*\nfirst: " + first + "\ncall: %json " + call.dump() + "\n";
-    }
+      // [TOOL_CALLS] (already written), then a list of calls (v0.3's template puts a space first).
+      return "start: \" \"? \"[\" call (\", \" call)* \"]\"\ncall: " + call + "\n";
+    case ToolCallFormat::kLlama3Json:
+      // {"name": " is already written: the first call's name and parameters; more calls follow
+      // after ';'.
+      return "start: first (\";\" \" \"? call)*\nfirst: " + first + "\ncall: " + call + "\n";
     case ToolCallFormat::kNone: break;
   }
   return "";

@@ -252,6 +252,23 @@ def test_guidance_bench(stories_dir):
         assert lo - 0.0005 <= float(m.group(3)) <= hi + 0.0005, m.groups()
 
 
+def test_guidance_bench_regex_and_grammar(stories_dir, tmp_path):
+    # The other guidance types: a regex that ends within --new, a grammar of free text.
+    result = run("guidance_bench.py", "-m", stories_dir, "--new", "40", "--clients", "0", "--rounds", "1",
+                 "--regex", r"(Yes|No)\.")
+    assert result.returncode == 0, result.stderr
+    [(n,)] = re.findall(r"round 1/1 guided: generator [\d.]+ tok/s \((\d+) tokens\)", result.stdout)
+    assert 1 <= int(n) <= 4, result.stdout  # "Yes." / "No." is a few tokens, then EOS (unguided: 39)
+    grammar = tmp_path / "text.lark"
+    grammar.write_text("start: TEXT\nTEXT: /[^{<](.|\\n)*/\n")
+    result = run("guidance_bench.py", "-m", stories_dir, "--new", "20", "--clients", "2", "--rounds", "1",
+                 "--grammar", grammar)
+    assert result.returncode == 0, result.stderr
+    assert re.search(r"round 1/1 guided: generator [\d.]+ tok/s \(19 tokens\), 2 engine requests", result.stdout), result.stdout
+
+
 def test_guidance_bench_bad_arguments(stories_dir):
     result = run("guidance_bench.py", "-m", stories_dir, "--new", "2")
     assert result.returncode != 0 and "--new must be at least 3" in result.stderr, result.stderr
+    result = run("guidance_bench.py", "-m", stories_dir, "--regex", "a", "--schema", "x.json")
+    assert result.returncode != 0 and "not allowed with argument" in result.stderr, result.stderr

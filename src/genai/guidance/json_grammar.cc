@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <map>
 #include <set>
 #include <utility>
@@ -403,37 +404,42 @@ class JsonSchemaCompiler {
   }
 
   // Per DFA state, the fewest and the most characters (lead bytes: continuation bytes count 0)
-  // on a way to a match: fewest by rounds of relaxation; most kUnbounded where a loop is reachable
-  // (every loop of a UTF-8 DFA reads a character), else the longest way through the acyclic rest.
+  // on a way to a match: fewest by a 0-1 breadth-first search backwards from the matches (linear;
+  // relaxing in place took a sweep per link of a long chain); most kUnbounded where a loop is
+  // reachable (every loop of a UTF-8 DFA reads a character), else the longest way through the
+  // acyclic rest.
   static void char_counts(const RegexDfa& dfa, std::vector<uint32_t>& fewest, std::vector<uint32_t>& most) {
     const uint32_t n = dfa.states();
     constexpr uint32_t kInf = JsonGrammar::kUnbounded;
     const auto weight = [](int b) { return (b & 0xC0) == 0x80 ? 0u : 1u; };
-    fewest.assign(n, kInf);
+    std::vector<std::vector<std::pair<uint32_t, uint32_t>>> preds(n);  // (state, weight) into each
+    std::vector<uint32_t> out(n, 0);
     for (uint32_t s = 0; s < n; ++s)
-      if (dfa.accepting(s)) fewest[s] = 0;
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (uint32_t s = 0; s < n; ++s)
-        for (int b = 0; b < 256; ++b) {
-          const uint32_t t = dfa.next(s, static_cast<uint8_t>(b));
-          if (t != RegexDfa::kDead && fewest[t] != kInf && fewest[t] + weight(b) < fewest[s]) {
-            fewest[s] = fewest[t] + weight(b);
-            changed = true;
-          }
+      for (int b = 0; b < 256; ++b)
+        if (const uint32_t t = dfa.next(s, static_cast<uint8_t>(b)); t != RegexDfa::kDead) {
+          preds[t].push_back({s, weight(b)});
+          ++out[s];
+        }
+    fewest.assign(n, kInf);
+    std::deque<uint32_t> queue;
+    for (uint32_t s = 0; s < n; ++s)
+      if (dfa.accepting(s)) {
+        fewest[s] = 0;
+        queue.push_back(s);
+      }
+    while (!queue.empty()) {
+      const uint32_t t = queue.front();
+      queue.pop_front();
+      for (const auto& [s, w] : preds[t])
+        if (fewest[t] + w < fewest[s]) {
+          fewest[s] = fewest[t] + w;
+          if (w == 0) queue.push_front(s);
+          else queue.push_back(s);
         }
     }
     // Most: peel states whose successors are all peeled (Kahn's order, successors first); what
     // is never peeled reaches a loop.
     most.assign(n, kInf);
-    std::vector<std::vector<uint32_t>> preds(n);
-    std::vector<uint32_t> out(n, 0);
-    for (uint32_t s = 0; s < n; ++s)
-      for (int b = 0; b < 256; ++b)
-        if (const uint32_t t = dfa.next(s, static_cast<uint8_t>(b)); t != RegexDfa::kDead) {
-          preds[t].push_back(s);
-          ++out[s];
-        }
     std::vector<uint32_t> ready;
     for (uint32_t s = 0; s < n; ++s)
       if (out[s] == 0) ready.push_back(s);
@@ -444,7 +450,7 @@ class JsonSchemaCompiler {
       for (int b = 0; b < 256; ++b)
         if (const uint32_t t = dfa.next(s, static_cast<uint8_t>(b)); t != RegexDfa::kDead) m = std::max(m, most[t] + weight(b));
       most[s] = m;
-      for (uint32_t p : preds[s])
+      for (const auto& [p, w] : preds[s])
         if (--out[p] == 0) ready.push_back(p);
     }
   }

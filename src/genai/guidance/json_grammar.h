@@ -4,8 +4,8 @@
 // The subset (JSON Schema 2020-12 / draft-07 as OpenAI, pydantic and tool definitions write it):
 // true / {} (any value), type (a name or an array of names), properties, required,
 // additionalProperties, items, minItems, maxItems, minLength, maxLength, pattern (RegexDfa's
-// syntax, ECMA-262's search semantics; \u escapes of characters beyond U+FFFF are refused inside
-// such a string, the characters themselves are not), minimum / maximum and
+// syntax, ECMA-262's search semantics; inside such a string \u escapes are taken only for control
+// characters, others are written as themselves), minimum / maximum and
 // their exclusive forms on integers (values within 18 digits), enum, const, anyOf / oneOf,
 // allOf of one schema, $ref ("#", "#/...",
 // recursion allowed), $defs / definitions, and `nullable: true` (OpenAPI: null is allowed too).

@@ -310,14 +310,11 @@ bool JsonMatcher::step_string(Frame& f, uint8_t byte) {
       if (n.pattern != JsonGrammar::kNone) {
         if (byte != '\\' && !pattern_next(n, f.c, std::string_view(reinterpret_cast<const char*>(&byte), 1), f.a + 1, text))
           return false;
-        // A backslash only where some escape's character fits (no dead end after it).
-        bool fits = byte != '\\';
-        for (const char e : std::string_view("\"\\/bfnrt")) {
-          const char decoded = static_cast<char>(escaped_byte(static_cast<uint8_t>(e)));
-          uint32_t ignored;
-          fits = fits || pattern_next(n, f.c, std::string_view(&decoded, 1), f.a + 1, ignored);
-        }
-        if (!fits) return false;
+        // A backslash only where some escape's character fits (no dead end after it): " \ / or a
+        // control character (\n ..., or \u00XX).
+        if (byte == '\\' && !pattern_fits(n, f.c, f.a + 1, '"', '"') && !pattern_fits(n, f.c, f.a + 1, '\\', '\\') &&
+            !pattern_fits(n, f.c, f.a + 1, '/', '/') && !pattern_fits(n, f.c, f.a + 1, 0, 0x1F))
+          return false;
       }
       if (byte == '\\') {
         f.state = kStringEscape;
@@ -361,13 +358,16 @@ bool JsonMatcher::step_string(Frame& f, uint8_t byte) {
           f.state = kStringChars;
           return true;
         }
-        case 'u':
-          // Not under a pattern: which of its 65536 characters fit is not worth the walk.
-          if (g_->node(f.node).pattern != JsonGrammar::kNone) return false;
+        case 'u': {
+          // Under a pattern only for control characters (\u0000-\u001F, which have no other
+          // form); any other character is written as itself.
+          const JsonGrammar::Node& n = g_->node(f.node);
+          if (n.pattern != JsonGrammar::kNone && !pattern_fits(n, f.c, f.a, 0, 0x1F)) return false;
           f.state = kStringHex;
           f.aux = 0;
           f.b = 0;
           return true;
+        }
         default: return false;
       }
     case kStringLowSlash:
@@ -387,6 +387,15 @@ bool JsonMatcher::step_string(Frame& f, uint8_t byte) {
       const bool low = f.state == kStringLowHex;
       if (f.aux == 0 && low && v != 0xD) return false;
       if (f.aux == 1 && (low ? (v < 0xDC || v > 0xDF) : (v >= 0xDC && v <= 0xDF))) return false;
+      if (!low && g_->node(f.node).pattern != JsonGrammar::kNone) {
+        // \u00XX, XX a control character the pattern takes: each digit only if one can follow.
+        const JsonGrammar::Node& n = g_->node(f.node);
+        if (f.aux < 2 ? h != 0 : f.aux == 2 && (v > 1 || !pattern_fits(n, f.c, f.a, static_cast<uint8_t>(v * 16),
+                                                                        static_cast<uint8_t>(v * 16 + 15))))
+          return false;
+        const char c = static_cast<char>(v);
+        if (f.aux == 3 && !pattern_takes(f, std::string_view(&c, 1))) return false;
+      }
       f.b = v;
       if (++f.aux == 4) {
         f.state = !low && v >= 0xD800 && v <= 0xDBFF ? kStringLowSlash : kStringChars;
@@ -407,6 +416,15 @@ bool JsonMatcher::pattern_next(const JsonGrammar::Node& n, uint32_t from, std::s
   // chars: those written, this one included (counted up to minLength only, when there is no maxLength).
   if (n.max != UINT32_MAX && p.min_chars[to] > n.max - chars) return false;
   return p.max_chars[to] == JsonGrammar::kUnbounded || chars + p.max_chars[to] >= n.min;
+}
+
+bool JsonMatcher::pattern_fits(const JsonGrammar::Node& n, uint32_t from, uint32_t chars, uint8_t lo, uint8_t hi) const {
+  for (int c = lo; c <= hi; ++c) {
+    const char ch = static_cast<char>(c);
+    uint32_t ignored;
+    if (pattern_next(n, from, std::string_view(&ch, 1), chars, ignored)) return true;
+  }
+  return false;
 }
 
 bool JsonMatcher::pattern_takes(Frame& f, std::string_view text) const {

@@ -83,6 +83,8 @@ class JsonMatcher {
   // A string's pattern state moved over decoded text, false where the pattern (or, with it, the
   // string's min/maxLength given `chars` characters so far) cannot be met any more.
   bool pattern_next(const JsonGrammar::Node& n, uint32_t from, std::string_view text, uint32_t chars, uint32_t& to) const;
+  // Some one-byte character in [lo, hi] fits pattern_next() from `from`.
+  bool pattern_fits(const JsonGrammar::Node& n, uint32_t from, uint32_t chars, uint8_t lo, uint8_t hi) const;
   // pattern_next() on the frame's state (c), or false and f as it was.
   bool pattern_takes(Frame& f, std::string_view text) const;
   bool push(uint16_t node, uint8_t byte);

@@ -544,6 +544,19 @@ class LarkCompiler {
 
   // Adds e between states in and out (Thompson's construction; references are inlined).
   void build(const Expr& e, uint32_t in, uint32_t out) {
+    // References are inlined at each use, so a few lines can ask for exponentially many copies
+    // (r1: r2 | r2, r2: r3 | r3, ...), and nesting recurses: both bounded.
+    if (++built_ > kMaxBuilt)
+      throw_error(ErrorCode::kInvalidArgument, "lark grammar: more than ", kMaxBuilt,
+                  " expressions once its references are expanded (the grammar is too large)");
+    struct Depth {
+      int& d;
+      explicit Depth(int& depth) : d(depth) {
+        if (++d > kMaxBuildDepth)
+          throw_error(ErrorCode::kInvalidArgument, "lark grammar: nested more than ", kMaxBuildDepth, " levels deep");
+      }
+      ~Depth() { --d; }
+    } depth(build_depth_);
     switch (e.kind) {
       case Expr::kSeq: {
         uint32_t at = in;
@@ -757,6 +770,10 @@ class LarkCompiler {
   }
 
   static constexpr size_t kMaxReferenceDepth = 500;  // build() recurses through references
+  static constexpr size_t kMaxBuilt = 1000000;
+  static constexpr int kMaxBuildDepth = 2000;
+  size_t built_ = 0;
+  int build_depth_ = 0;
   std::shared_ptr<LarkGrammar> g_;
   std::map<std::string, Definition> defs_;
   std::set<std::string> expanding_;

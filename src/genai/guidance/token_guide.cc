@@ -115,6 +115,11 @@ std::shared_ptr<const TokenConstraintFactory> make_guidance(std::string_view typ
     const GuideVocabulary* v = vocabulary.get();
     auto grammar = LarkGrammar::from_lark(data, [v](std::string_view name) {
       const int32_t id = v ? v->special_token(name) : -1;
+      // An EOS id ends the text wherever it comes (the guide takes it as the end).
+      if (id >= 0 && std::find(v->eos_ids().begin(), v->eos_ids().end(), id) != v->eos_ids().end())
+        throw_error(ErrorCode::kInvalidArgument, "lark grammar: ", printable(name),
+                    " ends the text (an end-of-sequence token); a reply ends with it by itself once the grammar is "
+                    "complete");
       if (id >= 0 || !v) return id;
       for (int32_t t = 0; t < v->vocab_size(); ++t)
         if (v->bytes(t) == name) return LarkGrammar::kPlainText;

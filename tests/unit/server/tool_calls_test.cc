@@ -6,6 +6,9 @@
 #include <initializer_list>
 #include <set>
 
+#include "core/error.h"
+#include "genai/guidance/lark_grammar.h"
+#include "genai/guidance/lark_matcher.h"
 #include "server/tool_calls.h"
 
 namespace onnxllm::server {
@@ -115,6 +118,73 @@ TEST(ToolCalls, FormatFromTemplateAndVocabulary) {
   EXPECT_EQ(parse_tool_calls(ToolCallFormat::kMistral,
                              std::string(tool_call_opening(ToolCallFormat::kMistral)) + "[{\"name\": \"f\", \"arguments\": {}}]",
                              &content, "c").size(), 1u);
+}
+
+// The grammar a required tool call is held to, per convention: what it takes after the opening
+// parses back to the same calls; other names, arguments off their schema, and anything after
+// the calls are refused. 20 tools (beyond the 16 states a JSON anyOf would follow), a pydantic
+// $ref in the parameters (resolved within them), names that need JSON escapes.
+TEST(ToolCalls, RequiredCallGrammar) {
+  Json tools = Json::array();
+  for (int i = 0; i < 20; ++i)
+    tools.push_back({{"type", "function"}, {"function", {{"name", "tool_" + std::to_string(i)}, {"parameters", {
+        {"type", "object"}, {"properties", {{"n", {{"type", "integer"}, {"maximum", i}}}}}, {"required", {"n"}}}}}}});
+  tools.push_back({{"type", "function"}, {"function", {{"name", "q\"uo\\te\u00e9"}, {"parameters", Json::parse(R"({
+      "$defs": {"City": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 8}}, "required": ["name"]}},
+      "type": "object", "properties": {"city": {"$ref": "#/$defs/City"}}, "required": ["city"]})")}}}});
+  tools.push_back({{"type", "function"}, {"function", {{"name", "no_params"}}}});
+  const auto special = [](const std::string& t) { return t == "<tool_call>" || t == "</tool_call>"; };
+  struct Case {
+    ToolCallFormat format;
+    std::string good, bad_name, bad_args, after;  // after the opening; special tokens as \x01 (open) \x02 (close)
+  };
+  const std::string quoted = R"(q\"uo\\te)" "\xC3\xA9";  // the name as JSON writes it (UTF-8 kept)
+  const std::vector<Case> cases = {
+      {ToolCallFormat::kHermes,
+       "\n{\"name\": \"tool_19\", \"arguments\": {\"n\": 19}}\n\x02\n\x01\n{\"name\": \"" + quoted +
+           "\", \"arguments\": {\"city\": {\"name\": \"Oslo\"}}}\n\x02",
+       R"({"name": "tool_20")", R"({"name": "tool_3", "arguments": {"n": 4})", "\x02x"},
+      {ToolCallFormat::kMistral,
+       " [{\"name\": \"tool_19\", \"arguments\": {\"n\": 19}}, {\"name\": \"no_params\", \"arguments\": {\"a\": [1]}}]",
+       R"([{"name": "tool_20")", R"([{"name": "tool_3", "arguments": {"n": 4})", "]x"},
+      {ToolCallFormat::kLlama3Json,
+       "tool_19\", \"parameters\": {\"n\": 19}}; {\"name\": \"" + quoted + "\", \"parameters\": {\"city\": {\"name\": \"x\"}}}",
+       R"(tool_20")", R"(tool_3", "parameters": {"n": 4})", "}x"},
+  };
+  for (const Case& c : cases) {
+    const std::string text = tool_call_grammar(c.format, tools, special);
+    const auto grammar = genai::LarkGrammar::from_lark(
+        text, [](std::string_view n) { return n == "<tool_call>" ? 1 : n == "</tool_call>" ? 2 : -1; });
+    // Feeds text (\x01 / \x02: the special tokens); returns the index of the first refusal, or -1.
+    const auto run = [&](const std::string& t, genai::LarkMatcher& m) -> long {
+      for (size_t i = 0; i < t.size(); ++i) {
+        const bool ok = t[i] == 1 || t[i] == 2 ? m.accept_special_token(t[i]) : m.feed(static_cast<uint8_t>(t[i]));
+        if (!ok) return static_cast<long>(i);
+      }
+      return -1;
+    };
+    genai::LarkMatcher m(grammar);
+    ASSERT_EQ(run(c.good, m), -1) << text;
+    EXPECT_TRUE(m.accepting());
+    // The same text with the tokens' text parses to the calls.
+    std::string written = tool_call_opening(c.format) + c.good;
+    for (size_t at; (at = written.find('\x01')) != std::string::npos;) written.replace(at, 1, "<tool_call>");
+    for (size_t at; (at = written.find('\x02')) != std::string::npos;) written.replace(at, 1, "</tool_call>");
+    std::string content;
+    const auto calls = calls_of(parse_tool_calls(c.format, written, &content, "c"));
+    ASSERT_EQ(calls.size(), 2u) << written;
+    EXPECT_EQ(calls[0].first, "tool_19");
+    EXPECT_EQ(calls[0].second, (Json{{"n", 19}}));
+    EXPECT_TRUE(content.empty()) << content;
+    for (const std::string& bad : {c.bad_name, c.bad_args}) {
+      genai::LarkMatcher b(grammar);
+      EXPECT_GE(run(bad, b), 0) << bad;
+    }
+    genai::LarkMatcher after(grammar);
+    ASSERT_EQ(run(c.good, after), -1);
+    EXPECT_GE(run(c.after.substr(c.after.size() - 1), after), 0);  // nothing after the calls
+  }
+  EXPECT_EQ(tool_call_grammar(ToolCallFormat::kNone, tools, special), "");
 }
 
 }  // namespace

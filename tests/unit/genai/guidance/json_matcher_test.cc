@@ -544,15 +544,20 @@ TEST(JsonGrammar, Patterns) {
   EXPECT_TRUE(accepts(cat, R"("a cat!")"));
   EXPECT_TRUE(accepts(cat, R"("cat")"));
   EXPECT_EQ(rejected_at(cat, R"("dog")"), 4);
-  // Escapes are matched as the characters they stand for; \u escapes are refused (characters are
-  // written as themselves), and a backslash where no escape's character fits.
+  // Escapes are matched as the characters they stand for; \u escapes only for control characters
+  // (others are written as themselves), and a backslash only where some escape's character fits.
   const Grammar accent = schema(R"({"type": "string", "pattern": "^\u00e9\n\"$"})");
   EXPECT_TRUE(accepts(accent, "\"\xC3\xA9\\n\\\"\""));
   EXPECT_EQ(rejected_at(accent, R"("\u00e9)"), 1);  // no short escape stands for é
   EXPECT_EQ(rejected_at(accent, R"("e)"), 1);
   const Grammar line = schema(R"({"type": "string", "pattern": "^\n"})");
   EXPECT_TRUE(accepts(line, R"("\nx")"));
-  EXPECT_EQ(rejected_at(line, R"("\u000a)"), 2);
+  EXPECT_TRUE(accepts(line, R"("\u000ax")"));  // control characters may be \u escapes
+  EXPECT_EQ(rejected_at(line, R"("\u0009)"), 6);  // a tab does not fit
+  EXPECT_EQ(rejected_at(line, R"("\u0010)"), 5);  // nor anything in 10-1F
+  EXPECT_EQ(rejected_at(line, R"("\u1)"), 3);
+  const Grammar control = schema(R"({"type": "string", "pattern": "^\\u0001$"})");  // no other way to write it
+  EXPECT_TRUE(accepts(control, R"("\u0001")"));
   const Grammar any = schema(R"({"type": "string", "pattern": "^.$"})");
   EXPECT_TRUE(accepts(any, "\"\xF0\x9F\x98\x80\""));
   // With min/maxLength: a character is taken only while both can still be met.
@@ -572,6 +577,13 @@ TEST(JsonGrammar, Patterns) {
             std::string::npos);
   EXPECT_NE(error_of(R"({"type": "string", "pattern": "^a{2}$", "minLength": 3})").find("no string of the 'minLength'"),
             std::string::npos);
+  // A long chain of DFA states with a maxLength compiles in linear time (relaxing in place took
+  // a sweep per link: tens of seconds here).
+  const auto t0 = std::chrono::steady_clock::now();
+  const Grammar chain = schema(R"({"type": "string", "pattern": "^(a{999}){10}$", "maxLength": 20000})");
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 2.0);
+  EXPECT_TRUE(accepts(chain, "\"" + std::string(9990, 'a') + "\""));
+  EXPECT_EQ(rejected_at(chain, "\"" + std::string(9990, 'a') + "a"), 9991);
   // Guides walk pattern strings (no plain set).
   JsonMatcher m(code);
   ASSERT_TRUE(m.feed("\"A"));

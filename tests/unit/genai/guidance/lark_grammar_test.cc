@@ -200,6 +200,11 @@ TEST(LarkGrammar, Errors) {
   for (int i = 0; i < 20000; ++i) rules += str_cat("r", i, ": r", i + 1, "\n");
   rules += "r20000: \"a\"\n";
   EXPECT_NE(error_of(rules).find("references more than 500 rules deep"), std::string::npos);
+  // References inlined at each use: 2^40 copies asked for in 40 lines is an error, at once.
+  std::string doubling = "start: r1\n";
+  for (int i = 1; i < 40; ++i) doubling += str_cat("r", i, ": r", i + 1, " | r", i + 1, "\n");
+  doubling += "r40: \"x\"\n";
+  EXPECT_NE(error_of(doubling).find("expressions once its references are expanded"), std::string::npos);
   // Options for llguidance itself are ignored.
   EXPECT_TRUE(accepts(lark("%llguidance {\"no_forcing\": true}\nstart: \"a\""), "a"));
 }

@@ -235,6 +235,19 @@ TEST(Guidance, TypesAndErrors) {
   EXPECT_NE(make_guidance("lark_grammar", "start: \"{\" \"}\"", vocab), nullptr);
   EXPECT_EQ(code_of("regex", "a(?=b)"), ErrorCode::kInvalidArgument);
   EXPECT_EQ(code_of("lark_grammar", "start: x"), ErrorCode::kInvalidArgument);
+  // Special tokens by name; an EOS one is refused (the text would end at it, mid-grammar).
+  const auto special = std::make_shared<GuideVocabulary>(std::vector<std::string>{"{", "<t>", "<e>"},
+                                                         std::vector<uint8_t>{0, 1, 1}, std::vector<int32_t>{2}, 3);
+  EXPECT_EQ(special->special_token("<t>"), 1);
+  EXPECT_EQ(special->special_token("<e>"), 2);
+  EXPECT_EQ(special->special_token("{"), -1);
+  EXPECT_NE(make_guidance("lark_grammar", "start: <t> \"{\"", special), nullptr);
+  try {
+    make_guidance("lark_grammar", "start: \"{\" <e> \"{\"", special);
+    ADD_FAILURE() << "an EOS token in a grammar compiled";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("<e> ends the text (an end-of-sequence token)"), std::string::npos) << e.what();
+  }
   EXPECT_EQ(code_of("json", "{}"), ErrorCode::kInvalidArgument);
   EXPECT_EQ(code_of("json_schema", "{\"type\": 3}"), ErrorCode::kInvalidArgument);
 }
