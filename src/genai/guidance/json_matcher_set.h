@@ -41,6 +41,8 @@ class JsonMatcherSet {
   // Special tokens (a Lark grammar's): a JSON value has none.
   void allow_special_tokens(std::vector<uint8_t>&) const {}
   bool accept_special_token(int32_t) { return false; }
+  // No state of a JSON value is alike across requests cheaply enough to share its mask.
+  bool shared_state(uint32_t&) const { return false; }
 
   const std::shared_ptr<const JsonGrammar>& grammar() const { return grammar_; }
   uint32_t size() const { return count_; }

@@ -40,6 +40,13 @@ class LarkMatcher {
   void allow_special_tokens(std::vector<uint8_t>& allowed) const;
   // Takes special token `id`, or returns false and leaves the state as it was.
   bool accept_special_token(int32_t id);
+  // One thread outside a JSON value: its grammar state, which alone decides what may follow
+  // (the guides of one grammar share its mask).
+  bool shared_state(uint32_t& state) const {
+    if (count_ != 1 || threads_[0].json != kNoJson) return false;
+    state = threads_[0].state;
+    return true;
+  }
 
   uint32_t threads() const { return count_; }
 

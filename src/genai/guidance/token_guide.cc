@@ -9,9 +9,21 @@
 
 namespace onnxllm::genai {
 
+std::shared_ptr<const std::vector<uint8_t>> SharedMasks::find(uint32_t state) const {
+  std::lock_guard lock(mutex_);
+  const auto it = masks_.find(state);
+  return it == masks_.end() ? nullptr : it->second;
+}
+
+void SharedMasks::add(uint32_t state, std::shared_ptr<const std::vector<uint8_t>> mask) {
+  std::lock_guard lock(mutex_);
+  if (masks_.size() < kMaxMasks) masks_.emplace(state, std::move(mask));
+}
+
 template <typename Matcher>
-TokenGuide<Matcher>::TokenGuide(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const GuideVocabulary> vocabulary)
-    : vocab_(std::move(vocabulary)), matcher_(grammar), allowed_for_(grammar) {
+TokenGuide<Matcher>::TokenGuide(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const GuideVocabulary> vocabulary,
+                                std::shared_ptr<SharedMasks> shared)
+    : vocab_(std::move(vocabulary)), shared_(std::move(shared)), matcher_(grammar), allowed_for_(grammar) {
   ONNXLLM_CHECK(vocab_ != nullptr, kInvalidArgument, "guidance needs a vocabulary");
   depth_states_.assign(vocab_->all_.depth + 1, matcher_);
   allowed_.assign(static_cast<size_t>(vocab_->vocab_size()), 0);
@@ -46,6 +58,20 @@ void TokenGuide<Matcher>::compute_allowed() {
   allowed_valid_ = true;
   allowed_ended_ = ended_;
   allowed_for_.assign(matcher_);
+  uint32_t key = 0;
+  const bool shareable = shared_ && !ended_ && matcher_.shared_state(key);
+  if (shareable) {
+    if (const auto mask = shared_->find(key)) {
+      std::memcpy(allowed_.data(), mask->data(), allowed_.size());
+      return;
+    }
+  }
+  compute_mask();
+  if (shareable) shared_->add(key, std::make_shared<const std::vector<uint8_t>>(allowed_));
+}
+
+template <typename Matcher>
+void TokenGuide<Matcher>::compute_mask() {
   const uint32_t room = ended_ ? 0 : matcher_.string_room();
   if (room > 0) {
     // Between characters of a string: plain text that fits, and whatever else walks.
@@ -103,8 +129,10 @@ void TokenGuide<Matcher>::reset() {
   ended_ = false;
 }
 
-std::shared_ptr<const TokenConstraintFactory> make_guidance(std::string_view type, std::string_view data,
-                                                            std::shared_ptr<const GuideVocabulary> vocabulary) {
+namespace {
+
+std::shared_ptr<const TokenConstraintFactory> compile_guidance(std::string_view type, std::string_view data,
+                                                               std::shared_ptr<const GuideVocabulary> vocabulary) {
   if (type == "json_schema")
     return std::make_shared<const JsonGuideFactory>(JsonGrammar::from_schema(data), std::move(vocabulary));
   if (type == "json_object")
@@ -129,6 +157,28 @@ std::shared_ptr<const TokenConstraintFactory> make_guidance(std::string_view typ
   }
   throw_error(ErrorCode::kInvalidArgument, "unknown guidance type '", printable(type),
               "': expected 'json_schema', 'json_object', 'regex' or 'lark_grammar'");
+}
+
+}  // namespace
+
+std::shared_ptr<const TokenConstraintFactory> make_guidance(std::string_view type, std::string_view data,
+                                                            std::shared_ptr<const GuideVocabulary> vocabulary) {
+  // Requests with the same guidance (a server's tools, an engine's schema) share one compiled
+  // factory while any holds it. A live entry keeps its vocabulary alive, so its address names it.
+  static std::mutex mutex;
+  static std::unordered_map<std::string, std::weak_ptr<const TokenConstraintFactory>> factories;
+  std::string key = str_cat(static_cast<const void*>(vocabulary.get()), '\0', type, '\0');
+  key.append(data);
+  {
+    std::lock_guard lock(mutex);
+    if (const auto it = factories.find(key); it != factories.end())
+      if (auto f = it->second.lock()) return f;
+  }
+  auto factory = compile_guidance(type, data, vocabulary);  // outside the lock: may take a while, or throw
+  std::lock_guard lock(mutex);
+  std::erase_if(factories, [](const auto& entry) { return entry.second.expired(); });
+  factories[key] = factory;
+  return factory;
 }
 
 template class TokenGuide<JsonMatcherSet>;

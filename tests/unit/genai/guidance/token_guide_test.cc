@@ -252,6 +252,49 @@ TEST(Guidance, TypesAndErrors) {
   EXPECT_EQ(code_of("json_schema", "{\"type\": 3}"), ErrorCode::kInvalidArgument);
 }
 
+// The same guidance for the same vocabulary is one factory while it is held (compiled once); the
+// guides of a Lark factory share the masks of DFA states, to the same bits as their own walks.
+TEST(Guidance, FactoriesAndMasksAreShared) {
+  const auto vocab = std::make_shared<GuideVocabulary>(std::vector<std::string>{"a", "b", "ab", "{", "}"},
+                                                       std::vector<uint8_t>{}, std::vector<int32_t>{5}, 6);
+  auto f1 = make_guidance("regex", "(ab)+", vocab);
+  EXPECT_EQ(make_guidance("regex", "(ab)+", vocab), f1);
+  EXPECT_NE(make_guidance("regex", "(ab)*", vocab), f1);
+  EXPECT_NE(make_guidance("lark_grammar", "start: /(ab)+/", vocab), f1);
+  const auto other = std::make_shared<GuideVocabulary>(std::vector<std::string>{"a", "b"}, std::vector<uint8_t>{},
+                                                       std::vector<int32_t>{2}, 3);
+  EXPECT_NE(make_guidance("regex", "(ab)+", other), f1);
+  const auto allowed_ids = [](TokenConstraint& c) {
+    std::vector<float> logits(6, 0.0f);
+    c.mask(logits);
+    std::vector<int> ids;
+    for (int i = 0; i < 6; ++i)
+      if (!std::isinf(logits[static_cast<size_t>(i)])) ids.push_back(i);
+    return ids;
+  };
+  auto g1 = f1->create(), g2 = f1->create();
+  EXPECT_EQ(allowed_ids(*g1), (std::vector<int>{0, 2}));  // a, ab
+  g1->accept(2);                                          // ab: complete, or more
+  EXPECT_EQ(allowed_ids(*g1), (std::vector<int>{0, 2, 5}));
+  EXPECT_EQ(allowed_ids(*g2), (std::vector<int>{0, 2}));  // the first state's mask, shared
+  g2->accept(0);
+  EXPECT_EQ(allowed_ids(*g2), (std::vector<int>{1}));     // after "a" only b
+  g2->accept(1);
+  EXPECT_EQ(allowed_ids(*g2), (std::vector<int>{0, 2, 5}));  // g1's mask of that state
+  // Released (factory and guides), the entry expires and the next call compiles anew.
+  const std::weak_ptr<const TokenConstraintFactory> weak = f1;
+  g1.reset();
+  g2.reset();
+  f1.reset();
+  EXPECT_TRUE(weak.expired());
+  EXPECT_NE(make_guidance("regex", "(ab)+", vocab), nullptr);
+  SharedMasks masks;
+  for (uint32_t s = 0; s < SharedMasks::kMaxMasks + 3; ++s)
+    masks.add(s, std::make_shared<const std::vector<uint8_t>>(1, static_cast<uint8_t>(s)));
+  EXPECT_EQ((*masks.find(3))[0], 3);
+  EXPECT_EQ(masks.find(SharedMasks::kMaxMasks + 1), nullptr);  // beyond the room: not kept
+}
+
 // Search with a constraint: the mask comes before min_length's EOS suppression and the other
 // processors, each row's chosen token is accepted, append_tokens resets, rewind_to replays.
 class EvenTokens final : public TokenConstraint {
