@@ -286,6 +286,16 @@ GenerationRequest parse_chat_request(std::string_view body) {
         bad_type(p, t, "a {\"type\": \"function\", \"function\": {...}} object");
       if (!t["function"].contains("name") || !t["function"]["name"].is_string())
         throw_api_error(400, "Missing required parameter: '" + p + ".function.name'.", p + ".function.name");
+      // OpenAI's rule for function names (and what tool-call conventions and grammars can carry).
+      const std::string name = t["function"]["name"].get<std::string>();
+      if (name.size() > 64)
+        throw_api_error(400, "Invalid '" + p + ".function.name': string too long. Expected a string with maximum length 64, "
+                        "but got a string with length " + std::to_string(name.size()) + " instead.",
+                        p + ".function.name", "string_above_max_length");
+      if (name.empty() || name.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
+                              std::string::npos)
+        throw_api_error(400, "Invalid '" + p + ".function.name': string does not match pattern. Expected a string that "
+                        "matches the pattern '^[a-zA-Z0-9_-]+$'.", p + ".function.name", "invalid_value");
     }
     if (!tools.empty()) r.tools = tools;
   }

@@ -66,6 +66,26 @@ TEST(OpenAiProtocol, NamedToolChoiceOffersThatToolAlone) {
   }
 }
 
+// Function names as OpenAI checks them: [a-zA-Z0-9_-], 1 to 64 characters.
+TEST(OpenAiProtocol, ToolNamesFollowOpenAisPattern) {
+  const auto tools = [](const std::string& name) {
+    return R"({"model": "m", "messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function",
+        "function": {"name": "ok"}}, {"type": "function", "function": {"name": )" + nlohmann::json(name).dump() + "}}]}";
+  };
+  EXPECT_EQ(parse_chat_request(tools("get-weather_2")).tools.size(), 2u);
+  EXPECT_EQ(parse_chat_request(tools(std::string(64, 'a'))).tools.size(), 2u);
+  for (const std::string bad : {"", "a b", "q\"uote", "caf\xC3\xA9", "a.b"}) {
+    const ApiError e = error_of([&] { parse_chat_request(tools(bad)); });
+    EXPECT_EQ(e.status, 400) << bad;
+    EXPECT_EQ(e.param, "tools[1].function.name") << bad;
+    EXPECT_NE(e.message.find("does not match pattern"), std::string::npos) << e.message;
+  }
+  const ApiError e = error_of([&] { parse_chat_request(tools(std::string(65, 'a'))); });
+  EXPECT_NE(e.message.find("string too long. Expected a string with maximum length 64, but got a string with length 65"),
+            std::string::npos)
+      << e.message;
+}
+
 TEST(OpenAiProtocol, CompletionPromptsAndDefaults) {
   auto r = parse_completion_request(R"({"model": "m", "prompt": "hi"})");
   EXPECT_EQ(r.prompts, (std::vector<std::string>{"hi"}));
