@@ -21,7 +21,7 @@ template <typename... Args>
 // ---------------------------------------------------------------------------------------------
 // Tokens of the grammar text
 
-enum class Tok { kName, kColon, kPipe, kLParen, kRParen, kLBracket, kRBracket, kQuestion, kStar, kPlus, kTilde,
+enum class Tok { kName, kColon, kPipe, kLParen, kRParen, kLBracket, kRBracket, kQuestion, kBang, kStar, kPlus, kTilde,
                  kDotDot, kInt, kString, kRegex, kSpecial, kJson, kEnd };
 
 struct Token {
@@ -103,6 +103,7 @@ class Lexer {
       case '[': return single(Tok::kLBracket);
       case ']': return single(Tok::kRBracket);
       case '?': return single(Tok::kQuestion);
+      case '!': return single(Tok::kBang);
       case '*': return single(Tok::kStar);
       case '+': return single(Tok::kPlus);
       case '~': return single(Tok::kTilde);
@@ -301,7 +302,7 @@ class Parser {
     std::map<std::string, Definition> defs;
     while (peek().kind != Tok::kEnd) {
       // ?name: and !name: (Lark's inlining and keep-all-tokens marks) change no language.
-      if (peek().kind == Tok::kQuestion && t_[k_ + 1].kind == Tok::kName) ++k_;
+      if ((peek().kind == Tok::kQuestion || peek().kind == Tok::kBang) && t_[k_ + 1].kind == Tok::kName) ++k_;
       const Token& name = peek();
       if (name.kind != Tok::kName || t_[k_ + 1].kind != Tok::kColon)
         fail(name.line, "expected a definition 'name: ...', got ", describe(name));
@@ -330,7 +331,8 @@ class Parser {
     const Token& t = peek();
     if (!t.line_start) return false;
     if (t.kind == Tok::kName && t_[k_ + 1].kind == Tok::kColon) return true;
-    return t.kind == Tok::kQuestion && t_[k_ + 1].kind == Tok::kName && t_[k_ + 2].kind == Tok::kColon;
+    return (t.kind == Tok::kQuestion || t.kind == Tok::kBang) && t_[k_ + 1].kind == Tok::kName &&
+           t_[k_ + 2].kind == Tok::kColon;
   }
 
   Expr expansions() {

@@ -8,7 +8,7 @@
 // quantifiers ? * + and `~ n` / `~ n..m`; "strings" (JSON-style escapes), "a".."z" character
 // ranges, /regexes/ (RegexDfa's syntax, no flags), rule and terminal references, `<name>`
 // special tokens of the model's tokenizer, `%json {schema}` (JsonGrammar's subset), `//`
-// comments; `?rule` reads as `rule`, `%llguidance {...}` options are ignored.
+// comments; `?rule` and `!rule` read as `rule`, `%llguidance {...}` options are ignored.
 // References may not recurse (the grammar is regular around its JSON values: an error names the
 // rule); anything else (`%ignore`, `%import`, priorities, case-insensitive literals, regex
 // flags, `<[id]>` tokens) is an error naming it and its line. Rules and terminals are matched
