@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/utf8.h"
 #include "genai/guidance/regex_dfa.h"
 
 namespace onnxllm::genai {
@@ -30,24 +31,6 @@ struct Token {
   int line;
   bool line_start;   // the first token of its line
 };
-
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | cp >> 6);
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | cp >> 12);
-    out += static_cast<char>(0x80 | (cp >> 6 & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | cp >> 18);
-    out += static_cast<char>(0x80 | (cp >> 12 & 0x3F));
-    out += static_cast<char>(0x80 | (cp >> 6 & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
 
 bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
@@ -183,7 +166,7 @@ class Lexer {
           } else if (cp >= 0xD800 && cp <= 0xDFFF) {
             fail(line, "unpaired surrogate in a string escape");
           }
-          append_utf8(out, cp);
+          utf8::append(out, cp);
           break;
         }
         default: fail(line, "unknown escape \\", printable(std::string(1, e)), " in a string");

@@ -2,7 +2,7 @@
 
 #include "genai/tokenizer/normalizer.h"
 #include "genai/tokenizer/unicode.h"
-#include "genai/tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace onnxllm {
 namespace {

@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 #include "core/json_file.h"
-#include "genai/tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace onnxllm {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <array>
 
-#include "genai/tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace onnxllm::byte_level {
 namespace {

@@ -6,7 +6,7 @@
 #include "core/json_file.h"
 #include "genai/tokenizer/byte_level.h"
 #include "genai/tokenizer/regex.h"
-#include "genai/tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace onnxllm {
 namespace {

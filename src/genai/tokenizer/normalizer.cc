@@ -14,7 +14,7 @@
 #include "genai/tokenizer/precompiled_charsmap.h"
 #include "genai/tokenizer/regex.h"
 #include "genai/tokenizer/unicode.h"
-#include "genai/tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace onnxllm {
 namespace {

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "genai/tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace onnxllm {
 

@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 #include "genai/tokenizer/unigram_model.h"
-#include "genai/tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace onnxllm {
 namespace {

@@ -10,7 +10,7 @@
 #include "genai/tokenizer/hf_tokenizer.h"
 #include "genai/tokenizer/sentencepiece_tokenizer.h"
 #include "genai/tokenizer/tokenizer_stream.h"
-#include "genai/tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace onnxllm {
 

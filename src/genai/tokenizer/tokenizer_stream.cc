@@ -1,7 +1,7 @@
 #include "genai/tokenizer/tokenizer_stream.h"
 
 #include "genai/tokenizer/tokenizer.h"
-#include "genai/tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace onnxllm {
 

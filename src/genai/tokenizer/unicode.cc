@@ -7,7 +7,7 @@
 #include <unicode/unistr.h>
 
 #include "core/error.h"
-#include "genai/tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace onnxllm::unicode {
 

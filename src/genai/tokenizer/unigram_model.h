@@ -6,7 +6,7 @@
 
 #include "genai/tokenizer/prefix_trie.h"
 #include "genai/tokenizer/token_model.h"
-#include "genai/tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace onnxllm {
 

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "genai/tokenizer/utf8.h"
+#include "core/utf8.h"
 #include "tests/unit/genai/tokenizer/tokenizer_test_util.h"
 #include "tests/util/test_util.h"
 

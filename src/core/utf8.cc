@@ -1,4 +1,4 @@
-#include "genai/tokenizer/utf8.h"
+#include "core/utf8.h"
 
 namespace onnxllm::utf8 {
 

@@ -1,5 +1,5 @@
-// UTF-8 helpers for the tokenizer: validation, decoding one code point, encoding, and repair of
-// invalid input (each maximal invalid subpart becomes U+FFFD).
+// UTF-8 helpers (the tokenizer's, guidance's grammars): validation, decoding one code point,
+// encoding, and repair of invalid input (each maximal invalid subpart becomes U+FFFD).
 #pragma once
 
 #include <cstddef>
