@@ -180,7 +180,7 @@ std::string tool_call_grammar(ToolCallFormat format, const Json& tools,
     const std::string tail = ", \"" + args + "\": ";
     const std::string value = " %json " + params.dump() + " \"}\"";
     call += (call.empty() ? "" : " | ") + lark_string("{\"name\": " + name + tail) + value;
-    first += (first.empty() ? "" : " | ") + lark_string(name.substr(1) + tail) + value;
+    if (llama) first += (first.empty() ? "" : " | ") + lark_string(name.substr(1) + tail) + value;
   }
   const auto token = [&](std::string_view text) {
     const std::string t(text);

@@ -134,11 +134,14 @@ class CliTest(unittest.TestCase):
         for args, message in [(["--json-schema", os.path.join(WORK, "missing.json")], "--json-schema: cannot open"),
                               (["--json", "--json-schema", path], "excludes"),
                               (["--json", "--num-beams", "2"], "beam search")]:
-            bad = cli("generate", "-m", STORIES, "-p", "Once", "-n", "8", *args, check=False)
-            self.assertNotEqual(bad.returncode, 0)
-            self.assertIn(message, bad.stderr)
-        bad = cli("generate", "-m", STORIES, "-p", "Once", "--json-schema", "-", check=False, stdin='{"multipleOf": 2}')
-        self.assertIn("unsupported keyword 'multipleOf'", bad.stderr)
+            self.expect_generate_error(args, message)
+        self.expect_generate_error(["--json-schema", "-"], "unsupported keyword 'multipleOf'", stdin='{"multipleOf": 2}')
+
+    def expect_generate_error(self, args, message, stdin=None):
+        """`onnxllm generate` on stories260K with args fails, its stderr naming the problem."""
+        bad = cli("generate", "-m", STORIES, "-p", "Once", "-n", "8", *args, check=False, stdin=stdin)
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn(message, bad.stderr)
 
     def test_generate_regex_and_grammar(self):
         # --regex and --grammar (Lark): Python's re checks the text; EOS ends it once complete.
@@ -155,11 +158,8 @@ class CliTest(unittest.TestCase):
                               (["--regex", "a", "--json"], "excludes"),
                               (["--grammar", "-", "--json-schema", "-"], "excludes"),
                               (["--grammar", os.path.join(WORK, "missing.lark")], "--grammar: cannot open")]:
-            bad = cli("generate", "-m", STORIES, "-p", "Once", "-n", "8", *args, check=False)
-            self.assertNotEqual(bad.returncode, 0)
-            self.assertIn(message, bad.stderr)
-        bad = cli("generate", "-m", STORIES, "-p", "Once", "--grammar", "-", check=False, stdin="start: a\na: a")
-        self.assertIn("'a' refers to itself", bad.stderr)
+            self.expect_generate_error(args, message)
+        self.expect_generate_error(["--grammar", "-"], "'a' refers to itself", stdin="start: a\na: a")
 
     def test_llama_cpp_short_options(self):
         # -p, -f and -t as llama.cpp spells them: the same text as --prompt, --prompt-file, --threads.

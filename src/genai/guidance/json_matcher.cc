@@ -1,7 +1,6 @@
 #include "genai/guidance/json_matcher.h"
 
 #include <cstring>
-#include <string>
 
 #include "core/error.h"
 

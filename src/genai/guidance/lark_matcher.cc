@@ -69,6 +69,14 @@ void LarkMatcher::step_outer(uint32_t s, uint8_t byte, uint32_t& n) {
   }
 }
 
+bool LarkMatcher::take_next(uint32_t n) {
+  if (n == 0) return false;
+  std::swap(threads_, next_);
+  std::swap(json_, next_json_);
+  count_ = n;
+  return true;
+}
+
 bool LarkMatcher::feed(uint8_t byte) {
   uint32_t n = 0;
   for (uint32_t i = 0; i < count_; ++i) {
@@ -88,11 +96,7 @@ bool LarkMatcher::feed(uint8_t byte) {
     }
     if (value.accepting()) step_outer(t.state, byte, n);  // or it ended, and the byte comes after it
   }
-  if (n == 0) return false;
-  std::swap(threads_, next_);
-  std::swap(json_, next_json_);
-  count_ = n;
-  return true;
+  return take_next(n);
 }
 
 bool LarkMatcher::feed(std::string_view bytes) {
@@ -177,11 +181,7 @@ bool LarkMatcher::accept_special_token(int32_t id) {
         keep(n);
       }
   }
-  if (n == 0) return false;
-  std::swap(threads_, next_);
-  std::swap(json_, next_json_);
-  count_ = n;
-  return true;
+  return take_next(n);
 }
 
 }  // namespace onnxllm::genai

@@ -65,6 +65,8 @@ class LarkMatcher {
   // Adds the threads `byte` leads to from grammar state s to next_ (at n).
   void step_outer(uint32_t s, uint8_t byte, uint32_t& n);
   bool keep(uint32_t& n);  // next_[n] joins the set unless it equals one there
+  // The n threads in next_ become the state; none: false, and the state is as it was.
+  bool take_next(uint32_t n);
 
   std::shared_ptr<const LarkGrammar> g_;
   uint32_t count_ = 1;
