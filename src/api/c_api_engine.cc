@@ -36,6 +36,14 @@ const RequestData& request_of(const OgaRequest* request, const char* function) {
   return require(handle<RequestData>(request), function, "request");
 }
 
+// The one row of a request's tokens.
+const std::vector<int32_t>& one_sequence(const OgaSequences* tokens, const char* function) {
+  const auto& seqs = require(handle<SequencesData>(tokens), function, "tokens");
+  if (seqs.rows.size() != 1)
+    throw_error(ErrorCode::kInvalidArgument, function, ": a request takes one sequence, got ", seqs.rows.size());
+  return seqs.rows[0];
+}
+
 }  // namespace
 }  // namespace onnxllm::api
 
@@ -139,12 +147,13 @@ void OGA_API_CALL OgaDestroyRequest(OgaRequest* request) {
 
 OgaResult* OGA_API_CALL OgaRequestAddTokens(OgaRequest* request, const OgaSequences* tokens) {
   return guard("OgaRequestAddTokens", [&] {
-    RequestData& r = request_of(request, "OgaRequestAddTokens");
-    const auto& seqs = require(handle<SequencesData>(tokens), "OgaRequestAddTokens", "tokens");
-    if (seqs.rows.size() != 1)
-      throw_error(ErrorCode::kInvalidArgument, "OgaRequestAddTokens: a request takes one sequence, got ",
-                  seqs.rows.size());
-    r.request->add_tokens(seqs.rows[0]);
+    request_of(request, "OgaRequestAddTokens").request->add_tokens(one_sequence(tokens, "OgaRequestAddTokens"));
+  });
+}
+
+OgaResult* OGA_API_CALL OgaRequestContinue(OgaRequest* request, const OgaSequences* tokens) {
+  return guard("OgaRequestContinue", [&] {
+    request_of(request, "OgaRequestContinue").request->continue_with(one_sequence(tokens, "OgaRequestContinue"));
   });
 }
 
@@ -178,6 +187,13 @@ OgaResult* OGA_API_CALL OgaRequestIsDone(const OgaRequest* request, bool* out) {
   return guard("OgaRequestIsDone", [&] {
     require_out(out, "OgaRequestIsDone", "out");
     *out = request_of(request, "OgaRequestIsDone").request->is_done();
+  });
+}
+
+OgaResult* OGA_API_CALL OgaRequestIsTurnComplete(const OgaRequest* request, bool* out) {
+  return guard("OgaRequestIsTurnComplete", [&] {
+    require_out(out, "OgaRequestIsTurnComplete", "out");
+    *out = request_of(request, "OgaRequestIsTurnComplete").request->is_turn_complete();
   });
 }
 

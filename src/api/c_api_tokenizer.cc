@@ -25,6 +25,49 @@ const TokenizerData& tokenizer_of(const OgaTokenizer* tokenizer, const char* fun
   return require(handle<TokenizerData>(tokenizer), function, "tokenizer");
 }
 
+// The tool-call and reasoning markers (bot/eot: begin/end of tool call, bor/eor: of reasoning).
+struct TagToken {
+  const char* name;                          // genai_config.json's model.<name>
+  std::optional<int> genai::ModelConfig::*field;
+};
+constexpr TagToken kBot{"bot_token_id", &genai::ModelConfig::bot_token_id};
+constexpr TagToken kEot{"eot_token_id", &genai::ModelConfig::eot_token_id};
+constexpr TagToken kBor{"bor_token_id", &genai::ModelConfig::bor_token_id};
+constexpr TagToken kEor{"eor_token_id", &genai::ModelConfig::eor_token_id};
+
+// A tag's id: the configuration's, else the token onnxruntime-genai falls back on for the model
+// type, found in the vocabulary (its table has those tokens' ids in Qwen2.5/3's and Phi-4's
+// vocabularies, which a lookup gives as well, and a wrong id for any other phi3 vocabulary).
+int32_t tag_token_id(const OgaTokenizer* tokenizer, int32_t* token_id, const TagToken& tag, const char* function) {
+  const auto& t = tokenizer_of(tokenizer, function);
+  require_out(token_id, function, "token_id");
+  if (!t.model)
+    throw_error(ErrorCode::kInvalidArgument, function, ": ", tag.name,
+                " comes from a model's genai_config.json; this tokenizer was made from a path");
+  const genai::ModelConfig& config = t.model->config().model;
+  if (const std::optional<int>& id = config.*(tag.field)) return *token_id = *id;
+  struct Fallback {
+    const char* type;
+    const TagToken* tag;
+    const char* token;
+  };
+  static constexpr Fallback kFallbacks[] = {
+      {"qwen2", &kBot, "<tool_call>"}, {"qwen2", &kEot, "</tool_call>"},     {"qwen3", &kBot, "<tool_call>"},
+      {"qwen3", &kEot, "</tool_call>"}, {"qwen3", &kBor, "<think>"},          {"qwen3", &kEor, "</think>"},
+      {"phi3", &kBot, "<|tool_call|>"}, {"phi3", &kEot, "<|/tool_call|>"},
+  };
+  for (const Fallback& f : kFallbacks) {
+    if (config.type != f.type || f.tag != &tag) continue;
+    const int32_t id = t.tokenizer->to_token_id(f.token);
+    if (id < 0)
+      throw_error(ErrorCode::kInvalidArgument, function, ": genai_config.json sets no model.", tag.name, " and the ",
+                  config.type, " vocabulary has no ", f.token, " token");
+    return *token_id = id;
+  }
+  throw_error(ErrorCode::kInvalidArgument, function, ": genai_config.json sets no model.", tag.name,
+              " and model type '", config.type, "' has no default for it");
+}
+
 bool parse_bool_option(std::string_view key, std::string_view value) {
   if (value == "true" || value == "1") return true;
   if (value == "false" || value == "0") return false;
@@ -164,6 +207,22 @@ OgaResult* OGA_API_CALL OgaTokenizerGetPadTokenId(const OgaTokenizer* tokenizer,
     require_out(token_id, "OgaTokenizerGetPadTokenId", "token_id");
     *token_id = t.tokenizer->pad_token_id();
   });
+}
+
+OgaResult* OGA_API_CALL OgaTokenizerGetBotTokenId(const OgaTokenizer* tokenizer, int32_t* token_id) {
+  return guard("OgaTokenizerGetBotTokenId", [&] { tag_token_id(tokenizer, token_id, kBot, "OgaTokenizerGetBotTokenId"); });
+}
+
+OgaResult* OGA_API_CALL OgaTokenizerGetEotTokenId(const OgaTokenizer* tokenizer, int32_t* token_id) {
+  return guard("OgaTokenizerGetEotTokenId", [&] { tag_token_id(tokenizer, token_id, kEot, "OgaTokenizerGetEotTokenId"); });
+}
+
+OgaResult* OGA_API_CALL OgaTokenizerGetBorTokenId(const OgaTokenizer* tokenizer, int32_t* token_id) {
+  return guard("OgaTokenizerGetBorTokenId", [&] { tag_token_id(tokenizer, token_id, kBor, "OgaTokenizerGetBorTokenId"); });
+}
+
+OgaResult* OGA_API_CALL OgaTokenizerGetEorTokenId(const OgaTokenizer* tokenizer, int32_t* token_id) {
+  return guard("OgaTokenizerGetEorTokenId", [&] { tag_token_id(tokenizer, token_id, kEor, "OgaTokenizerGetEorTokenId"); });
 }
 
 OgaResult* OGA_API_CALL OgaTokenizerEncode(const OgaTokenizer* tokenizer, const char* str, OgaSequences* sequences) {

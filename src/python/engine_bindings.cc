@@ -14,6 +14,15 @@
 namespace onnxllm::python {
 namespace {
 
+// One row of token ids from a Python sequence or array, as the C API takes it.
+std::unique_ptr<OgaSequences> one_sequence(py::handle tokens, const char* method) {
+  const py::array_t<int32_t> ids = to_token_array(tokens, method);
+  if (ids.ndim() != 1) throw py::value_error(std::string("Request.") + method + " takes one sequence of token ids");
+  auto sequences = OgaSequences::Create();
+  sequences->Append(ids.data(), static_cast<size_t>(ids.size()));
+  return sequences;
+}
+
 class PyRequest {
  public:
   explicit PyRequest(OgaGeneratorParams& params) : request_(OgaRequest::Create(params)) {
@@ -23,16 +32,12 @@ class PyRequest {
 
   OgaRequest& request() { return *request_; }
 
-  void add_tokens(py::handle tokens) {
-    const py::array_t<int32_t> ids = to_token_array(tokens, "add_tokens");
-    if (ids.ndim() != 1) throw py::value_error("Request.add_tokens takes one sequence of token ids");
-    auto sequences = OgaSequences::Create();
-    sequences->Append(ids.data(), static_cast<size_t>(ids.size()));
-    request_->AddTokens(*sequences);
-  }
+  void add_tokens(py::handle tokens) { request_->AddTokens(*one_sequence(tokens, "add_tokens")); }
+  void continue_with(py::handle tokens) { request_->Continue(*one_sequence(tokens, "continue_with")); }
   bool has_unseen_tokens() const { return request_->HasUnseenTokens(); }
   int32_t get_unseen_token() { return request_->GetUnseenToken(); }
   bool is_done() const { return request_->IsDone(); }
+  bool is_turn_complete() const { return request_->IsTurnComplete(); }
   void set_opaque_data(py::object data) { opaque_ = std::move(data); }
   py::object get_opaque_data() const { return opaque_; }
 
@@ -92,10 +97,11 @@ void bind_engine(py::module_& m) {
   py::class_<PyRequest>(m, "Request", "One generation request served by an Engine")
       .def(py::init([](py::handle params) { return new PyRequest(oga_params(params)); }), py::arg("params"))
       .def("add_tokens", &PyRequest::add_tokens, py::arg("tokens"))
+      .def("continue_with", &PyRequest::continue_with, py::arg("tokens"))
       .def("has_unseen_tokens", &PyRequest::has_unseen_tokens)
       .def("get_unseen_token", &PyRequest::get_unseen_token)
       .def("is_done", &PyRequest::is_done)
-      .def("is_turn_complete", &PyRequest::is_done)
+      .def("is_turn_complete", &PyRequest::is_turn_complete)
       .def("set_opaque_data", &PyRequest::set_opaque_data, py::arg("opaque_data"))
       .def("get_opaque_data", &PyRequest::get_opaque_data);
   py::class_<PyEngine>(m, "Engine", "Continuous batching over a paged KV cache: many requests, one model")

@@ -142,7 +142,11 @@ void bind_tokenizer(py::module_& m) {
            py::keep_alive<0, 1>())
       .def_property_readonly("bos_token_id", &OgaTokenizer::GetBosTokenId)
       .def_property_readonly("eos_token_ids", [](const OgaTokenizer& t) { return copy_ids(t.GetEosTokenIds()); })
-      .def_property_readonly("pad_token_id", &OgaTokenizer::GetPadTokenId);
+      .def_property_readonly("pad_token_id", &OgaTokenizer::GetPadTokenId)
+      .def_property_readonly("bot_token_id", &OgaTokenizer::GetBotTokenId)
+      .def_property_readonly("eot_token_id", &OgaTokenizer::GetEotTokenId)
+      .def_property_readonly("bor_token_id", &OgaTokenizer::GetBorTokenId)
+      .def_property_readonly("eor_token_id", &OgaTokenizer::GetEorTokenId);
 }
 
 }  // namespace onnxllm::python

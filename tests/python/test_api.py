@@ -42,6 +42,10 @@ def test_tokenizer_round_trip_and_properties(stories, stories_dir):
     assert tokenizer.decode(ids.tolist()) == tokenizer.decode(ids)  # lists work too
     assert 2 in tokenizer.eos_token_ids.tolist()
     assert isinstance(tokenizer.pad_token_id, int)
+    # A llama model names no tool-call or reasoning tokens (onnxruntime-genai's getters throw too).
+    for tag in ("bot_token_id", "eot_token_id", "bor_token_id", "eor_token_id"):
+        with pytest.raises(RuntimeError, match=f"sets no model.{tag} and model type 'llama' has no default"):
+            getattr(tokenizer, tag)
     # The CLI tokenizer gives the same ids.
     cli = run_cli("tokenize", "--tokenizer", stories_dir, "--text", "Once upon a time there was a dragon")
     assert [int(t) for t in cli.split(",")] == ids.tolist()[1:]  # the CLI adds no BOS

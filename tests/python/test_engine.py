@@ -111,6 +111,51 @@ def test_turn_continuation_and_misuse(stories_dir):
     assert not engine.has_pending_requests()
 
 
+def drain(engine, request):
+    """Steps until nothing is pending; the request's unseen tokens."""
+    out = []
+    while engine.has_pending_requests():
+        if engine.step() is request:
+            while request.has_unseen_tokens():
+                out.append(request.get_unseen_token())
+    return out
+
+
+def test_continue_with_keeps_the_turns_cache(stories_dir):
+    """onnxruntime-genai's tool-result flow: a turn completes at EOS, continue_with() adds the next
+    turn's tokens and the request runs again with its cache; its tokens equal a Generator's given
+    the whole conversation at once."""
+    plain = og.Model(str(stories_dir))
+    tokenizer = og.Tokenizer(plain)
+    prompt = list(tokenizer.encode("Once upon a time"))
+    # The 4th generated token made the EOS, so the first turn completes there.
+    eos = generator_tokens(plain, prompt, 64)[3]
+    config = og.Config(str(stories_dir))
+    config.overlay('{"model": {"eos_token_id": %d}}' % eos)
+    model = og.Model(config)
+    engine = og.Engine(model)
+    request = og.Request(greedy_params(model, 64))
+    request.add_tokens(prompt)
+    with pytest.raises(Exception, match="has no completed turn to continue"):
+        request.continue_with([5])
+    engine.add_request(request)
+    turn1 = drain(engine, request)
+    assert turn1[-1] == eos and len(turn1) == 4
+    assert request.is_turn_complete()
+    more = list(tokenizer.encode(" The end. Then"))
+    request.continue_with(more)
+    assert not request.is_turn_complete()
+    assert engine.has_pending_requests()
+    turn2 = drain(engine, request)
+    assert request.is_turn_complete()
+    whole = prompt + turn1 + more
+    assert turn2 == generator_tokens(model, whole, 64)
+    assert len(whole) + len(turn2) == 64 or turn2[-1] == eos
+    engine.remove_request(request)
+    with pytest.raises(Exception, match="the request is finished"):
+        request.continue_with([5])
+
+
 def test_gpt2_packed_attention_runs_paged(gpt2_dir):
     """onnxruntime-genai's gpt2 folders (com.microsoft Attention, one combined past per layer) run
     on the engine's paged cache: sampled tokens (seeded per request, so every step's whole

@@ -328,6 +328,26 @@ struct OgaTokenizer : OgaAbstract {
     OgaCheckResult(OgaTokenizerGetPadTokenId(this, &id));
     return id;
   }
+  int32_t GetBotTokenId() const {
+    int32_t id;
+    OgaCheckResult(OgaTokenizerGetBotTokenId(this, &id));
+    return id;
+  }
+  int32_t GetEotTokenId() const {
+    int32_t id;
+    OgaCheckResult(OgaTokenizerGetEotTokenId(this, &id));
+    return id;
+  }
+  int32_t GetBorTokenId() const {
+    int32_t id;
+    OgaCheckResult(OgaTokenizerGetBorTokenId(this, &id));
+    return id;
+  }
+  int32_t GetEorTokenId() const {
+    int32_t id;
+    OgaCheckResult(OgaTokenizerGetEorTokenId(this, &id));
+    return id;
+  }
   void Encode(const char* str, OgaSequences& sequences) const { OgaCheckResult(OgaTokenizerEncode(this, str, &sequences)); }
   std::unique_ptr<OgaTensor> EncodeBatch(const char** strings, size_t count) const {
     OgaTensor* p;
@@ -608,6 +628,7 @@ struct OgaRequest : OgaAbstract {
     return std::unique_ptr<OgaRequest>(p);
   }
   void AddTokens(const OgaSequences& tokens) { OgaCheckResult(OgaRequestAddTokens(this, &tokens)); }
+  void Continue(const OgaSequences& tokens) { OgaCheckResult(OgaRequestContinue(this, &tokens)); }
   bool HasUnseenTokens() const {
     bool out;
     OgaCheckResult(OgaRequestHasUnseenTokens(this, &out));
@@ -621,6 +642,11 @@ struct OgaRequest : OgaAbstract {
   bool IsDone() const {
     bool out;
     OgaCheckResult(OgaRequestIsDone(this, &out));
+    return out;
+  }
+  bool IsTurnComplete() const {
+    bool out;
+    OgaCheckResult(OgaRequestIsTurnComplete(this, &out));
     return out;
   }
   void SetOpaqueData(void* data) { OgaCheckResult(OgaRequestSetOpaqueData(this, data)); }

@@ -19,16 +19,29 @@ Request::Request(const GeneratorParams& params) {
 
 void Request::add_tokens(std::span<const int32_t> tokens) {
   std::lock_guard lock(mutex_);
-  ONNXLLM_CHECK(!tokens.empty(), kInvalidArgument, "Request.add_tokens: no tokens");
-  ONNXLLM_CHECK(!closed_, kInvalidArgument, "Request.add_tokens: the request is finished",
-                error_.empty() ? "" : " (", error_, error_.empty() ? "" : ")");
-  ONNXLLM_CHECK(search_->length() == 0 || done_, kInvalidArgument,
-                "Request.add_tokens: the request is generating; add tokens once its turn is complete");
+  append_locked(tokens, "Request.add_tokens");
+}
+
+void Request::continue_with(std::span<const int32_t> tokens) {
+  std::lock_guard lock(mutex_);
+  if (!closed_)
+    ONNXLLM_CHECK(done_ && search_->length() > 0, kInvalidArgument,
+                  "Request.continue_with: the request has no completed turn to continue (add the first turn's prompt "
+                  "with add_tokens; continue once is_turn_complete() is true)");
+  append_locked(tokens, "Request.continue_with");
+}
+
+void Request::append_locked(std::span<const int32_t> tokens, const char* function) {
+  ONNXLLM_CHECK(!tokens.empty(), kInvalidArgument, function, ": no tokens");
+  ONNXLLM_CHECK(!closed_, kInvalidArgument, function, ": the request is finished", error_.empty() ? "" : " (", error_,
+                error_.empty() ? "" : ")");
+  ONNXLLM_CHECK(search_->length() == 0 || done_, kInvalidArgument, function,
+                ": the request is generating; add tokens once its turn is complete");
   for (size_t i = 0; i < tokens.size(); ++i)
-    ONNXLLM_CHECK(tokens[i] >= 0 && tokens[i] < vocab_size_, kInvalidArgument, "Request.add_tokens: token ", i, " (",
+    ONNXLLM_CHECK(tokens[i] >= 0 && tokens[i] < vocab_size_, kInvalidArgument, function, ": token ", i, " (",
                   tokens[i], ") is outside the vocabulary [0, ", vocab_size_, ")");
   ONNXLLM_CHECK(static_cast<size_t>(search_->length()) + tokens.size() <= static_cast<size_t>(max_length_),
-                kInvalidArgument, "Request.add_tokens: ", search_->length(), " + ", tokens.size(),
+                kInvalidArgument, function, ": ", search_->length(), " + ", tokens.size(),
                 " tokens exceed max_length (", max_length_, ")");
   search_->append_tokens(tokens, static_cast<int>(tokens.size()));
   done_ = false;

@@ -44,6 +44,10 @@ class Request {
   // complete. Throws kInvalidArgument for ids outside the vocabulary, tokens beyond max_length, or
   // tokens added while the request is generating.
   void add_tokens(std::span<const int32_t> tokens);
+  // add_tokens once a turn is complete (onnxruntime-genai's Request.continue_with): the next user
+  // turn or a tool result, with the KV cache kept. Throws kInvalidArgument before the first turn
+  // has completed, while generating, or after the request finished.
+  void continue_with(std::span<const int32_t> tokens);
   bool has_unseen_tokens() const;
   // The oldest generated token not read yet; throws when there is none. With logprobs on, also
   // its log probabilities.
@@ -79,6 +83,7 @@ class Request {
 
  private:
   friend class Engine;
+  void append_locked(std::span<const int32_t> tokens, const char* function);  // with mutex_ held
   // Engine side, called with mutex_ held.
   int length() const { return search_->length(); }
   bool wants_tokens() const;  // tokens are waiting to be computed

@@ -5,6 +5,8 @@
 // Only the C API (ort_genai_c.h) is used.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -76,6 +78,10 @@ const std::vector<std::pair<const char*, std::function<OgaResult*()>>> kResultCa
     {"OgaTokenizerGetBosTokenId", [] { return OgaTokenizerGetBosTokenId(nullptr, nullptr); }},
     {"OgaTokenizerGetEosTokenIds", [] { return OgaTokenizerGetEosTokenIds(nullptr, nullptr, nullptr); }},
     {"OgaTokenizerGetPadTokenId", [] { return OgaTokenizerGetPadTokenId(nullptr, nullptr); }},
+    {"OgaTokenizerGetBotTokenId", [] { return OgaTokenizerGetBotTokenId(nullptr, nullptr); }},
+    {"OgaTokenizerGetEotTokenId", [] { return OgaTokenizerGetEotTokenId(nullptr, nullptr); }},
+    {"OgaTokenizerGetBorTokenId", [] { return OgaTokenizerGetBorTokenId(nullptr, nullptr); }},
+    {"OgaTokenizerGetEorTokenId", [] { return OgaTokenizerGetEorTokenId(nullptr, nullptr); }},
     {"OgaTokenizerEncode", [] { return OgaTokenizerEncode(nullptr, nullptr, nullptr); }},
     {"OgaTokenizerEncodeBatch", [] { return OgaTokenizerEncodeBatch(nullptr, nullptr, 0, nullptr); }},
     {"OgaTokenizerDecodeBatch", [] { return OgaTokenizerDecodeBatch(nullptr, nullptr, nullptr); }},
@@ -156,11 +162,13 @@ const std::vector<std::pair<const char*, std::function<OgaResult*()>>> kResultCa
     {"OgaEngineRemoveRequest", [] { return OgaEngineRemoveRequest(nullptr, nullptr); }},
     {"OgaCreateRequest", [] { return OgaCreateRequest(nullptr, nullptr); }},
     {"OgaRequestAddTokens", [] { return OgaRequestAddTokens(nullptr, nullptr); }},
+    {"OgaRequestContinue", [] { return OgaRequestContinue(nullptr, nullptr); }},
     {"OgaRequestSetOpaqueData", [] { return OgaRequestSetOpaqueData(nullptr, nullptr); }},
     {"OgaRequestGetOpaqueData", [] { return OgaRequestGetOpaqueData(nullptr, nullptr); }},
     {"OgaRequestHasUnseenTokens", [] { return OgaRequestHasUnseenTokens(nullptr, nullptr); }},
     {"OgaRequestGetUnseenToken", [] { return OgaRequestGetUnseenToken(nullptr, nullptr); }},
     {"OgaRequestIsDone", [] { return OgaRequestIsDone(nullptr, nullptr); }},
+    {"OgaRequestIsTurnComplete", [] { return OgaRequestIsTurnComplete(nullptr, nullptr); }},
 };
 // Every other function (void, counts, data pointers), all pointers NULL.
 const std::vector<std::pair<const char*, std::function<void()>>> kOtherCalls = {
@@ -209,7 +217,7 @@ TEST(CApiErrors, EveryFunctionIsCalledHere) {
   for (const auto& [name, fn] : kResultCalls) called.insert(name);
   for (const auto& [name, fn] : kOtherCalls) called.insert(name);
   EXPECT_EQ(declared, called);
-  EXPECT_EQ(declared.size(), 158u);
+  EXPECT_EQ(declared.size(), 164u);
 }
 
 TEST(CApiErrors, NullArgumentsReturnErrorsNamingTheFunction) {
@@ -604,6 +612,86 @@ TEST(CApiErrors, TokenizerCalls) {
   OgaDestroyTokenizerStream(stream);
   OgaDestroySequences(s);
   OgaDestroyTokenizer(t);
+}
+
+// The tool-call and reasoning tags (onnxruntime-genai's TokenId_Unsupported / TokenId_FromConfig,
+// and its fallback table, here through the vocabulary).
+TEST(CApiErrors, ToolCallAndReasoningTokenIds) {
+  REQUIRE_GPT2();
+  using Getter = OgaResult*(OGA_API_CALL*)(const OgaTokenizer*, int32_t*);
+  const Getter getters[4] = {OgaTokenizerGetBotTokenId, OgaTokenizerGetEotTokenId, OgaTokenizerGetBorTokenId,
+                             OgaTokenizerGetEorTokenId};
+  const char* names[4] = {"bot_token_id", "eot_token_id", "bor_token_id", "eor_token_id"};
+  // A copy of the tiny model whose genai_config.json (and tokenizer.json) `edit` changes; the
+  // four getters' ids, -1 with the message where one fails.
+  auto tags = [&](const std::string& name, const std::function<void(nlohmann::json&, nlohmann::json&)>& edit) {
+    const std::filesystem::path copy = onnxllm::test::temp_dir("tag-ids-" + name);
+    std::filesystem::remove_all(copy);
+    std::filesystem::copy(dir, copy);
+    auto read = [](const std::filesystem::path& p) {
+      std::ifstream f(p);
+      return nlohmann::json::parse(f);
+    };
+    nlohmann::json config = read(copy / "genai_config.json"), tokenizer = read(copy / "tokenizer.json");
+    edit(config, tokenizer);
+    std::filesystem::permissions(copy, std::filesystem::perms::owner_all, std::filesystem::perm_options::add);
+    for (const char* file : {"genai_config.json", "tokenizer.json"}) {
+      std::filesystem::remove(copy / file);
+      std::ofstream(copy / file) << (std::string(file) == "tokenizer.json" ? tokenizer : config).dump();
+    }
+    OgaModel* model = nullptr;
+    OgaTokenizer* t = nullptr;
+    EXPECT_OK(OgaCreateModel(copy.c_str(), &model));
+    EXPECT_OK(OgaCreateTokenizer(model, &t));
+    std::vector<std::pair<int32_t, std::string>> out;
+    for (Getter get : getters) {
+      int32_t id = -1;
+      const std::string error = error_of(get(t, &id));
+      out.emplace_back(error.empty() ? id : -1, error);
+    }
+    OgaDestroyTokenizer(t);
+    OgaDestroyModel(model);
+    std::filesystem::remove_all(copy);
+    return out;
+  };
+  const auto unset = tags("gpt2", [](nlohmann::json&, nlohmann::json&) {});
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(unset[i].first, -1);
+    EXPECT_NE(unset[i].second.find(std::string("genai_config.json sets no model.") + names[i] +
+                                   " and model type 'gpt2' has no default for it"),
+              std::string::npos)
+        << unset[i].second;
+  }
+  const auto configured = tags("config", [&](nlohmann::json& config, nlohmann::json&) {
+    for (int i = 0; i < 4; ++i) config["model"][names[i]] = 151657 + i;
+  });
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(configured[i].first, 151657 + i) << configured[i].second;
+  // qwen3 without the fields: its tags are the vocabulary's <tool_call>, </tool_call>, <think> and
+  // </think> (here three of them, as added tokens).
+  const auto qwen3 = tags("qwen3", [](nlohmann::json& config, nlohmann::json& tokenizer) {
+    config["model"]["type"] = "qwen3";
+    int id = 50295;
+    for (const char* content : {"<tool_call>", "</tool_call>", "<think>"})
+      tokenizer["added_tokens"].push_back(
+          {{"id", id++}, {"content", content}, {"single_word", false}, {"lstrip", false}, {"rstrip", false},
+           {"normalized", false}, {"special", false}});
+  });
+  EXPECT_EQ(qwen3[0].first, 50295);
+  EXPECT_EQ(qwen3[1].first, 50296);
+  EXPECT_EQ(qwen3[2].first, 50297);
+  EXPECT_NE(qwen3[3].second.find("genai_config.json sets no model.eor_token_id and the qwen3 vocabulary has no </think> token"),
+            std::string::npos)
+      << qwen3[3].second;
+  // phi3's reasoning tags have no default; its tool-call ones are not in gpt2's vocabulary.
+  const auto phi3 = tags("phi3", [](nlohmann::json& config, nlohmann::json&) { config["model"]["type"] = "phi3"; });
+  EXPECT_NE(phi3[0].second.find("the phi3 vocabulary has no <|tool_call|> token"), std::string::npos) << phi3[0].second;
+  EXPECT_NE(phi3[2].second.find("model type 'phi3' has no default"), std::string::npos) << phi3[2].second;
+
+  OgaTokenizer* from_path = nullptr;
+  ASSERT_OK(OgaCreateTokenizerFromPath(dir.c_str(), &from_path));
+  int32_t id = 0;
+  EXPECT_ERROR(OgaTokenizerGetBotTokenId(from_path, &id), "this tokenizer was made from a path");
+  OgaDestroyTokenizer(from_path);
 }
 
 }  // namespace

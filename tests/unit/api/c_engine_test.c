@@ -1,6 +1,7 @@
 /* The engine through the C API from a C11 program: onnxruntime-genai's continuous-batching pattern
  * (a second thread adds requests while the main thread steps), opaque data, and every request's
- * greedy tokens against an OgaGenerator's for the same prompt. Usage: c_engine_test MODEL_DIR. */
+ * greedy tokens against an OgaGenerator's for the same prompt; then a turn continued with
+ * OgaRequestContinue against an OgaGenerator given the whole conversation. Usage: c_engine_test MODEL_DIR. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdbool.h>
@@ -79,6 +80,91 @@ static void* producer(void* arg) {
   return NULL;
 }
 
+/* Steps `e` until nothing is pending, appending `r`'s unseen tokens to out (returns their count). */
+static size_t drain(OgaEngine* e, OgaRequest* r, int32_t* out, size_t cap) {
+  size_t n = 0;
+  for (;;) {
+    bool pending;
+    check(OgaEngineHasPendingRequests(e, &pending), "OgaEngineHasPendingRequests");
+    if (!pending) return n;
+    OgaRequest* ready = NULL;
+    check(OgaEngineStep(e, &ready), "OgaEngineStep");
+    for (bool unseen = true; ready == r;) {
+      check(OgaRequestHasUnseenTokens(r, &unseen), "OgaRequestHasUnseenTokens");
+      if (!unseen) break;
+      int32_t token;
+      check(OgaRequestGetUnseenToken(r, &token), "OgaRequestGetUnseenToken");
+      if (n < cap) out[n++] = token;
+    }
+  }
+}
+
+/* A turn that ends at an EOS (the configuration's EOS made item 0's 4th generated token), continued
+ * with OgaRequestContinue: the request's tokens equal a generator's given prompt, first turn and
+ * continuation at once. */
+static void continued_turn(const char* dir) {
+  OgaConfig* config;
+  check(OgaCreateConfig(dir, &config), "OgaCreateConfig");
+  char overlay[64];
+  snprintf(overlay, sizeof overlay, "{\"model\": {\"eos_token_id\": %d}}", (int)items[0].out[3]);
+  check(OgaConfigOverlay(config, overlay), "OgaConfigOverlay");
+  OgaModel* eos_model;
+  check(OgaCreateModelFromConfig(config, &eos_model), "OgaCreateModelFromConfig");
+  OgaModel* saved = model;
+  model = eos_model;
+  OgaEngine* e;
+  check(OgaCreateEngine(model, &e), "OgaCreateEngine");
+  OgaGeneratorParams* params = greedy_params();
+  OgaSequences* seq;
+  check(OgaCreateSequences(&seq), "OgaCreateSequences");
+  check(OgaAppendTokenSequence(items[0].prompt, items[0].prompt_len, seq), "OgaAppendTokenSequence");
+  OgaRequest* r;
+  check(OgaCreateRequest(params, &r), "OgaCreateRequest");
+  check(OgaRequestAddTokens(r, seq), "OgaRequestAddTokens");
+  OgaResult* early = OgaRequestContinue(r, seq);
+  expect(early && strstr(OgaResultGetError(early), "no completed turn"), "OgaRequestContinue before a turn completed");
+  if (early) OgaDestroyResult(early);
+  check(OgaEngineAddRequest(e, r), "OgaEngineAddRequest");
+
+  int32_t whole[kMaxLength];
+  size_t len = items[0].prompt_len;
+  memcpy(whole, items[0].prompt, len * sizeof(int32_t));
+  len += drain(e, r, whole + len, kMaxLength - len);
+  bool complete = false;
+  check(OgaRequestIsTurnComplete(r, &complete), "OgaRequestIsTurnComplete");
+  expect(complete && len == items[0].prompt_len + 4 && whole[len - 1] == items[0].out[3], "the first turn ends at the EOS");
+
+  const int32_t more[3] = {7, 8, 9};
+  OgaSequences* next;
+  check(OgaCreateSequences(&next), "OgaCreateSequences");
+  check(OgaAppendTokenSequence(more, 3, next), "OgaAppendTokenSequence");
+  check(OgaRequestContinue(r, next), "OgaRequestContinue");
+  check(OgaRequestIsTurnComplete(r, &complete), "OgaRequestIsTurnComplete");
+  expect(!complete, "a continued turn is not complete");
+  memcpy(whole + len, more, sizeof more);
+  len += 3;
+  const size_t before = len;
+  len += drain(e, r, whole + len, kMaxLength - len);
+  expect(len > before, "the continued turn generated tokens");
+
+  OgaGenerator* generator;
+  check(OgaCreateGenerator(model, params, &generator), "OgaCreateGenerator");
+  check(OgaGenerator_AppendTokens(generator, whole, before), "OgaGenerator_AppendTokens");
+  while (!OgaGenerator_IsDone(generator)) check(OgaGenerator_GenerateNextToken(generator), "GenerateNextToken");
+  expect(OgaGenerator_GetSequenceCount(generator, 0) == len &&
+             memcmp(OgaGenerator_GetSequenceData(generator, 0), whole, len * sizeof(int32_t)) == 0,
+         "the continued request's tokens are the generator's");
+  OgaDestroyGenerator(generator);
+  OgaDestroySequences(next);
+  OgaDestroySequences(seq);
+  OgaDestroyRequest(r);
+  OgaDestroyGeneratorParams(params);
+  OgaDestroyEngine(e);
+  OgaDestroyModel(eos_model);
+  OgaDestroyConfig(config);
+  model = saved;
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: c_engine_test MODEL_DIR\n");
@@ -148,6 +234,8 @@ int main(int argc, char** argv) {
     OgaDestroyGeneratorParams(params);
     OgaDestroyRequest(items[i].request);
   }
+  if (items[0].out_len >= 4) continued_turn(argv[1]);
+  else expect(false, "item 0 generated at least 4 tokens");
   OgaDestroyEngine(engine);
   OgaDestroyModel(model);
   printf("%d requests, %d failures\n", kRequests, failures);

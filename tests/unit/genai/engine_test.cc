@@ -505,7 +505,9 @@ TEST(Engine, ContinuationKeepsTheCache) {
   auto turn1 = r->tokens();
   EXPECT_EQ(turn1.back(), eos);
   const auto more = random_prompt(rng, 7);
-  r->add_tokens(more);
+  auto fresh = make_request(model, prompt, 80);
+  expect_error([&] { fresh->continue_with(more); }, ErrorCode::kInvalidArgument, "has no completed turn to continue");
+  r->continue_with(more);
   EXPECT_TRUE(engine.has_pending_requests());
   drain(engine);
   auto whole = turn1;
