@@ -43,6 +43,21 @@ class PyConfig {
     record({Change::kOption, provider, key, value});
   }
   void overlay(const std::string& json) { record({Change::kOverlay, json, {}, {}}); }
+  // The bytes of `filename` from memory (bytes, bytearray, a uint8 array: any contiguous buffer).
+  // The buffer is held, and a bytearray cannot be resized, while this Config lives.
+  void add_model_data(const std::string& filename, py::handle data) {
+    auto view = std::make_shared<HeldBuffer>(data);
+    record({Change::kAddData, filename, {}, {}, 0, std::move(view)});
+  }
+  void remove_model_data(const std::string& filename) { record({Change::kRemoveData, filename, {}, {}}); }
+  void set_hardware_device_type(const std::string& provider, const std::string& type) {
+    record({Change::kDeviceType, provider, type, {}});
+  }
+  void set_hardware_device_id(const std::string& provider, uint32_t id) { record({Change::kDeviceId, provider, {}, {}, id}); }
+  void set_hardware_vendor_id(const std::string& provider, uint32_t id) { record({Change::kVendorId, provider, {}, {}, id}); }
+  void clear_hardware_device_type(const std::string& provider) { record({Change::kClearDeviceType, provider, {}, {}}); }
+  void clear_hardware_device_id(const std::string& provider) { record({Change::kClearDeviceId, provider, {}, {}}); }
+  void clear_hardware_vendor_id(const std::string& provider) { record({Change::kClearVendorId, provider, {}, {}}); }
 
   bool has_folder() const { return config_ != nullptr; }
   const OgaConfig& config() const { return *config_; }
@@ -55,17 +70,47 @@ class PyConfig {
   }
 
  private:
-  struct Change {
-    enum Kind { kClear, kAppend, kOption, kOverlay } kind;
-    std::string a, b, c;
+  // A contiguous buffer exported by a Python object, released (with the GIL, as the Config is)
+  // when the last change holding it goes.
+  struct HeldBuffer {
+    explicit HeldBuffer(py::handle data) {
+      if (PyObject_GetBuffer(data.ptr(), &view, PyBUF_SIMPLE) != 0) {
+        PyErr_Clear();
+        throw py::type_error("add_model_data: the data must be bytes or a contiguous buffer, got " +
+                             std::string(py::str(py::type::of(data).attr("__name__"))));
+      }
+    }
+    HeldBuffer(const HeldBuffer&) = delete;
+    ~HeldBuffer() { PyBuffer_Release(&view); }
+    Py_buffer view;
   };
 
+  struct Change {
+    enum Kind {
+      kClear, kAppend, kOption, kOverlay, kAddData, kRemoveData, kDeviceType, kDeviceId, kVendorId,
+      kClearDeviceType, kClearDeviceId, kClearVendorId
+    } kind;
+    std::string a, b, c;
+    uint32_t id = 0;
+    std::shared_ptr<HeldBuffer> data = nullptr;
+  };
+
+  // Touches no Python object (models are created with the GIL released).
   static void apply(OgaConfig& config, const Change& c) {
+    const char* provider = c.a.c_str();
     switch (c.kind) {
       case Change::kClear: config.ClearProviders(); break;
-      case Change::kAppend: config.AppendProvider(c.a.c_str()); break;
-      case Change::kOption: config.SetProviderOption(c.a.c_str(), c.b.c_str(), c.c.c_str()); break;
+      case Change::kAppend: config.AppendProvider(provider); break;
+      case Change::kOption: config.SetProviderOption(provider, c.b.c_str(), c.c.c_str()); break;
       case Change::kOverlay: config.Overlay(c.a.c_str()); break;
+      case Change::kAddData: config.AddModelData(c.a, c.data->view.buf, static_cast<size_t>(c.data->view.len)); break;
+      case Change::kRemoveData: config.RemoveModelData(c.a.c_str()); break;
+      case Change::kDeviceType: config.SetDecoderProviderOptionsHardwareDeviceType(provider, c.b.c_str()); break;
+      case Change::kDeviceId: config.SetDecoderProviderOptionsHardwareDeviceId(provider, c.id); break;
+      case Change::kVendorId: config.SetDecoderProviderOptionsHardwareVendorId(provider, c.id); break;
+      case Change::kClearDeviceType: config.ClearDecoderProviderOptionsHardwareDeviceType(provider); break;
+      case Change::kClearDeviceId: config.ClearDecoderProviderOptionsHardwareDeviceId(provider); break;
+      case Change::kClearVendorId: config.ClearDecoderProviderOptionsHardwareVendorId(provider); break;
     }
   }
 
@@ -110,7 +155,20 @@ void bind_config_and_model(py::module_& m) {
       .def("clear_providers", &PyConfig::clear_providers)
       .def("append_provider", &PyConfig::append_provider, py::arg("provider"))
       .def("set_provider_option", &PyConfig::set_provider_option, py::arg("provider"), py::arg("key"), py::arg("value"))
-      .def("overlay", &PyConfig::overlay, py::arg("json"));
+      .def("overlay", &PyConfig::overlay, py::arg("json"))
+      .def("add_model_data", &PyConfig::add_model_data, py::arg("model_filename"), py::arg("model_data"))
+      .def("remove_model_data", &PyConfig::remove_model_data, py::arg("model_filename"))
+      .def("set_decoder_provider_options_hardware_device_type", &PyConfig::set_hardware_device_type,
+           py::arg("provider"), py::arg("hardware_device_type"))
+      .def("set_decoder_provider_options_hardware_device_id", &PyConfig::set_hardware_device_id, py::arg("provider"),
+           py::arg("hardware_device_id"))
+      .def("set_decoder_provider_options_hardware_vendor_id", &PyConfig::set_hardware_vendor_id, py::arg("provider"),
+           py::arg("hardware_vendor_id"))
+      .def("clear_decoder_provider_options_hardware_device_type", &PyConfig::clear_hardware_device_type,
+           py::arg("provider"))
+      .def("clear_decoder_provider_options_hardware_device_id", &PyConfig::clear_hardware_device_id, py::arg("provider"))
+      .def("clear_decoder_provider_options_hardware_vendor_id", &PyConfig::clear_hardware_vendor_id,
+           py::arg("provider"));
 
   py::class_<OgaModel>(m, "Model", "A model folder (genai_config.json + ONNX model + tokenizer files), loaded")
       .def(py::init([](py::object source, std::optional<PyConfig*> config) { return create_model(source, config); }),

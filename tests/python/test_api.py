@@ -2,6 +2,7 @@
 
 import gc
 import json
+import shutil
 import threading
 
 import numpy as np
@@ -251,6 +252,52 @@ def test_config_forms(stories_dir):
     # The tutorial's keyword form, given with the folder.
     model = og.Model(str(stories_dir), config=og.Config(execution_provider="cpu"))
     assert model.device_type == "CPU"
+
+
+def test_model_data_from_memory_and_hardware_options(gpt2_dir, tmp_path):
+    """Config.add_model_data: the ONNX file's bytes from memory (onnxruntime-genai's
+    LoadModelFromMemory), here in a copy of the folder without the file; the buffer is held."""
+    folder = tmp_path / "no-onnx"
+    shutil.copytree(gpt2_dir, folder)
+    (folder / "past.onnx").chmod(0o644)
+    data = bytearray((folder / "past.onnx").read_bytes())
+    (folder / "past.onnx").unlink()
+    with pytest.raises(Exception, match="past.onnx"):
+        og.Model(str(folder))
+    config = og.Config(str(folder))
+    config.add_model_data("past.onnx", data)
+    with pytest.raises(BufferError):
+        data.extend(b"x")  # held by the config
+    with pytest.raises(TypeError, match="contiguous buffer, got str"):
+        config.add_model_data("other.onnx", "not bytes")
+    with pytest.raises(Exception, match="no model data was added for 'other.onnx'"):
+        config.remove_model_data("other.onnx")
+    config.set_decoder_provider_options_hardware_device_type("cpu", "CPU")
+    config.set_decoder_provider_options_hardware_device_id("cpu", 0)
+    config.set_decoder_provider_options_hardware_vendor_id("cpu", 0x1022)
+    config.clear_decoder_provider_options_hardware_vendor_id("cpu")
+    config.clear_decoder_provider_options_hardware_device_id("cpu")
+    config.clear_decoder_provider_options_hardware_device_type("cpu")
+    with pytest.raises(Exception, match="cuda"):
+        config.set_decoder_provider_options_hardware_device_id("cuda", 0)
+
+    def greedy(model):
+        params = og.GeneratorParams(model)
+        params.set_search_options(max_length=10)
+        generator = og.Generator(model, params)
+        generator.append_tokens([0, 0, 195, 731])
+        while not generator.is_done():
+            generator.generate_next_token()
+        return list(generator.get_sequence(0))
+
+    from_memory = greedy(og.Model(config))
+    assert from_memory == greedy(og.Model(str(gpt2_dir))) == [0, 0, 195, 731, 731, 114, 114, 114, 114, 114]
+    # The same bytes given to a Config without a folder, replayed onto the folder's.
+    replayed = og.Config()
+    replayed.add_model_data("past.onnx", bytes(data))
+    assert greedy(og.Model(str(folder), config=replayed)) == from_memory
+    del config
+    data.extend(b"x")  # released with the config
 
 
 def test_unsupported_features_say_so(stories):
