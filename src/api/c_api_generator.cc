@@ -211,24 +211,50 @@ OgaResult* OGA_API_CALL OgaGeneratorParamsSetGuidance(OgaGeneratorParams* params
   });
 }
 
-OgaResult* OGA_API_CALL OgaGeneratorParamsSetSpeculativeNumber(OgaGeneratorParams*, const char*, double) {
-  return guard("OgaGeneratorParamsSetSpeculativeNumber",
-               [] { not_supported("OgaGeneratorParamsSetSpeculativeNumber", "speculative decoding"); });
+OgaResult* OGA_API_CALL OgaGeneratorParamsSetSpeculativeNumber(OgaGeneratorParams* params, const char* name,
+                                                              double value) {
+  return guard("OgaGeneratorParamsSetSpeculativeNumber", [&] {
+    constexpr const char* kFn = "OgaGeneratorParamsSetSpeculativeNumber";
+    auto& p = params_of(params, kFn);
+    const char* option = require_name(name, kFn);
+    if (!std::isfinite(value))
+      throw_error(ErrorCode::kInvalidArgument, kFn, ": speculative option '", option, "' must be a finite number");
+    p.params.set_speculative_option(option, value);
+  });
 }
 
-OgaResult* OGA_API_CALL OgaGeneratorParamsGetSpeculativeNumber(const OgaGeneratorParams*, const char*, double*) {
-  return guard("OgaGeneratorParamsGetSpeculativeNumber",
-               [] { not_supported("OgaGeneratorParamsGetSpeculativeNumber", "speculative decoding"); });
+OgaResult* OGA_API_CALL OgaGeneratorParamsGetSpeculativeNumber(const OgaGeneratorParams* params, const char* name,
+                                                              double* out) {
+  return guard("OgaGeneratorParamsGetSpeculativeNumber", [&] {
+    constexpr const char* kFn = "OgaGeneratorParamsGetSpeculativeNumber";
+    const auto& s = require(handle<GeneratorParamsData>(params), kFn, "params").params.speculative;
+    const std::string_view option = require_name(name, kFn);
+    require_out(out, kFn, "out");
+    if (option == "max_draft_tokens") *out = s.max_draft_tokens;
+    else if (option == "ngram_size") *out = s.ngram_size;
+    else if (option == "min_adaptive_k") *out = s.min_adaptive_k;
+    else throw_error(ErrorCode::kInvalidArgument, kFn, ": '", option, "' is not a numeric speculative option");
+  });
 }
 
-OgaResult* OGA_API_CALL OgaGeneratorParamsSetSpeculativeBool(OgaGeneratorParams*, const char*, bool) {
-  return guard("OgaGeneratorParamsSetSpeculativeBool",
-               [] { not_supported("OgaGeneratorParamsSetSpeculativeBool", "speculative decoding"); });
+OgaResult* OGA_API_CALL OgaGeneratorParamsSetSpeculativeBool(OgaGeneratorParams* params, const char* name, bool value) {
+  return guard("OgaGeneratorParamsSetSpeculativeBool", [&] {
+    auto& p = params_of(params, "OgaGeneratorParamsSetSpeculativeBool");
+    p.params.set_speculative_option(require_name(name, "OgaGeneratorParamsSetSpeculativeBool"), value);
+  });
 }
 
-OgaResult* OGA_API_CALL OgaGeneratorParamsGetSpeculativeBool(const OgaGeneratorParams*, const char*, bool*) {
-  return guard("OgaGeneratorParamsGetSpeculativeBool",
-               [] { not_supported("OgaGeneratorParamsGetSpeculativeBool", "speculative decoding"); });
+OgaResult* OGA_API_CALL OgaGeneratorParamsGetSpeculativeBool(const OgaGeneratorParams* params, const char* name,
+                                                            bool* out) {
+  return guard("OgaGeneratorParamsGetSpeculativeBool", [&] {
+    constexpr const char* kFn = "OgaGeneratorParamsGetSpeculativeBool";
+    const auto& s = require(handle<GeneratorParamsData>(params), kFn, "params").params.speculative;
+    const std::string_view option = require_name(name, kFn);
+    require_out(out, kFn, "out");
+    if (option == "ngram_chained_lookup") *out = s.ngram_chained_lookup;
+    else if (option == "cooldown") *out = s.cooldown;
+    else throw_error(ErrorCode::kInvalidArgument, kFn, ": '", option, "' is not a boolean speculative option");
+  });
 }
 
 OgaResult* OGA_API_CALL OgaGeneratorParamsSetInputIDs(OgaGeneratorParams* params, const int32_t* input_ids,
@@ -454,9 +480,52 @@ const int32_t* OGA_API_CALL OgaGenerator_GetSequenceData(const OgaGenerator* gen
   });
 }
 
-OgaResult* OGA_API_CALL OgaGenerator_GetSpeculativeStats(const OgaGenerator*, OgaSpeculativeStats**) {
-  return guard("OgaGenerator_GetSpeculativeStats",
-               [] { not_supported("OgaGenerator_GetSpeculativeStats", "speculative decoding"); });
+OgaResult* OGA_API_CALL OgaGenerator_GetSpeculativeStats(const OgaGenerator* generator, OgaSpeculativeStats** out) {
+  return guard("OgaGenerator_GetSpeculativeStats", [&] {
+    const auto& g = generator_of(generator, "OgaGenerator_GetSpeculativeStats");
+    require_out(out, "OgaGenerator_GetSpeculativeStats", "out");
+    *out = opaque<OgaSpeculativeStats>(new SpeculativeStatsData{g.speculative_stats()});
+  });
+}
+
+void OGA_API_CALL OgaDestroySpeculativeStats(OgaSpeculativeStats* stats) {
+  delete handle<SpeculativeStatsData>(stats);
+}
+
+OgaResult* OGA_API_CALL OgaSpeculativeStatsGetCount(const OgaSpeculativeStats* stats, const char* name, uint64_t* out) {
+  return guard("OgaSpeculativeStatsGetCount", [&] {
+    constexpr const char* kFn = "OgaSpeculativeStatsGetCount";
+    const auto& s = require(handle<SpeculativeStatsData>(stats), kFn, "stats");
+    const char* field = require_name(name, kFn);
+    require_out(out, kFn, "out");
+    const auto value = genai::speculative_count(s.stats, field);
+    if (!value) throw_error(ErrorCode::kInvalidArgument, kFn, ": '", field, "' is not a speculative counter");
+    *out = *value;
+  });
+}
+
+OgaResult* OGA_API_CALL OgaSpeculativeStatsGetNumber(const OgaSpeculativeStats* stats, const char* name, double* out) {
+  return guard("OgaSpeculativeStatsGetNumber", [&] {
+    constexpr const char* kFn = "OgaSpeculativeStatsGetNumber";
+    const auto& s = require(handle<SpeculativeStatsData>(stats), kFn, "stats");
+    const char* field = require_name(name, kFn);
+    require_out(out, kFn, "out");
+    // Counters read as numbers too.
+    if (const auto count = genai::speculative_count(s.stats, field)) *out = static_cast<double>(*count);
+    else if (const auto number = genai::speculative_number(s.stats, field)) *out = *number;
+    else throw_error(ErrorCode::kInvalidArgument, kFn, ": '", field, "' is not a speculative statistic");
+  });
+}
+
+OgaResult* OGA_API_CALL OgaSpeculativeStatsGetBool(const OgaSpeculativeStats* stats, const char* name, bool* out) {
+  return guard("OgaSpeculativeStatsGetBool", [&] {
+    constexpr const char* kFn = "OgaSpeculativeStatsGetBool";
+    require(handle<SpeculativeStatsData>(stats), kFn, "stats");
+    const char* field = require_name(name, kFn);
+    require_out(out, kFn, "out");
+    throw_error(ErrorCode::kInvalidArgument, kFn, ": '", field,
+                "' is not a boolean speculative statistic (onnxllm's are counters and numbers)");
+  });
 }
 
 }  // extern "C"

@@ -1,7 +1,7 @@
-// The C functions of features onnxllm does not have yet: images, audio, multimodal processors,
-// adapters and speculative decoding's statistics. They link, so programs that mention them build, and
-// return "not supported by onnxllm yet: <what>". Their handles can never be created, so the
-// destroy functions have nothing to free.
+// The C functions of features onnxllm does not have yet: images, audio, multimodal processors
+// and adapters. They link, so programs that mention them build, and return "not supported by
+// onnxllm yet: <what>". Their handles can never be created, so the destroy functions have nothing
+// to free.
 #include "api/c_api_guard.h"
 
 using namespace onnxllm::api;
@@ -46,12 +46,6 @@ ONNXLLM_UNSUPPORTED(OgaLoadAdapter, "adapters", OgaAdapters*, const char*, const
 ONNXLLM_UNSUPPORTED(OgaUnloadAdapter, "adapters", OgaAdapters*, const char*)
 ONNXLLM_UNSUPPORTED(OgaSetActiveAdapter, "adapters", OgaGenerator*, OgaAdapters*, const char*)
 
-void OGA_API_CALL OgaDestroySpeculativeStats(OgaSpeculativeStats*) {}
-ONNXLLM_UNSUPPORTED(OgaSpeculativeStatsGetCount, "speculative decoding", const OgaSpeculativeStats*, const char*,
-                    uint64_t*)
-ONNXLLM_UNSUPPORTED(OgaSpeculativeStatsGetNumber, "speculative decoding", const OgaSpeculativeStats*, const char*,
-                    double*)
-ONNXLLM_UNSUPPORTED(OgaSpeculativeStatsGetBool, "speculative decoding", const OgaSpeculativeStats*, const char*, bool*)
 
 
 }  // extern "C"

@@ -107,6 +107,10 @@ struct GeneratorData {
   std::unique_ptr<genai::Generator> generator;
 };
 
+struct SpeculativeStatsData {
+  genai::SpeculativeStats stats;  // a snapshot
+};
+
 // C handle <-> implementation type.
 template <typename T, typename C>
 T* handle(C* p) {

@@ -38,6 +38,23 @@ constexpr SearchOption kSearchOptions[] = {
     {"diversity_penalty", OptionKind::kFloat},
 };
 
+// Speculative options, and the statistics Generator.get_speculative_stats() reads (the counters,
+// then the numbers, of genai::SpeculativeStats).
+constexpr SearchOption kSpeculativeOptions[] = {
+    {"max_draft_tokens", OptionKind::kInt}, {"ngram_size", OptionKind::kInt},
+    {"ngram_chained_lookup", OptionKind::kBool}, {"min_adaptive_k", OptionKind::kInt},
+    {"cooldown", OptionKind::kBool},
+};
+constexpr const char* kSpeculativeCounts[] = {
+    "rounds", "completed_rounds", "interrupted_rounds", "active_rounds", "draft_tokens_proposed",
+    "draft_tokens_evaluated", "draft_tokens_accepted", "correction_tokens", "bonus_tokens", "tokens_emitted",
+    "full_accept_rounds", "partial_accept_rounds", "zero_accept_rounds", "target_forward_passes",
+    "target_verify_forward_passes", "standard_fallback_steps", "ngram_lookup_hits", "ngram_lookup_misses",
+    "ngram_lookup_tokens_proposed", "ngram_chained_tokens_proposed", "cooldown_entries", "cooldown_steps",
+    "cooldown_remaining", "effective_k", "draft_forward_passes", "tokens_queued", "tokens_discarded",
+    "tokens_buffered"};
+constexpr const char* kSpeculativeNumbers[] = {"acceptance_rate", "total_target_verify_ms"};
+
 std::string type_name(py::handle value) { return py::str(py::type::of(value).attr("__name__")).cast<std::string>(); }
 
 class PyGeneratorParams {
@@ -59,6 +76,36 @@ class PyGeneratorParams {
       throw py::type_error("search option " + name + " must be a bool, int or float, got " + type_name(value));
     }
     if (name == "batch_size") batch_size_set_ = true;
+  }
+
+  // set_speculative_options: the same rules for the speculative options.
+  void set_speculative_option(const std::string& name, py::handle value) {
+    static py::handle numpy_bool = python_attr("numpy", "bool_");
+    if (py::isinstance<py::bool_>(value) || py::isinstance(value, numpy_bool)) {
+      params_->SetSpeculativeBool(name.c_str(), PyObject_IsTrue(value.ptr()) == 1);
+    } else if (!py::isinstance<py::str>(value) && !py::isinstance<py::bytes>(value) && py::hasattr(value, "__float__")) {
+      const double number = py::float_(py::reinterpret_borrow<py::object>(value)).cast<double>();
+      if (std::isnan(number)) throw py::value_error("speculative option " + name + " is NaN");
+      params_->SetSpeculativeNumber(name.c_str(), number);
+    } else {
+      throw py::type_error("speculative option " + name + " must be a bool, int or float, got " + type_name(value));
+    }
+  }
+  void set_speculative_options(const py::args& args, const py::kwargs& kwargs) {
+    for (const auto& arg : args) {
+      if (!py::isinstance<py::dict>(arg))
+        throw py::type_error("set_speculative_options takes keywords or one dict of options");
+      for (const auto& [key, value] : py::reinterpret_borrow<py::dict>(arg)) set_speculative_option(py::str(key), value);
+    }
+    for (const auto& [key, value] : kwargs) set_speculative_option(py::str(key), value);
+  }
+  py::dict get_speculative_options() const {
+    py::dict out;
+    for (const auto& option : kSpeculativeOptions) {
+      if (option.kind == OptionKind::kBool) out[option.name] = py::bool_(params_->GetSpeculativeBool(option.name));
+      else out[option.name] = py::int_(static_cast<long long>(params_->GetSpeculativeNumber(option.name)));
+    }
+    return out;
   }
 
   void set_options(const py::args& args, const py::kwargs& kwargs) {
@@ -124,6 +171,13 @@ class PyGenerator {
   }
 
   void generate_next_token() { run([&] { generator_->GenerateNextToken(); }); }
+  py::dict get_speculative_stats() {
+    auto stats = locked([&] { return generator_->GetSpeculativeStats(); });
+    py::dict out;
+    for (const char* name : kSpeculativeCounts) out[name] = py::int_(stats->GetCount(name));
+    for (const char* name : kSpeculativeNumbers) out[name] = py::float_(stats->GetNumber(name));
+    return out;
+  }
   void compute_logits() { run([&] { generator_->ComputeLogits(); }); }
   bool is_done() {
     return locked([&] { return generator_->IsDone(); });
@@ -212,6 +266,10 @@ void bind_generator(py::module_& m) {
   params.def(py::init<const OgaModel&>(), py::arg("model"), py::keep_alive<1, 2>())
       .def("set_search_options", &PyGeneratorParams::set_options)
       .def("get_search_options", &PyGeneratorParams::get_options)
+      .def("set_speculative_options", &PyGeneratorParams::set_speculative_options,
+           "N-gram speculative decoding: ngram_size (0 off, or 2-16), max_draft_tokens (1-16), "
+           "ngram_chained_lookup, cooldown")
+      .def("get_speculative_options", &PyGeneratorParams::get_speculative_options)
       .def(
           "set_guidance",
           [](PyGeneratorParams& p, const std::string& type, const std::string& data, bool enable_ff_tokens) {
@@ -233,6 +291,7 @@ void bind_generator(py::module_& m) {
       .def(py::init<const OgaModel&, PyGeneratorParams&>(), py::arg("model"), py::arg("params"), py::keep_alive<1, 2>())
       .def("append_tokens", &PyGenerator::append_tokens, py::arg("tokens"))
       .def("generate_next_token", &PyGenerator::generate_next_token)
+      .def("get_speculative_stats", &PyGenerator::get_speculative_stats)
       .def("compute_logits", &PyGenerator::compute_logits)
       .def("is_done", &PyGenerator::is_done)
       .def("token_count", &PyGenerator::token_count)

@@ -161,6 +161,23 @@ class CliTest(unittest.TestCase):
             self.expect_generate_error(args, message)
         self.expect_generate_error(["--grammar", "-"], "'a' refers to itself", stdin="start: a\na: a")
 
+    def test_generate_ngram_speculative(self):
+        # --ngram: the same ids as standard decoding, greedy and sampled; the rounds on stderr.
+        prompt = "Once upon a time, there was a girl. Once upon a time, there"
+        for extra in ([], ["--do-sample", "--top-k", "20", "--seed", "3"]):
+            plain = cli("generate", "-m", STORIES, "-p", prompt, "-n", "80", "--print-ids", "--no-timings", *extra).stdout
+            fast = cli("generate", "-m", STORIES, "-p", prompt, "-n", "80", "--print-ids", "--ngram", "3",
+                       "--draft-tokens", "6", *extra)
+            self.assertEqual(fast.stdout, plain)
+            m = re.search(r"speculative: (\d+) rounds, (\d+) of (\d+) drafts accepted, (\d+) standard steps", fast.stderr)
+            self.assertIsNotNone(m, fast.stderr)
+            self.assertGreater(int(m[1]), 0)
+            self.assertLessEqual(int(m[2]), int(m[3]))
+        for args, message in [(["--draft-tokens", "3"], "--draft-tokens requires --ngram"),
+                              (["--ngram", "1"], "--ngram: Value 1 not in range 2 to 16"),
+                              (["--ngram", "3", "--num-beams", "2"], "generates one sequence")]:
+            self.expect_generate_error(args, message)
+
     def test_llama_cpp_short_options(self):
         # -p, -f and -t as llama.cpp spells them: the same text as --prompt, --prompt-file, --threads.
         long = cli("generate", "-m", STORIES, "--prompt", "Once upon a time", "-n", "12", "--no-timings").stdout

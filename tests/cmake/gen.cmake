@@ -20,3 +20,5 @@ add_test(NAME plan_step.verify_reuse.builder_families COMMAND builder_tests --gt
 set_tests_properties(plan_step.verify_reuse.genai_conformance plan_step.verify_reuse.builder_families
   PROPERTIES ENVIRONMENT ONNXLLM_VERIFY_REUSE=1)
 onnxllm_benchmark(bench_sampler ${CMAKE_CURRENT_SOURCE_DIR}/bench/sampler_bench.cc DEPS onnxllm_genai)
+# N-gram speculative decoding on random-weight builds (src/genai/generator/ngram_lookup, Generator).
+onnxllm_test(speculative_tests SOURCES ${GENAI_TEST_DIR}/speculative_test.cc DEPS onnxllm_genai onnxllm_builder)

@@ -300,6 +300,53 @@ def test_model_data_from_memory_and_hardware_options(gpt2_dir, tmp_path):
     data.extend(b"x")  # released with the config
 
 
+def test_ngram_speculative_decoding(stories, stories_dir):
+    """onnxruntime-genai's set_speculative_options / get_speculative_stats: the same tokens as
+    standard decoding (greedy, and sampled with a seed: n-gram drafts are verified by the search's
+    own choice), counters that add up."""
+    tokenizer = og.Tokenizer(stories)
+    prompt = tokenizer.encode("Once upon a time, there was a little girl. She liked to play. Once upon a time, there")
+
+    def run(sampling, speculative):
+        params = og.GeneratorParams(stories)
+        params.set_search_options(max_length=120, **sampling)
+        if speculative:
+            params.set_speculative_options(speculative)
+        generator = og.Generator(stories, params)
+        generator.append_tokens(prompt)
+        while not generator.is_done():
+            generator.generate_next_token()
+        return list(generator.get_sequence(0)), generator.get_speculative_stats()
+
+    for sampling in ({}, {"do_sample": True, "top_k": 20, "random_seed": 11}):
+        standard, none = run(sampling, None)
+        assert none["rounds"] == 0 and none["effective_k"] == 0
+        tokens, stats = run(sampling, {"ngram_size": 3, "max_draft_tokens": 4, "ngram_chained_lookup": True})
+        assert tokens == standard
+        assert stats["rounds"] > 0 and stats["draft_tokens_accepted"] > 0, stats
+        assert stats["draft_tokens_evaluated"] == stats["draft_tokens_accepted"] + stats["correction_tokens"]
+        assert stats["target_forward_passes"] == stats["rounds"] + stats["standard_fallback_steps"]
+        assert len(tokens) - len(prompt) - 1 == stats["tokens_emitted"] + stats["standard_fallback_steps"]
+        assert stats["acceptance_rate"] == stats["draft_tokens_accepted"] / stats["draft_tokens_evaluated"]
+        assert stats["effective_k"] == 4 and isinstance(stats["total_target_verify_ms"], float)
+
+    params = og.GeneratorParams(stories)
+    assert params.get_speculative_options() == {"max_draft_tokens": 4, "ngram_size": 0, "ngram_chained_lookup": False,
+                                                "min_adaptive_k": 0, "cooldown": False}
+    params.set_speculative_options(ngram_size=4, cooldown=True)
+    assert params.get_speculative_options()["ngram_size"] == 4
+    assert params.get_speculative_options()["cooldown"] is True
+    with pytest.raises(Exception, match="must be a boolean"):
+        params.set_speculative_options(cooldown=1)
+    with pytest.raises(Exception, match="unknown key 'speculative.draft'"):
+        params.set_speculative_options(draft=2)
+    with pytest.raises(TypeError, match="must be a bool, int or float"):
+        params.set_speculative_options(ngram_size="3")
+    params.set_speculative_options(ngram_size=17)
+    with pytest.raises(Exception, match=r"speculative.ngram_size must be 0 \(off\) or in \[2, 16\], got 17"):
+        og.Generator(stories, params)
+
+
 def test_unsupported_features_say_so(stories):
     for call in (lambda: og.Images.open("x.png"), lambda: og.Audios.open("x.wav"), lambda: og.Adapters(stories),
                  lambda: stories.create_multimodal_processor(), lambda: og.MultiModalProcessor()):

@@ -15,6 +15,9 @@
 //                                  FILE (guidance, as set_guidance("json_schema", ...)); --json:
 //                                  any JSON object; --regex PATTERN: text the pattern matches;
 //                                  --grammar FILE|-: text of the Lark grammar in FILE (one of the four)
+//   --ngram N [--draft-tokens K]   n-gram speculative decoding (speculative.ngram_size N,
+//                                  max_draft_tokens K): the same tokens, several a run where the
+//                                  text repeats; the rounds and accepted drafts go to stderr
 // Output: with --print-ids, each returned sequence (prompt included) as comma-separated ids on a
 // line of its own; for one sequence (batch 1, no beam search) the line is written as the ids are
 // generated, flushed per token, so an interrupted run keeps what it printed. Otherwise the
@@ -58,6 +61,8 @@ struct GenerateArgs {
   std::optional<int> max_new_tokens;
   int threads = 0;
   std::string kv_cache;
+  std::optional<int> ngram;
+  std::optional<int> draft_tokens;
   bool print_ids = false;
   bool no_timings = false;
   std::string json_schema;  // a file ("-": standard input)
@@ -148,12 +153,22 @@ int run_generate(const GenerateArgs& args, bool has_ids, bool has_prompt, bool h
                                            genai::GuideVocabulary::from_tokenizer(*tokenizer, config.eos_token_ids(),
                                                                                   config.model.vocab_size));
   }
+  if (args.ngram) params.set_speculative_option("ngram_size", *args.ngram);
+  if (args.draft_tokens) params.set_speculative_option("max_draft_tokens", *args.draft_tokens);
   genai::Generator generator(params);
   GenerationTimings timings;
   generator.append_token_sequences(rows);
   // Generated tokens start after the (right-padded) prompt.
   const int prompt_length = generator.token_count();
   timings.prompt_done(prompt_length);
+  const auto report = [&] {
+    if (args.no_timings) return;
+    timings.print(std::cerr);
+    if (!args.ngram) return;
+    const genai::SpeculativeStats& s = generator.speculative_stats();
+    std::cerr << "speculative: " << s.rounds << " rounds, " << s.draft_tokens_accepted << " of "
+              << s.draft_tokens_evaluated << " drafts accepted, " << s.standard_fallback_steps << " standard steps\n";
+  };
   const auto next_token = [&] {
     generator.generate_next_token();
     timings.token();
@@ -169,7 +184,7 @@ int run_generate(const GenerateArgs& args, bool has_ids, bool has_prompt, bool h
       std::cout << ',' << generator.get_next_tokens()[0] << std::flush;
     }
     std::cout << "\n";
-    if (!args.no_timings) timings.print(std::cerr);
+    report();
     return 0;
   }
   if (stream) {
@@ -181,7 +196,7 @@ int run_generate(const GenerateArgs& args, bool has_ids, bool has_prompt, bool h
       std::cout << decoder->step(id) << std::flush;
     }
     std::cout << decoder->flush() << "\n";
-    if (!args.no_timings) timings.print(std::cerr);
+    report();
     return 0;
   }
   while (!generator.is_done()) next_token();
@@ -195,7 +210,7 @@ int run_generate(const GenerateArgs& args, bool has_ids, bool has_prompt, bool h
       std::cout << tokenizer->decode(generated, true) << "\n";
     }
   }
-  if (!args.no_timings) timings.print(std::cerr);
+  report();
   return 0;
 }
 
@@ -225,6 +240,14 @@ Command add_generate_command(CLI::App& app) {
       ->default_str("unset: --max-length");
   add_threads_option(cmd, args->threads, "Intra-op threads (0: the config's intra_op_num_threads if set)");
   add_kv_cache_option(cmd, args->kv_cache);
+  auto* ngram = cmd->add_option("--ngram", args->ngram,
+                                "N-gram speculative decoding: drafts from the latest earlier occurrence of the last N-1 "
+                                "tokens, verified in one run (2-16; the tokens are unchanged)")
+                    ->check(CLI::Range(2, 16));
+  cmd->add_option("--draft-tokens", args->draft_tokens, "With --ngram: drafts per run (1-16)")
+      ->check(CLI::Range(1, 16))
+      ->needs(ngram)
+      ->default_str("4");
   cmd->add_flag("--print-ids", args->print_ids,
                 "Print each sequence as comma-separated token ids, streamed for one sequence (default: stream the "
                 "generated text)");

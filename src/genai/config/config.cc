@@ -323,13 +323,26 @@ void parse_search(const Source& src, const Json& v, const std::string& path, Sea
   }
 }
 
+void parse_speculative(const Source& src, const Json& v, const std::string& path, SpeculativeConfig& s) {
+  for (const auto& [key, value] : object(src, v, path).items()) {
+    const std::string p = join(path, key);
+    if (key == "max_draft_tokens") s.max_draft_tokens = as_int(src, value, p);
+    else if (key == "ngram_size") s.ngram_size = as_int(src, value, p);
+    else if (key == "ngram_chained_lookup") s.ngram_chained_lookup = as_bool(src, value, p);
+    else if (key == "min_adaptive_k") s.min_adaptive_k = as_int(src, value, p);
+    else if (key == "cooldown") s.cooldown = as_bool(src, value, p);
+    else unknown_key(src, p);
+  }
+}
+
 Json parse_json(const Source& src, std::string_view text) { return parse_ordered_json(text, src.name, src.code); }
 
 void parse_root(const Source& src, const Json& root, Config& c) {
   for (const auto& [key, value] : object(src, root, "(root)").items()) {
     if (key == "model") parse_model(src, value, key, c.model);
     else if (key == "search") parse_search(src, value, key, c.search);
-    else if (key == "speculative" || key == "engine") unsupported_key(src, key);
+    else if (key == "speculative") parse_speculative(src, value, key, c.speculative);
+    else if (key == "engine") unsupported_key(src, key);
     else unknown_key(src, key);
   }
 }
@@ -396,6 +409,13 @@ void Config::parse_search_options(std::string_view json, SearchConfig& search) {
   SearchConfig s = search;
   parse_search(src, parse_json(src, json), "search", s);
   search = s;
+}
+
+void Config::parse_speculative_options(std::string_view json, SpeculativeConfig& speculative) {
+  const Source src{"speculative options", ErrorCode::kInvalidArgument};
+  SpeculativeConfig s = speculative;
+  parse_speculative(src, parse_json(src, json), "speculative", s);
+  speculative = s;
 }
 
 std::vector<int> Config::eos_token_ids() const {

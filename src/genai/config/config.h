@@ -128,6 +128,17 @@ struct SearchConfig {
   float blank_penalty = 0.0f;      // CTC/RNNT only; accepted and unused
 };
 
+// Speculative decoding (onnxruntime-genai's "speculative" section and set_speculative_options):
+// n-gram (prompt lookup) drafts verified by the model in one run. Ranges are checked when a
+// Generator is created.
+struct SpeculativeConfig {
+  int max_draft_tokens = 4;           // [1, 16]: drafts per round
+  int ngram_size = 0;                 // 0 (off) or [2, 16]: match the last ngram_size - 1 tokens
+  bool ngram_chained_lookup = false;  // repeat the lookup over the proposal to fill max_draft_tokens
+  int min_adaptive_k = 0;             // 0: a fixed width (adaptive widths are not supported)
+  bool cooldown = false;              // after 3 rounds with nothing accepted, one plain step
+};
+
 class Config {
  public:
   // Reads <dir>/genai_config.json; a folder without one whose config.json marks an Optimum export
@@ -143,6 +154,8 @@ class Config {
   // Merges a JSON object of search options (the content of a "search" section). Errors are
   // kInvalidArgument and name the option.
   static void parse_search_options(std::string_view json, SearchConfig& search);
+  // The same for speculative options (the content of a "speculative" section).
+  static void parse_speculative_options(std::string_view json, SpeculativeConfig& speculative);
 
   // The stop ids: eos_token_id, or [pad_token_id] when it is empty.
   std::vector<int> eos_token_ids() const;
@@ -155,6 +168,7 @@ class Config {
 
   ModelConfig model;
   SearchConfig search;
+  SpeculativeConfig speculative;
   std::filesystem::path dir;
 };
 

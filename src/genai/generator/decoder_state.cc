@@ -33,7 +33,10 @@ DecoderState::DecoderState(const Model& model, int rows, int max_length, bool sh
       input_ids_(static_cast<size_t>(rows) * max_length * dtype_size(io_.input_ids_dtype)),
       attention_mask_(static_cast<size_t>(rows) * max_length * dtype_size(io_.attention_mask_dtype)),
       position_ids_(static_cast<size_t>(rows) * max_length * dtype_size(io_.position_ids_dtype)),
-      logits_positions_(io_.logits_positions >= 0 ? static_cast<size_t>(rows) * sizeof(int64_t) : 0),
+      // rows, or a speculative run's positions.
+      logits_positions_(io_.logits_positions >= 0
+                            ? static_cast<size_t>(std::max(rows, kMaxSpeculativePositions)) * sizeof(int64_t)
+                            : 0),
       mask_(static_cast<size_t>(rows) * max_length, 0),
       positions_(static_cast<size_t>(rows) * max_length, 0),
       next_position_(static_cast<size_t>(rows), 0),
@@ -55,11 +58,12 @@ void DecoderState::add_columns(const Sequences& sequences, int first, bool detec
   }
 }
 
-void DecoderState::fill_inputs(const Sequences& sequences, int from, int to) {
-  const int n = to - from;
+void DecoderState::fill_inputs(const Sequences& sequences, int from, int to, std::span<const int32_t> drafts) {
+  const int n = to - from, end = sequences.length();
   const size_t stride = static_cast<size_t>(max_length_);
-  binding_.bind_input(io_.input_ids, write_ints(input_ids_, io_.input_ids_dtype, rows_, n,
-                                                [&](int r, int c) { return sequences.row(r)[from + c]; }));
+  binding_.bind_input(io_.input_ids, write_ints(input_ids_, io_.input_ids_dtype, rows_, n, [&](int r, int c) {
+                        return from + c < end ? sequences.row(r)[from + c] : drafts[static_cast<size_t>(from + c - end)];
+                      }));
   if (io_.position_ids >= 0)
     binding_.bind_input(io_.position_ids, write_ints(position_ids_, io_.position_ids_dtype, rows_, n,
                                                      [&](int r, int c) { return positions_[r * stride + from + c]; }));
@@ -114,6 +118,51 @@ void DecoderState::run(const Sequences& sequences, std::span<float> logits) {
     from = to;
   }
   uncached_seen_ = end;
+}
+
+void DecoderState::run_with_drafts(const Sequences& sequences, std::span<const int32_t> drafts,
+                                   std::span<float> logits) {
+  const int end = sequences.length(), count = static_cast<int>(drafts.size());
+  const int from = kv_.length(), to = end + count;
+  ONNXLLM_CHECK(rows_ == 1 && !io_.layers.empty(), kInvalidArgument,
+                "speculative decoding needs one row and a decoder with a KV cache");
+  ONNXLLM_CHECK(from < end && to <= max_length_ && count < kMaxSpeculativePositions, kInvalidArgument,
+                "speculative run: columns [", from, ", ", to, ") do not follow the cache and fit in ", max_length_);
+  // The drafts' columns as generated tokens would get them; taking a draft records the same again.
+  for (int i = 0; i < count; ++i) {
+    mask_[static_cast<size_t>(end + i)] = 1;
+    positions_[static_cast<size_t>(end + i)] = next_position_[0] + i;
+  }
+  logits_column_[0] = to - 1;
+  fill_inputs(sequences, from, to, drafts);
+  const bool split = io_.logits_positions >= 0;
+  if (split) {
+    // A split LM head computes the chosen positions only: the last sequence column and the drafts'
+    // (its logits come out [count + 1, 1, vocab]).
+    int64_t* p = static_cast<int64_t*>(logits_positions_.data());
+    for (int i = 0; i <= count; ++i) p[i] = end - 1 - from + i;
+    binding_.bind_input(io_.logits_positions, TensorView(p, DType::kInt64, Shape{count + 1}));
+  }
+  kv_.bind(binding_, to);
+  model_.session().run(binding_);
+  kv_.advance(binding_, to);
+  uncached_seen_ = to;
+  const TensorView& out = binding_.output(io_.logits);
+  const int64_t vocab = static_cast<int64_t>(logits.size()) / (count + 1);
+  // [1, run, vocab], or [count + 1, 1, vocab] from a split LM head.
+  const bool ok = out.rank() == 3 && out.dim(2) == vocab &&
+                  (split ? out.dim(0) == count + 1 && out.dim(1) == 1 : out.dim(0) == 1);
+  ONNXLLM_CHECK(split || (out.rank() == 3 && out.dim(1) == to - from), kUnsupported,
+                "speculative decoding needs the logits of every position, but the decoder's are ", out.describe(),
+                " for a run of ", to - from);
+  ONNXLLM_CHECK(ok, kInvalidModel, "the decoder's logits are ", out.describe(), " but [",
+                split ? count + 1 : 1, ", ", split ? 1 : to - from, ", ", vocab, "] was expected");
+  const bool converted = dispatch_dtype<float, Float16, BFloat16>(out.dtype(), [&]<typename T>() {
+    const T* src = out.data<T>() + (split ? 0 : (end - 1 - from) * vocab);
+    std::transform(src, src + (count + 1) * vocab, logits.begin(), [](T v) { return static_cast<float>(v); });
+  });
+  ONNXLLM_CHECK(converted, kInvalidModel, "the decoder's logits are ", dtype_name(out.dtype()),
+                "; float32, float16 or bfloat16 was expected");
 }
 
 void DecoderState::copy_logits(int from, int to, std::span<float> logits) {

@@ -22,6 +22,9 @@
 
 namespace onnxllm::genai {
 
+// The most positions a speculative run gives logits for: 16 drafts and the pending token.
+constexpr int kMaxSpeculativePositions = 17;
+
 class DecoderState {
  public:
   // rows = batch_size * num_beams; chunk_size > 0 splits longer runs (chunked prefill).
@@ -34,6 +37,13 @@ class DecoderState {
   // a cache), in chunks of chunk_size, and writes each row's logits as float32 to logits
   // [rows, vocab]: those of the row's last token in the run that is not pad_token_id.
   void run(const Sequences& sequences, std::span<float> logits);
+  // Speculative decoding (one row): runs the decoder on the columns the cache lacks followed by
+  // `drafts`, as if they continued the sequence, and writes the logits of the sequence's last
+  // column and of every draft: logits [(drafts.size() + 1) x vocab]. The cache then holds the
+  // drafts too; rewind_to(length) keeps those the sequence has since taken. The sequence plus the
+  // drafts must fit in max_length. kUnsupported for a decoder that returns only the last position's
+  // logits.
+  void run_with_drafts(const Sequences& sequences, std::span<const int32_t> drafts, std::span<float> logits);
   // Beam search: row r continues row source_rows[r].
   void reorder(std::span<const int32_t> source_rows);
   // Keeps the first `length` columns; the cache keeps at most length - 1 positions, so that the
@@ -50,7 +60,8 @@ class DecoderState {
   void set_terminate_flag(const std::atomic<bool>* flag) { binding_.set_terminate_flag(flag); }
 
  private:
-  void fill_inputs(const Sequences& sequences, int from, int to);
+  // Columns at and after sequences.length() are `drafts` (run_with_drafts).
+  void fill_inputs(const Sequences& sequences, int from, int to, std::span<const int32_t> drafts = {});
   // After running columns [from, to): the logits of rows whose logits column is among them.
   void copy_logits(int from, int to, std::span<float> logits);
 

@@ -1,9 +1,11 @@
 #include "genai/generator/generator.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 #include "core/error.h"
+#include "genai/generator/ngram_lookup.h"
 
 namespace onnxllm::genai {
 
@@ -21,7 +23,76 @@ std::string gib(size_t bytes) {
   return text;
 }
 
+// onnxruntime-genai's ranges; n-gram decoding generates one sequence from a decoder with a cache.
+void check_speculative(const SpeculativeConfig& s, const SearchConfig& search, const DecoderIo& io) {
+  ONNXLLM_CHECK(s.max_draft_tokens >= 1 && s.max_draft_tokens <= 16, kInvalidArgument,
+                "speculative.max_draft_tokens must be in [1, 16], got ", s.max_draft_tokens);
+  ONNXLLM_CHECK(s.ngram_size == 0 || (s.ngram_size >= 2 && s.ngram_size <= 16), kInvalidArgument,
+                "speculative.ngram_size must be 0 (off) or in [2, 16], got ", s.ngram_size);
+  ONNXLLM_CHECK(!s.ngram_chained_lookup || s.ngram_size > 0, kInvalidArgument,
+                "speculative.ngram_chained_lookup needs speculative.ngram_size");
+  ONNXLLM_CHECK(s.min_adaptive_k >= 0 && s.min_adaptive_k <= 16, kInvalidArgument,
+                "speculative.min_adaptive_k must be in [0, 16], got ", s.min_adaptive_k);
+  ONNXLLM_CHECK(s.min_adaptive_k == 0, kUnsupported,
+                "speculative.min_adaptive_k (adaptive draft widths) is not supported by onnxllm yet; set a fixed "
+                "speculative.max_draft_tokens");
+  if (s.ngram_size == 0) return;
+  ONNXLLM_CHECK(search.batch_size == 1 && search.num_beams == 1, kInvalidArgument,
+                "n-gram speculative decoding (speculative.ngram_size) generates one sequence: search.batch_size (",
+                search.batch_size, ") and search.num_beams (", search.num_beams, ") must be 1");
+  ONNXLLM_CHECK(!io.layers.empty(), kUnsupported,
+                "n-gram speculative decoding (speculative.ngram_size) needs a decoder with a KV cache");
+}
+
+struct CountField {
+  std::string_view name;
+  uint64_t SpeculativeStats::*field;
+};
+constexpr CountField kCounts[] = {
+    {"rounds", &SpeculativeStats::rounds},
+    {"completed_rounds", &SpeculativeStats::completed_rounds},
+    {"interrupted_rounds", &SpeculativeStats::interrupted_rounds},
+    {"active_rounds", &SpeculativeStats::active_rounds},
+    {"draft_tokens_proposed", &SpeculativeStats::draft_tokens_proposed},
+    {"draft_tokens_evaluated", &SpeculativeStats::draft_tokens_evaluated},
+    {"draft_tokens_accepted", &SpeculativeStats::draft_tokens_accepted},
+    {"correction_tokens", &SpeculativeStats::correction_tokens},
+    {"bonus_tokens", &SpeculativeStats::bonus_tokens},
+    {"tokens_emitted", &SpeculativeStats::tokens_emitted},
+    {"full_accept_rounds", &SpeculativeStats::full_accept_rounds},
+    {"partial_accept_rounds", &SpeculativeStats::partial_accept_rounds},
+    {"zero_accept_rounds", &SpeculativeStats::zero_accept_rounds},
+    {"target_forward_passes", &SpeculativeStats::target_forward_passes},
+    {"target_verify_forward_passes", &SpeculativeStats::target_verify_forward_passes},
+    {"standard_fallback_steps", &SpeculativeStats::standard_fallback_steps},
+    {"ngram_lookup_hits", &SpeculativeStats::ngram_lookup_hits},
+    {"ngram_lookup_misses", &SpeculativeStats::ngram_lookup_misses},
+    {"ngram_lookup_tokens_proposed", &SpeculativeStats::ngram_lookup_tokens_proposed},
+    {"ngram_chained_tokens_proposed", &SpeculativeStats::ngram_chained_tokens_proposed},
+    {"cooldown_entries", &SpeculativeStats::cooldown_entries},
+    {"cooldown_steps", &SpeculativeStats::cooldown_steps},
+    {"cooldown_remaining", &SpeculativeStats::cooldown_remaining},
+    {"effective_k", &SpeculativeStats::effective_k},
+    {"draft_forward_passes", &SpeculativeStats::draft_forward_passes},
+    {"tokens_queued", &SpeculativeStats::tokens_emitted},  // tokens are taken as they are chosen
+    {"tokens_discarded", &SpeculativeStats::tokens_discarded},
+    {"tokens_buffered", &SpeculativeStats::tokens_buffered},
+};
+
 }  // namespace
+
+std::optional<uint64_t> speculative_count(const SpeculativeStats& stats, std::string_view name) {
+  for (const CountField& c : kCounts)
+    if (c.name == name) return stats.*(c.field);
+  return std::nullopt;
+}
+
+std::optional<double> speculative_number(const SpeculativeStats& stats, std::string_view name) {
+  if (name == "acceptance_rate") return stats.acceptance_rate();
+  if (name == "total_target_verify_ms") return stats.total_target_verify_ms;
+  return std::nullopt;
+}
+
 
 SearchParams checked_search_params(const GeneratorParams& params) {
   const Config& config = params.model()->config();
@@ -107,6 +178,8 @@ Generator::Generator(const GeneratorParams& params) : model_(params.model()) {
                 " for tokens, masks and positions, but only ", gib(available),
                 " of memory is available; set a smaller search.max_length");
 
+  check_speculative(params.speculative, s, io);
+  speculative_ = params.speculative;
   search_ = Search::create(p);  // checks the sampling options
   state_ = std::make_unique<DecoderState>(*model_, rows, max_length_, share, capacity, s.chunk_size);
   state_->set_terminate_flag(terminate_.get());
@@ -115,6 +188,12 @@ Generator::Generator(const GeneratorParams& params) : model_(params.model()) {
   if (rows == 1 && (type == "phi3" || type == "phimoe")) rope_rewind_length_ = 4097;
   if (rows == 1 && type == "phi3small") rope_rewind_length_ = 8193;
   if (rope_rewind_length_ > 0) replay_.resize(static_cast<size_t>(max_length_));
+  if (speculative_.ngram_size > 0) {
+    const size_t k = static_cast<size_t>(speculative_.max_draft_tokens);
+    round_logits_.assign((k + 1) * static_cast<size_t>(vocab_size_), 0.0f);
+    drafts_.reserve(k);
+    stats_.effective_k = k;
+  }
 }
 
 void Generator::check_usable() const {
@@ -134,6 +213,7 @@ void Generator::compute_logits() {
 
 void Generator::append_tokens(std::span<const int32_t> tokens) {
   check_usable();
+  if (!drafts_.empty()) end_round(false);  // the cache drops the round's drafts
   const int length = search_->length();
   ONNXLLM_CHECK(!tokens.empty(), kInvalidArgument, "append_tokens: no tokens (the prompt is empty)");
   ONNXLLM_CHECK(tokens.size() % batch_size_ == 0, kInvalidArgument, "append_tokens: ", tokens.size(),
@@ -192,12 +272,119 @@ void Generator::generate_next_token() {
     append_tokens(replay);
     search_->constrain_from(constrained_from);
   }
-  if (!logits_current_) compute_logits();
+  if (!logits_current_ && !start_round()) compute_logits();
   const int length = search_->length();
   search_->generate(logits_);
   state_->add_columns(search_->sequences(), length, false);
   logits_current_ = false;
   if (num_beams_ > 1) state_->reorder(search_->source_rows());
+  if (!drafts_.empty()) take_round_token();
+}
+
+bool Generator::start_round() {
+  if (speculative_.ngram_size == 0) return false;
+  ++stats_.target_forward_passes;
+  if (stats_.cooldown_remaining > 0) {
+    --stats_.cooldown_remaining;
+    ++stats_.cooldown_steps;
+    ++stats_.standard_fallback_steps;
+    return false;
+  }
+  // The drafts' columns must fit in max_length (a round that takes them all ends there). Phi-3
+  // LongRoPE switches its rotary factors on the run's width: a round stays below the switch, as
+  // standard steps do until the replay. Only the pending token may lack its cache (after a failed
+  // chunked prompt, the standard path chunks the rest).
+  const int length = search_->length();
+  int k = std::min(speculative_.max_draft_tokens, max_length_ - length);
+  if (rope_rewind_length_ > 0 && length < rope_rewind_length_) k = std::min(k, rope_rewind_length_ - 1 - length);
+  if (state_->cached_length() != length - 1) k = 0;
+  const auto history = search_->sequences().row(0);
+  if (k > 0) ngram_proposal(history, speculative_.ngram_size, k, false, drafts_);
+  if (k <= 0 || drafts_.empty()) {
+    drafts_.clear();
+    if (k > 0) ++stats_.ngram_lookup_misses;
+    ++stats_.standard_fallback_steps;
+    return false;
+  }
+  ++stats_.ngram_lookup_hits;
+  if (speculative_.ngram_chained_lookup && drafts_.size() < static_cast<size_t>(k)) {
+    const size_t first = drafts_.size();
+    ngram_proposal(history, speculative_.ngram_size, k, true, drafts_);
+    stats_.ngram_chained_tokens_proposed += drafts_.size() - first;
+  }
+  stats_.ngram_lookup_tokens_proposed += drafts_.size();
+  stats_.draft_tokens_proposed += drafts_.size();
+  ++stats_.rounds;
+  ++stats_.target_verify_forward_passes;
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::span<float> logits(round_logits_.data(), (drafts_.size() + 1) * static_cast<size_t>(vocab_size_));
+  try {
+    state_->run_with_drafts(search_->sequences(), drafts_, logits);
+  } catch (const Error& e) {
+    ++stats_.interrupted_rounds;
+    drafts_.clear();
+    if (e.code() != ErrorCode::kUnsupported) {
+      failed_ = e.what();
+      throw;
+    }
+    // A decoder that returns only the last position's logits: standard steps from now on.
+    speculative_.ngram_size = 0;
+    state_->rewind_to(length);
+    return false;
+  } catch (const std::exception& e) {
+    ++stats_.interrupted_rounds;
+    drafts_.clear();
+    failed_ = e.what();
+    throw;
+  }
+  stats_.total_target_verify_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::copy(logits.begin(), logits.begin() + vocab_size_, logits_.begin());
+  logits_current_ = true;
+  round_row_ = 0;
+  round_accepted_ = 0;
+  stats_.active_rounds = 1;
+  return true;
+}
+
+void Generator::take_round_token() {
+  const int32_t token = search_->next_tokens()[0];
+  ++stats_.tokens_emitted;
+  bool accepted = false;
+  if (round_row_ < drafts_.size()) {
+    ++stats_.draft_tokens_evaluated;
+    accepted = token == drafts_[round_row_];
+    ++(accepted ? stats_.draft_tokens_accepted : stats_.correction_tokens);
+    round_accepted_ += accepted;
+  } else {
+    ++stats_.bonus_tokens;
+  }
+  if (!accepted || search_->length() >= max_length_ || search_->is_done()) return end_round(true);
+  // The cache holds the draft just taken: the next row's logits follow it.
+  ++round_row_;
+  const auto row = round_logits_.begin() + static_cast<std::ptrdiff_t>(round_row_ * vocab_size_);
+  std::copy(row, row + vocab_size_, logits_.begin());
+  logits_current_ = true;
+}
+
+void Generator::end_round(bool completed) {
+  if (completed) {
+    ++stats_.completed_rounds;
+    if (round_accepted_ == drafts_.size()) ++stats_.full_accept_rounds;
+    else if (round_accepted_ > 0) ++stats_.partial_accept_rounds;
+    else ++stats_.zero_accept_rounds;
+    zero_accept_streak_ = round_accepted_ == 0 ? zero_accept_streak_ + 1 : 0;
+    if (speculative_.cooldown && zero_accept_streak_ >= 3) {
+      ++stats_.cooldown_entries;
+      stats_.cooldown_remaining = 1;
+      zero_accept_streak_ = 0;
+    }
+  } else {
+    ++stats_.interrupted_rounds;
+  }
+  state_->rewind_to(search_->length());  // the cache keeps the drafts the sequence took
+  drafts_.clear();
+  stats_.active_rounds = 0;
+  logits_current_ = false;
 }
 
 bool Generator::is_done() const {
@@ -223,6 +410,7 @@ void Generator::rewind_to(int length) {
   // advanced, so the cache is valid up to where it was and rewinding to any length recovers, as
   // onnxruntime-genai's chat example does after Ctrl-C (RewindTo the turn's start).
   failed_.clear();
+  if (!drafts_.empty()) end_round(false);
   search_->rewind_to(length);
   state_->rewind_to(length);
   logits_current_ = false;
@@ -232,7 +420,7 @@ TensorView Generator::get_logits() {
   check_usable();
   if (!logits_current_) {
     ONNXLLM_CHECK(search_->length() > 0, kInvalidArgument, "get_logits: there are no tokens yet (append_tokens first)");
-    compute_logits();
+    if (!start_round()) compute_logits();
   }
   const int64_t rows = static_cast<int64_t>(batch_size_) * num_beams_;
   return TensorView(logits_.data(), DType::kFloat32, Shape{rows, 1, vocab_size_});

@@ -18,8 +18,10 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/tensor.h"
@@ -28,6 +30,39 @@
 #include "genai/search/search.h"
 
 namespace onnxllm::genai {
+
+// What speculative decoding did, cumulative over a generator's life (onnxruntime-genai's names).
+struct SpeculativeStats {
+  uint64_t rounds = 0;                   // verification runs: the pending token and the drafts
+  uint64_t completed_rounds = 0;         // rounds that ended at a rejection or after all drafts
+  uint64_t interrupted_rounds = 0;       // rounds cut short by append_tokens, rewind_to or the end
+  uint64_t draft_tokens_proposed = 0;
+  uint64_t draft_tokens_evaluated = 0;   // drafts compared with the token the search chose
+  uint64_t draft_tokens_accepted = 0;
+  uint64_t correction_tokens = 0;        // chosen tokens that rejected a draft
+  uint64_t bonus_tokens = 0;             // chosen after every draft of a round was accepted
+  uint64_t tokens_emitted = 0;           // tokens chosen from a round's logits
+  uint64_t full_accept_rounds = 0, partial_accept_rounds = 0, zero_accept_rounds = 0;
+  uint64_t target_forward_passes = 0;         // runs for the next token: verification and standard
+  uint64_t target_verify_forward_passes = 0;
+  uint64_t standard_fallback_steps = 0;       // one-token runs: lookup misses and cooldown
+  uint64_t ngram_lookup_hits = 0, ngram_lookup_misses = 0;
+  uint64_t ngram_lookup_tokens_proposed = 0, ngram_chained_tokens_proposed = 0;
+  uint64_t cooldown_entries = 0, cooldown_steps = 0, cooldown_remaining = 0;
+  uint64_t effective_k = 0;              // drafts asked of the proposer per round
+  uint64_t active_rounds = 0;            // 1 while a round's logits are being taken
+  uint64_t draft_forward_passes = 0;     // always 0: no draft model
+  uint64_t tokens_discarded = 0, tokens_buffered = 0;  // always 0: nothing is buffered
+  double total_target_verify_ms = 0.0;
+  double acceptance_rate() const {
+    return draft_tokens_evaluated ? static_cast<double>(draft_tokens_accepted) / draft_tokens_evaluated : 0.0;
+  }
+};
+
+// The counters by name (all but acceptance_rate and total_target_verify_ms, which are numbers);
+// nullopt for other names.
+std::optional<uint64_t> speculative_count(const SpeculativeStats& stats, std::string_view name);
+std::optional<double> speculative_number(const SpeculativeStats& stats, std::string_view name);
 
 // The request's search options checked against the model as onnxruntime-genai does when it
 // creates a generator (max_length 0 becomes context_length); throws kInvalidArgument naming the
@@ -67,6 +102,9 @@ class Generator {
   TensorView get_logits();
   // Replaces them (before any append_tokens too: search can then be driven by logits alone).
   void set_logits(std::span<const float> logits);
+  // Speculative decoding's counters (all zero without ngram_size). While a round's rows are being
+  // taken, get_output("logits") is the round's run: [1, drafts + 1, vocab].
+  const SpeculativeStats& speculative_stats() const { return stats_; }
   // A decoder output of the last run (e.g. "logits" [rows, seq, vocab]).
   const TensorView& get_output(const std::string& name) const;
 
@@ -81,6 +119,16 @@ class Generator {
   // Runs the model on the tokens its cache lacks and stores the logits; a failure marks the
   // generator failed.
   void compute_logits();
+  // N-gram speculative decoding (speculative.ngram_size > 0, one row). start_round proposes drafts
+  // and runs the model on the pending token and them at once, leaving the first row of logits
+  // current (false: a standard step is due). Each token chosen from a round's logits that equals
+  // its draft makes the next row current, the cache already holding that draft; any other token,
+  // or the last row's, ends the round and the cache drops the drafts not taken. One token a call,
+  // chosen by the search as a standard step would (the same draws with sampling), so the tokens
+  // are those of standard decoding.
+  bool start_round();
+  void take_round_token();
+  void end_round(bool completed);
 
   std::shared_ptr<const Model> model_;
   std::unique_ptr<Search> search_;
@@ -94,6 +142,13 @@ class Generator {
   bool logits_current_ = false;
   std::vector<int32_t> replay_;  // scratch for the LongRoPE recomputation
   std::string failed_;           // why the generator is unusable, empty when it is fine
+  SpeculativeConfig speculative_;
+  std::vector<int32_t> drafts_;       // the round's drafts; empty between rounds
+  size_t round_row_ = 0;              // the round's row of logits that is current
+  size_t round_accepted_ = 0;
+  std::vector<float> round_logits_;   // (max_draft_tokens + 1) x vocab
+  int zero_accept_streak_ = 0;
+  SpeculativeStats stats_;
   // Heap-allocated so that its address, which the decoder's IoBinding holds, never moves.
   std::unique_ptr<std::atomic<bool>> terminate_ = std::make_unique<std::atomic<bool>>(false);
 };

@@ -12,23 +12,47 @@ namespace onnxllm::genai {
 GeneratorParams::GeneratorParams(std::shared_ptr<const Model> model) : model_(std::move(model)) {
   ONNXLLM_CHECK(model_ != nullptr, kInvalidArgument, "GeneratorParams needs a model");
   search = model_->config().search;
+  speculative = model_->config().speculative;
 }
+
+namespace {
+
+// {"name": value} for one option of `section`; JSON cannot hold NaN or infinity (dump() would write
+// null and the parser say "got null").
+std::string one_option(std::string_view section, std::string_view name, double value) {
+  ONNXLLM_CHECK(std::isfinite(value), kInvalidArgument, section, " options: '", section, ".", name,
+                "' must be a finite number, got ", value);
+  nlohmann::json j;
+  j[std::string(name)] = value;
+  return j.dump();
+}
+
+std::string one_option(std::string_view name, bool value) {
+  nlohmann::json j;
+  j[std::string(name)] = value;
+  return j.dump();
+}
+
+}  // namespace
 
 void GeneratorParams::set_search_options(std::string_view json) { Config::parse_search_options(json, search); }
 
 void GeneratorParams::set_search_option(std::string_view name, double value) {
-  // JSON cannot hold NaN or infinity (dump() would write null and the parser say "got null").
-  ONNXLLM_CHECK(std::isfinite(value), kInvalidArgument, "search options: 'search.", name,
-                "' must be a finite number, got ", value);
-  nlohmann::json j;
-  j[std::string(name)] = value;
-  set_search_options(j.dump());
+  set_search_options(one_option("search", name, value));
 }
 
-void GeneratorParams::set_search_option(std::string_view name, bool value) {
-  nlohmann::json j;
-  j[std::string(name)] = value;
-  set_search_options(j.dump());
+void GeneratorParams::set_search_option(std::string_view name, bool value) { set_search_options(one_option(name, value)); }
+
+void GeneratorParams::set_speculative_options(std::string_view json) {
+  Config::parse_speculative_options(json, speculative);
+}
+
+void GeneratorParams::set_speculative_option(std::string_view name, double value) {
+  set_speculative_options(one_option("speculative", name, value));
+}
+
+void GeneratorParams::set_speculative_option(std::string_view name, bool value) {
+  set_speculative_options(one_option(name, value));
 }
 
 }  // namespace onnxllm::genai

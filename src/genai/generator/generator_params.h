@@ -26,7 +26,16 @@ class GeneratorParams {
   void set_search_option(std::string_view name, int value) { set_search_option(name, static_cast<double>(value)); }
   void set_search_option(std::string_view name, bool value);
 
+  // The same for speculative options (max_draft_tokens, ngram_size, ...).
+  void set_speculative_options(std::string_view json);
+  void set_speculative_option(std::string_view name, double value);
+  void set_speculative_option(std::string_view name, int value) {
+    set_speculative_option(name, static_cast<double>(value));
+  }
+  void set_speculative_option(std::string_view name, bool value);
+
   SearchConfig search;
+  SpeculativeConfig speculative;
   // Guidance (set_guidance): constrains the generated tokens of every row; null for none.
   std::shared_ptr<const TokenConstraintFactory> guidance;
 

@@ -431,6 +431,60 @@ std::vector<int32_t> sequence(const OgaGenerator* g) {
   return data ? std::vector<int32_t>(data, data + OgaGenerator_GetSequenceCount(g, 0)) : std::vector<int32_t>();
 }
 
+// N-gram speculative decoding through the C API: the options round-trip, greedy_batch1's tokens
+// are unchanged, and the statistics read by name.
+TEST(CApiErrors, SpeculativeOptionsAndStatistics) {
+  REQUIRE_GPT2();
+  OgaModel* model = nullptr;
+  ASSERT_OK(OgaCreateModel(dir.c_str(), &model));
+  OgaGeneratorParams* params = nullptr;
+  ASSERT_OK(OgaCreateGeneratorParams(model, &params));
+  ASSERT_OK(OgaGeneratorParamsSetSearchNumber(params, "max_length", 10));
+  EXPECT_OK(OgaGeneratorParamsSetSpeculativeNumber(params, "ngram_size", 2));
+  EXPECT_OK(OgaGeneratorParamsSetSpeculativeNumber(params, "max_draft_tokens", 3));
+  EXPECT_OK(OgaGeneratorParamsSetSpeculativeBool(params, "ngram_chained_lookup", true));
+  EXPECT_ERROR(OgaGeneratorParamsSetSpeculativeNumber(params, "ngram_chained_lookup", 1),
+               "'speculative.ngram_chained_lookup' must be a boolean");
+  EXPECT_ERROR(OgaGeneratorParamsSetSpeculativeNumber(params, "no_such", 1), "unknown key 'speculative.no_such'");
+  double number = 0;
+  bool flag = false;
+  EXPECT_OK(OgaGeneratorParamsGetSpeculativeNumber(params, "ngram_size", &number));
+  EXPECT_EQ(number, 2);
+  EXPECT_OK(OgaGeneratorParamsGetSpeculativeNumber(params, "max_draft_tokens", &number));
+  EXPECT_EQ(number, 3);
+  EXPECT_OK(OgaGeneratorParamsGetSpeculativeBool(params, "ngram_chained_lookup", &flag));
+  EXPECT_TRUE(flag);
+  EXPECT_ERROR(OgaGeneratorParamsGetSpeculativeBool(params, "ngram_size", &flag), "is not a boolean speculative option");
+  OgaGenerator* generator = nullptr;
+  ASSERT_OK(OgaCreateGenerator(model, params, &generator));
+  ASSERT_OK(OgaGenerator_AppendTokens(generator, kPrompt.data(), kPrompt.size()));
+  while (!OgaGenerator_IsDone(generator)) ASSERT_OK(OgaGenerator_GenerateNextToken(generator));
+  EXPECT_EQ(sequence(generator), kGreedy);  // 731, 114, 114, ...: the 114s come from rounds
+  OgaSpeculativeStats* stats = nullptr;
+  ASSERT_OK(OgaGenerator_GetSpeculativeStats(generator, &stats));
+  uint64_t rounds = 0, accepted = 0;
+  EXPECT_OK(OgaSpeculativeStatsGetCount(stats, "rounds", &rounds));
+  EXPECT_OK(OgaSpeculativeStatsGetCount(stats, "draft_tokens_accepted", &accepted));
+  EXPECT_GT(rounds, 0u);
+  EXPECT_GT(accepted, 0u);
+  double rate = -1;
+  EXPECT_OK(OgaSpeculativeStatsGetNumber(stats, "acceptance_rate", &rate));
+  EXPECT_GT(rate, 0.0);
+  EXPECT_LE(rate, 1.0);
+  EXPECT_OK(OgaSpeculativeStatsGetNumber(stats, "rounds", &number));  // counters read as numbers too
+  EXPECT_EQ(number, static_cast<double>(rounds));
+  EXPECT_ERROR(OgaSpeculativeStatsGetCount(stats, "acceptance_rate", &rounds), "is not a speculative counter");
+  EXPECT_ERROR(OgaSpeculativeStatsGetNumber(stats, "no_such", &rate), "'no_such' is not a speculative statistic");
+  EXPECT_ERROR(OgaSpeculativeStatsGetBool(stats, "rounds", &flag), "is not a boolean speculative statistic");
+  OgaDestroySpeculativeStats(stats);
+  OgaDestroyGenerator(generator);
+  // batch_size 2 cannot speculate: an error when the generator is made.
+  ASSERT_OK(OgaGeneratorParamsSetSearchNumber(params, "batch_size", 2));
+  EXPECT_ERROR(OgaCreateGenerator(model, params, &generator), "generates one sequence");
+  OgaDestroyGeneratorParams(params);
+  OgaDestroyModel(model);
+}
+
 TEST(CApiErrors, ModelDestroyedWhileGeneratorRuns) {
   REQUIRE_GPT2();
   Gpt2 m(dir);

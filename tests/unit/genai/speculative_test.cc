@@ -1,0 +1,262 @@
+// N-gram speculative decoding (speculative.ngram_size): onnxruntime-genai's lookup cases, and on
+// random-weight Llama builds the Generator's tokens and every step's logits are those of standard
+// decoding, greedy and sampled, across rewinds and appends in the middle of a round; the counters
+// add up; cooldown; bad options are clear errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "genai/generator/generator.h"
+#include "genai/generator/ngram_lookup.h"
+#include "tests/unit/builder/builder_test_util.h"
+
+namespace onnxllm::genai {
+namespace {
+
+using onnxllm::test::expect_error;
+using Ids = std::vector<int32_t>;
+
+// onnxruntime-genai's NGramLookupTest cases (its lookup keeps an index it syncs; ours reads the
+// history each time, so "sync" is the call).
+TEST(NgramLookup, OnnxruntimeGenaiCases) {
+  EXPECT_TRUE(ngram_proposal(Ids{1, 2, 3}, 3, 4, false).empty());
+  EXPECT_EQ(ngram_proposal(Ids{1, 2, 3, 1, 2}, 3, 3, false), (Ids{3, 1, 2}));
+  EXPECT_EQ(ngram_proposal(Ids{1, 2, 7, 1, 2, 8, 1, 2}, 3, 1, false), (Ids{8}));  // the most recent match
+  EXPECT_EQ(ngram_proposal(Ids{4, 4, 4}, 2, 2, false), (Ids{4}));                  // overlapping
+  EXPECT_EQ(ngram_proposal(Ids{1, 2, 3, 4, 1, 2}, 3, 2, false), (Ids{3, 4}));
+  EXPECT_EQ(ngram_proposal(Ids{1, 2, 3, 4, 1, 2}, 3, 10, false), (Ids{3, 4, 1, 2}));
+  EXPECT_EQ(ngram_proposal(Ids{1, 2, 3, 1, 2}, 3, 1, false), (Ids{3}));  // extended from {1, 2, 3}
+  EXPECT_TRUE(ngram_proposal(Ids{1, 2, 3, 1}, 3, 4, false).empty());    // rewound
+  EXPECT_EQ(ngram_proposal(Ids{9, 8, 7, 9, 8}, 3, 1, false), (Ids{7}));  // replaced
+  EXPECT_EQ(ngram_proposal(Ids{1, 2, 1, 2}, 2, 9, true), (Ids{1, 2, 1, 2, 1, 2, 1, 2, 1}));  // chained
+  EXPECT_EQ(ngram_proposal(Ids{1, 2, 1, 2}, 2, 9, false), (Ids{1, 2}));
+  EXPECT_TRUE(ngram_proposal(Ids{5}, 2, 4, true).empty());
+  EXPECT_TRUE(ngram_proposal(Ids{}, 3, 4, false).empty());
+  Ids out = {99};
+  ngram_proposal(Ids{3, 5, 3}, 2, 0, false, out);
+  EXPECT_TRUE(out.empty());
+}
+
+// "fp32" or "int4", optionally "_full_logits" (the LM head not split: the decoder returns every
+// position's logits) or "_half_kv" (a float16 KV cache).
+std::shared_ptr<const Model> load(const std::string& variant) {
+  const std::string precision = variant.substr(0, 4);
+  auto config = onnxllm::test::tiny_config();
+  config["max_position_embeddings"] = 256;
+  // A folder per test: ctest runs them as parallel processes.
+  const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  const auto dir = onnxllm::test::temp_dir("speculative/" + std::string(test->test_suite_name()) + "." + test->name() +
+                                           "." + precision) / "model";
+  onnxllm::test::build_random(config, dir, precision, 5);
+  ModelOptions options;
+  options.num_threads = 2;
+  options.split_lm_head = variant.find("_full_logits") == std::string::npos;
+  if (variant.find("_half_kv") != std::string::npos) options.kv_cache_dtype = DType::kFloat16;
+  return Model::create(Config::load(dir), options);
+}
+
+GeneratorParams params(const std::shared_ptr<const Model>& model, int max_length, const std::string& sampling,
+                       const std::string& speculative) {
+  GeneratorParams p(model);
+  p.set_search_options(R"({"max_length": )" + std::to_string(max_length) + sampling + "}");
+  if (!speculative.empty()) p.set_speculative_options(speculative);
+  return p;
+}
+
+// A prompt whose second half repeats its first, so lookups find continuations.
+Ids repetitive_prompt(uint32_t seed) {
+  std::mt19937 rng(seed);
+  Ids half(12);
+  for (auto& t : half) t = std::uniform_int_distribution<int32_t>(3, 127)(rng);
+  Ids prompt = half;
+  prompt.insert(prompt.end(), half.begin(), half.begin() + 8);
+  return prompt;
+}
+
+struct Generated {
+  Ids tokens;
+  std::vector<std::vector<float>> logits;  // each step's, read before choosing
+  SpeculativeStats stats;
+};
+
+// Generates to max_length reading every step's logits; `midway` runs once after `at` tokens.
+Generated generate(Generator& g, const Ids& prompt, int at = -1, const std::function<void(Generator&)>& midway = {}) {
+  Generated run;
+  g.append_tokens(prompt);
+  bool pending = static_cast<bool>(midway);
+  while (!g.is_done()) {
+    if (pending && g.token_count() == at) {
+      pending = false;
+      midway(g);
+    }
+    if (g.is_done()) break;
+    const TensorView logits = g.get_logits();
+    run.logits.emplace_back(logits.data<float>(), logits.data<float>() + logits.shape().numel());
+    g.generate_next_token();
+  }
+  const auto seq = g.get_sequence(0);
+  run.tokens.assign(seq.begin(), seq.end());
+  run.stats = g.speculative_stats();
+  return run;
+}
+
+void expect_same_run(const Generated& standard, const Generated& speculative) {
+  EXPECT_EQ(speculative.tokens, standard.tokens);
+  ASSERT_EQ(speculative.logits.size(), standard.logits.size());
+  for (size_t i = 0; i < standard.logits.size(); ++i)
+    ASSERT_TRUE(speculative.logits[i] == standard.logits[i]) << "step " << i << " logits differ";
+}
+
+void expect_counters_add_up(const SpeculativeStats& s) {
+  EXPECT_EQ(s.draft_tokens_evaluated, s.draft_tokens_accepted + s.correction_tokens);
+  EXPECT_EQ(s.tokens_emitted, s.draft_tokens_accepted + s.correction_tokens + s.bonus_tokens);
+  EXPECT_EQ(s.rounds, s.completed_rounds + s.interrupted_rounds + s.active_rounds);
+  EXPECT_EQ(s.completed_rounds, s.full_accept_rounds + s.partial_accept_rounds + s.zero_accept_rounds);
+  EXPECT_EQ(s.target_forward_passes, s.rounds + s.standard_fallback_steps);
+  EXPECT_EQ(s.rounds, s.target_verify_forward_passes);
+  EXPECT_EQ(s.rounds, s.ngram_lookup_hits);
+  EXPECT_EQ(s.draft_tokens_proposed, s.ngram_lookup_tokens_proposed);
+  EXPECT_LE(s.draft_tokens_evaluated, s.draft_tokens_proposed);
+}
+
+class Speculative : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Speculative, TokensAndLogitsAreStandardDecodings) {
+  const auto model = load(GetParam());
+  for (const std::string sampling : {"", R"(, "do_sample": true, "top_k": 8, "random_seed": 5)"}) {
+    uint64_t accepted = 0;
+    for (const std::string options : {R"({"ngram_size": 2, "max_draft_tokens": 4})",
+                                      R"({"ngram_size": 3, "max_draft_tokens": 16, "ngram_chained_lookup": true})"}) {
+      SCOPED_TRACE(sampling + " " + options);
+      const Ids prompt = repetitive_prompt(3);
+      Generator standard(params(model, 90, sampling, ""));
+      Generator speculative(params(model, 90, sampling, options));
+      const Generated a = generate(standard, prompt), b = generate(speculative, prompt);
+      expect_same_run(a, b);
+      EXPECT_EQ(a.stats.rounds, 0u);
+      EXPECT_GT(b.stats.rounds, 0u);
+      accepted += b.stats.draft_tokens_accepted;
+      expect_counters_add_up(b.stats);
+      // Every generated token but the first (from the prompt's logits) came from a round or a step.
+      EXPECT_EQ(b.tokens.size() - prompt.size() - 1, b.stats.tokens_emitted + b.stats.standard_fallback_steps);
+    }
+    EXPECT_GT(accepted, 0u) << "no draft was accepted" << sampling;
+  }
+}
+
+TEST_P(Speculative, RewindAndAppendInTheMiddleOfARound) {
+  const auto model = load(GetParam());
+  const Ids prompt = repetitive_prompt(9);
+  const std::string options = R"({"ngram_size": 2, "max_draft_tokens": 6, "ngram_chained_lookup": true})";
+  int interrupted = 0;
+  for (int at = static_cast<int>(prompt.size()) + 1; at < 70; ++at) {
+    for (const bool rewind : {true, false}) {
+      auto midway = [&](Generator& g) {
+        if (rewind) g.rewind_to(g.token_count() - 2);
+        else g.append_tokens(Ids{7, 9});
+      };
+      Generator standard(params(model, 80, "", ""));
+      Generator speculative(params(model, 80, "", options));
+      const Generated a = generate(standard, prompt, at, midway), b = generate(speculative, prompt, at, midway);
+      expect_same_run(a, b);
+      expect_counters_add_up(b.stats);
+      interrupted += static_cast<int>(b.stats.interrupted_rounds);
+    }
+  }
+  EXPECT_GT(interrupted, 0) << "no rewind or append fell inside a round";
+}
+
+TEST_P(Speculative, DraftsStopAtMaxLength) {
+  const auto model = load(GetParam());
+  const Ids prompt = repetitive_prompt(4);
+  for (int extra = 1; extra <= 6; ++extra) {
+    const int max_length = static_cast<int>(prompt.size()) + extra;
+    Generator standard(params(model, max_length, "", ""));
+    Generator speculative(params(model, max_length, "", R"({"ngram_size": 2, "max_draft_tokens": 16})"));
+    const Generated a = generate(standard, prompt), b = generate(speculative, prompt);
+    expect_same_run(a, b);
+    EXPECT_EQ(b.tokens.size(), static_cast<size_t>(max_length));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, Speculative, ::testing::Values("fp32", "int4", "fp32_full_logits", "int4_half_kv"),
+                         [](const auto& info) { return info.param; });
+
+// Drafts rejected through set_logits: three rounds that accept nothing, then cooldown's plain step.
+TEST(SpeculativeCooldown, ThreeZeroAcceptRoundsThenOneStandardStep) {
+  const auto model = load("fp32");
+  Generator g(params(model, 60, "", R"({"ngram_size": 2, "max_draft_tokens": 3, "cooldown": true})"));
+  g.append_tokens(Ids{5, 6, 7, 5, 6, 7, 5, 6});
+  const int vocab = model->config().model.vocab_size;
+  // Every token is forced within {5, 6, 7}, so each lookup finds the last one earlier.
+  auto force = [&](int32_t token) {
+    std::vector<float> logits(static_cast<size_t>(vocab), 0.0f);
+    logits[static_cast<size_t>(token)] = 10.0f;
+    g.set_logits(logits);
+    g.generate_next_token();
+  };
+  force(7);  // instead of the prompt's logits
+  for (int round = 0; round < 3; ++round) {
+    const auto seq = g.get_sequence(0);
+    const Ids draft = ngram_proposal(Ids(seq.begin(), seq.end()), 2, 3, false);
+    ASSERT_FALSE(draft.empty());
+    g.get_logits();  // starts the round
+    EXPECT_EQ(g.speculative_stats().rounds, static_cast<uint64_t>(round + 1));
+    force(draft[0] == 5 ? 6 : 5);  // anything but the draft
+  }
+  SpeculativeStats s = g.speculative_stats();
+  EXPECT_EQ(s.zero_accept_rounds, 3u);
+  EXPECT_EQ(s.cooldown_entries, 1u);
+  EXPECT_EQ(s.cooldown_remaining, 1u);
+  g.get_logits();  // the plain step's run
+  EXPECT_EQ(g.speculative_stats().rounds, 3u);
+  force(5);
+  s = g.speculative_stats();
+  EXPECT_EQ(s.cooldown_steps, 1u);
+  EXPECT_EQ(s.cooldown_remaining, 0u);
+  EXPECT_EQ(s.rounds, 3u);
+  expect_counters_add_up(s);
+}
+
+TEST(SpeculativeOptions, BadOptionsAreClearErrors) {
+  const auto model = load("fp32");
+  auto create = [&](const std::string& search, const std::string& speculative) {
+    GeneratorParams p(model);
+    p.set_search_options(search);
+    p.set_speculative_options(speculative);
+    Generator g(p);
+  };
+  expect_error([&] { create("{}", R"({"ngram_size": 1})"); }, ErrorCode::kInvalidArgument,
+               "speculative.ngram_size must be 0 (off) or in [2, 16], got 1");
+  expect_error([&] { create("{}", R"({"ngram_size": 3, "max_draft_tokens": 17})"); }, ErrorCode::kInvalidArgument,
+               "speculative.max_draft_tokens must be in [1, 16], got 17");
+  expect_error([&] { create("{}", R"({"ngram_chained_lookup": true})"); }, ErrorCode::kInvalidArgument,
+               "ngram_chained_lookup needs speculative.ngram_size");
+  expect_error([&] { create("{}", R"({"ngram_size": 3, "min_adaptive_k": 2})"); }, ErrorCode::kUnsupported,
+               "min_adaptive_k (adaptive draft widths) is not supported");
+  expect_error([&] { create(R"({"batch_size": 2})", R"({"ngram_size": 3})"); }, ErrorCode::kInvalidArgument,
+               "generates one sequence: search.batch_size (2) and search.num_beams (1) must be 1");
+  expect_error([&] { create(R"({"num_beams": 2})", R"({"ngram_size": 3})"); }, ErrorCode::kInvalidArgument,
+               "search.num_beams (2) must be 1");
+  GeneratorParams p(model);
+  expect_error([&] { p.set_speculative_options(R"({"ngram_size": "3"})"); }, ErrorCode::kInvalidArgument,
+               "'speculative.ngram_size' must be an integer");
+  expect_error([&] { p.set_speculative_options(R"({"cooldown": 1})"); }, ErrorCode::kInvalidArgument,
+               "'speculative.cooldown' must be a boolean");
+  expect_error([&] { p.set_speculative_options(R"({"draft_model": 1})"); }, ErrorCode::kInvalidArgument,
+               "unknown key 'speculative.draft_model'");
+  expect_error([&] { p.set_speculative_option("ngram_size", std::nan("")); }, ErrorCode::kInvalidArgument,
+               "must be a finite number");
+  // The model's own section is read, and a generator without ngram_size does no rounds.
+  Config config = model->config();
+  config.overlay(R"({"speculative": {"ngram_size": 4, "max_draft_tokens": 2}})");
+  EXPECT_EQ(config.speculative.ngram_size, 4);
+  EXPECT_EQ(config.speculative.max_draft_tokens, 2);
+  expect_error([&] { config.overlay(R"({"speculative": {"ngram_size": true}})"); }, ErrorCode::kInvalidArgument,
+               "'speculative.ngram_size' must be an integer");
+}
+
+}  // namespace
+}  // namespace onnxllm::genai
