@@ -163,6 +163,8 @@ BENCHMARK(BM_MatMulNBitsQ8Stream)
     ->ArgNames({"M", "K", "N", "threads"})
     ->Args({1, 896, 9728, 1})  // gate and up
     ->Args({1, 896, 9728, 2})
+    ->Args({2, 896, 9728, 2})  // a speculative round's 2-5 rows, or a few engine requests
+    ->Args({4, 896, 9728, 2})
     ->Args({8, 896, 9728, 2})
     ->Args({16, 896, 9728, 2})
     ->Args({1, 4864, 896, 1})  // down
