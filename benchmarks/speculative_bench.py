@@ -45,6 +45,14 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--sample", action="store_true", help="sample (top_k 20, seed 1) instead of greedy")
     args = ap.parse_args()
+    try:
+        widths = [int(k) for k in args.draft_tokens.split(",")]
+    except ValueError:
+        ap.error(f"--draft-tokens: expected numbers separated by commas, got {args.draft_tokens!r}")
+    if not all(1 <= k <= 16 for k in widths):
+        ap.error(f"--draft-tokens: each must be in [1, 16], got {args.draft_tokens}")
+    if args.new < 2:
+        ap.error("--new must be at least 2 (the first token comes from the prompt's logits)")
 
     model = og.Model(args.model)
     if args.prompt_file:
@@ -54,7 +62,6 @@ def main():
         rng = random.Random(0)
         half = [rng.randrange(1000, 30000) for _ in range(64)]
         ids = half + half
-    widths = [int(k) for k in args.draft_tokens.split(",")]
     configs = [0] + widths
     speeds = {k: [] for k in configs}
     stats = {}

@@ -272,3 +272,27 @@ def test_guidance_bench_bad_arguments(stories_dir):
     assert result.returncode != 0 and "--new must be at least 3" in result.stderr, result.stderr
     result = run("guidance_bench.py", "-m", stories_dir, "--regex", "a", "--schema", "x.json")
     assert result.returncode != 0 and "not allowed with argument" in result.stderr, result.stderr
+
+
+def test_speculative_bench(stories_dir, tmp_path):
+    # The script itself fails when speculative tokens differ from standard decoding's.
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("Once upon a time, there was a girl named Lily. She liked to play. Once upon a time, there")
+    result = run("speculative_bench.py", "-m", stories_dir, "--prompt-file", prompt, "--new", "60",
+                 "--draft-tokens", "2,4", "--rounds", "2")
+    assert result.returncode == 0, result.stderr
+    base = re.search(r"^standard: ([\d.]+) tokens/s$", result.stdout, re.M)
+    assert base and float(base[1]) > 0, result.stdout
+    lines = re.findall(r"max_draft_tokens (\d+): ([\d.]+) tokens/s \(x([\d.]+)\); (\d+) rounds .* (\d+) of (\d+) drafts "
+                       r"accepted \(([\d.]+)\), (\d+) tokens from rounds, (\d+) standard steps", result.stdout)
+    assert [int(l[0]) for l in lines] == [2, 4], result.stdout
+    for k, speed, ratio, rounds, accepted, evaluated, rate, emitted, standard in lines:
+        lo, hi = quotient_range(float(speed), float(base[1]), half_unit=0.05)
+        assert lo - 0.005 <= float(ratio) <= hi + 0.005
+        assert int(rounds) > 0 and int(accepted) <= int(evaluated)
+        assert int(emitted) + int(standard) == 59  # every token after the first: a round's or a step's
+    for args, message in [(["--draft-tokens", "0"], "each must be in [1, 16]"),
+                          (["--draft-tokens", "2,x"], "expected numbers separated by commas"),
+                          (["--new", "1"], "--new must be at least 2")]:
+        result = run("speculative_bench.py", "-m", stories_dir, *args)
+        assert result.returncode != 0 and message in result.stderr, result.stderr
