@@ -52,7 +52,8 @@ constexpr const char* kSpeculativeCounts[] = {
     "target_verify_forward_passes", "standard_fallback_steps", "ngram_lookup_hits", "ngram_lookup_misses",
     "ngram_lookup_tokens_proposed", "ngram_chained_tokens_proposed", "cooldown_entries", "cooldown_steps",
     "cooldown_remaining", "effective_k", "draft_forward_passes", "tokens_queued", "tokens_discarded",
-    "tokens_buffered"};
+    "tokens_buffered", "adaptive_k_increases", "adaptive_k_decreases", "adaptive_k_observations",
+    "adaptive_k_probes"};
 constexpr const char* kSpeculativeNumbers[] = {"acceptance_rate", "total_target_verify_ms"};
 
 std::string type_name(py::handle value) { return py::str(py::type::of(value).attr("__name__")).cast<std::string>(); }

@@ -135,7 +135,7 @@ struct SpeculativeConfig {
   int max_draft_tokens = 4;           // [1, 16]: drafts per round
   int ngram_size = 0;                 // 0 (off) or [2, 16]: match the last ngram_size - 1 tokens
   bool ngram_chained_lookup = false;  // repeat the lookup over the proposal to fill max_draft_tokens
-  int min_adaptive_k = 0;             // 0: a fixed width (adaptive widths are not supported)
+  int min_adaptive_k = 0;             // 0: max_draft_tokens; else [1, 16]: adaptive width from here
   bool cooldown = false;              // after 3 rounds with nothing accepted, one plain step
 };
 

@@ -33,9 +33,6 @@ void check_speculative(const SpeculativeConfig& s, const SearchConfig& search, c
                 "speculative.ngram_chained_lookup needs speculative.ngram_size");
   ONNXLLM_CHECK(s.min_adaptive_k >= 0 && s.min_adaptive_k <= 16, kInvalidArgument,
                 "speculative.min_adaptive_k must be in [0, 16], got ", s.min_adaptive_k);
-  ONNXLLM_CHECK(s.min_adaptive_k == 0, kUnsupported,
-                "speculative.min_adaptive_k (adaptive draft widths) is not supported by onnxllm yet; set a fixed "
-                "speculative.max_draft_tokens");
   if (s.ngram_size == 0) return;
   ONNXLLM_CHECK(search.batch_size == 1 && search.num_beams == 1, kInvalidArgument,
                 "n-gram speculative decoding (speculative.ngram_size) generates one sequence: search.batch_size (",
@@ -77,6 +74,10 @@ constexpr CountField kCounts[] = {
     {"tokens_queued", &SpeculativeStats::tokens_emitted},  // tokens are taken as they are chosen
     {"tokens_discarded", &SpeculativeStats::tokens_discarded},
     {"tokens_buffered", &SpeculativeStats::tokens_buffered},
+    {"adaptive_k_increases", &SpeculativeStats::adaptive_k_increases},
+    {"adaptive_k_decreases", &SpeculativeStats::adaptive_k_decreases},
+    {"adaptive_k_observations", &SpeculativeStats::adaptive_k_observations},
+    {"adaptive_k_probes", &SpeculativeStats::adaptive_k_probes},
 };
 
 }  // namespace
@@ -189,10 +190,12 @@ Generator::Generator(const GeneratorParams& params) : model_(params.model()) {
   if (rows == 1 && type == "phi3small") rope_rewind_length_ = 8193;
   if (rope_rewind_length_ > 0) replay_.resize(static_cast<size_t>(max_length_));
   if (speculative_.ngram_size > 0) {
-    const size_t k = static_cast<size_t>(speculative_.max_draft_tokens);
+    // An adaptive width may grow to 16, whatever max_draft_tokens says (as in onnxruntime-genai).
+    if (speculative_.min_adaptive_k > 0) adaptive_.emplace(speculative_.min_adaptive_k);
+    const size_t k = static_cast<size_t>(adaptive_ ? AdaptiveDraftWidth::kMaxWidth : speculative_.max_draft_tokens);
     round_logits_.assign((k + 1) * static_cast<size_t>(vocab_size_), 0.0f);
     drafts_.reserve(k);
-    stats_.effective_k = k;
+    stats_.effective_k = static_cast<uint64_t>(adaptive_ ? adaptive_->width() : speculative_.max_draft_tokens);
   }
 }
 
@@ -295,7 +298,8 @@ bool Generator::start_round() {
   // standard steps do until the replay. Only the pending token may lack its cache (after a failed
   // chunked prompt, the standard path chunks the rest).
   const int length = search_->length();
-  int k = std::min(speculative_.max_draft_tokens, max_length_ - length);
+  const int width = adaptive_ ? adaptive_->width() : speculative_.max_draft_tokens;
+  int k = std::min(width, max_length_ - length);
   if (rope_rewind_length_ > 0 && length < rope_rewind_length_) k = std::min(k, rope_rewind_length_ - 1 - length);
   if (state_->cached_length() != length - 1) k = 0;
   const auto history = search_->sequences().row(0);
@@ -337,11 +341,13 @@ bool Generator::start_round() {
     failed_ = e.what();
     throw;
   }
-  stats_.total_target_verify_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  round_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  stats_.total_target_verify_ms += round_ms_;
   std::copy(logits.begin(), logits.begin() + vocab_size_, logits_.begin());
   logits_current_ = true;
   round_row_ = 0;
-  round_accepted_ = 0;
+  round_accepted_ = round_evaluated_ = round_emitted_ = 0;
+  round_full_ = drafts_.size() == static_cast<size_t>(width);
   stats_.active_rounds = 1;
   return true;
 }
@@ -349,9 +355,11 @@ bool Generator::start_round() {
 void Generator::take_round_token() {
   const int32_t token = search_->next_tokens()[0];
   ++stats_.tokens_emitted;
+  ++round_emitted_;
   bool accepted = false;
   if (round_row_ < drafts_.size()) {
     ++stats_.draft_tokens_evaluated;
+    ++round_evaluated_;
     accepted = token == drafts_[round_row_];
     ++(accepted ? stats_.draft_tokens_accepted : stats_.correction_tokens);
     round_accepted_ += accepted;
@@ -373,10 +381,21 @@ void Generator::end_round(bool completed) {
     else if (round_accepted_ > 0) ++stats_.partial_accept_rounds;
     else ++stats_.zero_accept_rounds;
     zero_accept_streak_ = round_accepted_ == 0 ? zero_accept_streak_ + 1 : 0;
-    if (speculative_.cooldown && zero_accept_streak_ >= 3) {
+    // Cooldown at the narrowest width (a fixed width is its own narrowest).
+    const bool narrowest = !adaptive_ || adaptive_->width() == speculative_.min_adaptive_k;
+    if (speculative_.cooldown && zero_accept_streak_ >= 3 && narrowest) {
       ++stats_.cooldown_entries;
       stats_.cooldown_remaining = 1;
       zero_accept_streak_ = 0;
+    }
+    if (adaptive_ && round_full_) {
+      adaptive_->observe(static_cast<int>(round_evaluated_), static_cast<int>(round_accepted_),
+                         static_cast<int>(round_emitted_), round_ms_);
+      stats_.effective_k = static_cast<uint64_t>(adaptive_->width());
+      stats_.adaptive_k_increases = adaptive_->increases;
+      stats_.adaptive_k_decreases = adaptive_->decreases;
+      stats_.adaptive_k_observations = adaptive_->observations;
+      stats_.adaptive_k_probes = adaptive_->probes;
     }
   } else {
     ++stats_.interrupted_rounds;

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "genai/generator/adaptive_width.h"
 #include "genai/generator/decoder_state.h"
 #include "genai/generator/generator_params.h"
 #include "genai/search/search.h"
@@ -53,6 +54,8 @@ struct SpeculativeStats {
   uint64_t active_rounds = 0;            // 1 while a round's logits are being taken
   uint64_t draft_forward_passes = 0;     // always 0: no draft model
   uint64_t tokens_discarded = 0, tokens_buffered = 0;  // always 0: nothing is buffered
+  uint64_t adaptive_k_increases = 0, adaptive_k_decreases = 0;  // min_adaptive_k's width changes
+  uint64_t adaptive_k_observations = 0, adaptive_k_probes = 0;
   double total_target_verify_ms = 0.0;
   double acceptance_rate() const {
     return draft_tokens_evaluated ? static_cast<double>(draft_tokens_accepted) / draft_tokens_evaluated : 0.0;
@@ -145,7 +148,10 @@ class Generator {
   SpeculativeConfig speculative_;
   std::vector<int32_t> drafts_;       // the round's drafts; empty between rounds
   size_t round_row_ = 0;              // the round's row of logits that is current
-  size_t round_accepted_ = 0;
+  size_t round_accepted_ = 0, round_evaluated_ = 0, round_emitted_ = 0;
+  bool round_full_ = false;           // the round proposed its whole width (adaptive widths learn from it)
+  double round_ms_ = 0.0;
+  std::optional<AdaptiveDraftWidth> adaptive_;  // min_adaptive_k > 0
   std::vector<float> round_logits_;   // (max_draft_tokens + 1) x vocab
   int zero_accept_streak_ = 0;
   SpeculativeStats stats_;

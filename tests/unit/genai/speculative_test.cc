@@ -8,6 +8,7 @@
 #include <functional>
 #include <random>
 
+#include "genai/generator/adaptive_width.h"
 #include "genai/generator/generator.h"
 #include "genai/generator/ngram_lookup.h"
 #include "tests/unit/builder/builder_test_util.h"
@@ -181,6 +182,22 @@ TEST_P(Speculative, DraftsStopAtMaxLength) {
   }
 }
 
+TEST_P(Speculative, AnAdaptiveWidthGivesTheSameTokens) {
+  const auto model = load(GetParam());
+  const Ids prompt = repetitive_prompt(3);
+  for (const std::string sampling : {"", R"(, "do_sample": true, "top_k": 8, "random_seed": 5)"}) {
+    Generator standard(params(model, 120, sampling, ""));
+    Generator adaptive(params(model, 120, sampling, R"({"ngram_size": 2, "min_adaptive_k": 2, "ngram_chained_lookup": true})"));
+    const Generated a = generate(standard, prompt), b = generate(adaptive, prompt);
+    expect_same_run(a, b);
+    expect_counters_add_up(b.stats);
+    EXPECT_GT(b.stats.adaptive_k_observations, 0u);
+    EXPECT_GE(b.stats.effective_k, 2u);
+    EXPECT_LE(b.stats.effective_k, 16u);
+    EXPECT_EQ(b.stats.effective_k, 2 + b.stats.adaptive_k_increases - b.stats.adaptive_k_decreases);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, Speculative, ::testing::Values("fp32", "int4", "fp32_full_logits", "int4_half_kv"),
                          [](const auto& info) { return info.param; });
 
@@ -220,6 +237,59 @@ TEST(SpeculativeCooldown, ThreeZeroAcceptRoundsThenOneStandardStep) {
   expect_counters_add_up(s);
 }
 
+// onnxruntime-genai's controller on made-up rounds (throughput = tokens / ms).
+TEST(AdaptiveDraftWidth, ProbesKeepsAndRejectsAsSpecified) {
+  AdaptiveDraftWidth w(2);
+  EXPECT_EQ(w.width(), 2);
+  w.observe(2, 2, 3, 1.0);  // acceptance 100% at 2: probe 3
+  EXPECT_EQ(w.width(), 3);
+  EXPECT_EQ(w.probes, 1u);
+  w.observe(3, 3, 4, 1.0);  // 4 tokens/ms >= 97% of 3 and acceptance kept: one round is not enough
+  EXPECT_EQ(w.width(), 3);
+  w.observe(3, 3, 4, 1.0);  // the second: kept
+  EXPECT_EQ(w.width(), 3);
+  w.observe(3, 3, 4, 1.0);  // the one round of waiting after a kept probe
+  EXPECT_EQ(w.width(), 3);
+  w.observe(3, 3, 4, 1.0);  // probes 4
+  EXPECT_EQ(w.width(), 4);
+  w.observe(4, 4, 2, 1.0);  // 2 tokens/ms at 4, below 80% of 3's 4
+  EXPECT_EQ(w.width(), 3);  // rejected at once
+  EXPECT_EQ(w.decreases, 1u);
+  for (int i = 0; i < 6; ++i) {  // six rounds of waiting after a rejected probe
+    w.observe(3, 3, 4, 1.0);
+    EXPECT_EQ(w.width(), 3) << i;
+  }
+  w.observe(3, 3, 4, 1.0);
+  EXPECT_EQ(w.width(), 4);  // probing again
+  EXPECT_EQ(w.probes, 3u);
+
+  // Low acceptance probes narrower, never below the floor; a narrower width needs no acceptance.
+  AdaptiveDraftWidth low(3);
+  low.observe(3, 0, 1, 1.0);
+  EXPECT_EQ(low.width(), 3);  // at the floor: no probe
+  AdaptiveDraftWidth wide(2);
+  wide.observe(2, 2, 3, 1.0);  // probe 3
+  wide.observe(3, 1, 2, 0.5);  // 4 tokens/ms, acceptance 33%
+  wide.observe(3, 1, 2, 0.5);  // kept throughput, but a wider probe must keep 75%: reverted
+  EXPECT_EQ(wide.width(), 2);
+  EXPECT_EQ(wide.increases, 1u);
+  EXPECT_EQ(wide.decreases, 1u);
+  AdaptiveDraftWidth down(1);
+  for (int i = 0; i < 3; ++i) down.observe(2, 2, 3, 1.0);  // to 2 (probe, keep, keep)
+  ASSERT_EQ(down.width(), 2);
+  down.observe(2, 2, 3, 1.0);  // waiting
+  down.observe(2, 2, 3, 1.0);  // probe 3
+  ASSERT_EQ(down.width(), 3);
+  // Acceptance collapses at 3: throughput below 80% of 2's rejects the probe.
+  down.observe(3, 0, 1, 1.0);
+  EXPECT_EQ(down.width(), 2);
+  // Rounds that evaluated nothing or took no time teach nothing.
+  const uint64_t seen = down.observations;
+  down.observe(0, 0, 1, 1.0);
+  down.observe(2, 2, 3, 0.0);
+  EXPECT_EQ(down.observations, seen);
+}
+
 TEST(SpeculativeOptions, BadOptionsAreClearErrors) {
   const auto model = load("fp32");
   auto create = [&](const std::string& search, const std::string& speculative) {
@@ -234,8 +304,8 @@ TEST(SpeculativeOptions, BadOptionsAreClearErrors) {
                "speculative.max_draft_tokens must be in [1, 16], got 17");
   expect_error([&] { create("{}", R"({"ngram_chained_lookup": true})"); }, ErrorCode::kInvalidArgument,
                "ngram_chained_lookup needs speculative.ngram_size");
-  expect_error([&] { create("{}", R"({"ngram_size": 3, "min_adaptive_k": 2})"); }, ErrorCode::kUnsupported,
-               "min_adaptive_k (adaptive draft widths) is not supported");
+  expect_error([&] { create("{}", R"({"ngram_size": 3, "min_adaptive_k": 17})"); }, ErrorCode::kInvalidArgument,
+               "speculative.min_adaptive_k must be in [0, 16], got 17");
   expect_error([&] { create(R"({"batch_size": 2})", R"({"ngram_size": 3})"); }, ErrorCode::kInvalidArgument,
                "generates one sequence: search.batch_size (2) and search.num_beams (1) must be 1");
   expect_error([&] { create(R"({"num_beams": 2})", R"({"ngram_size": 3})"); }, ErrorCode::kInvalidArgument,
