@@ -179,8 +179,9 @@ Generator::Generator(const GeneratorParams& params) : model_(params.model()) {
                 " for tokens, masks and positions, but only ", gib(available),
                 " of memory is available; set a smaller search.max_length");
 
-  check_speculative(params.speculative, s, io);
   speculative_ = params.speculative;
+  if (!params.speculative_from_caller && (s.batch_size > 1 || s.num_beams > 1)) speculative_.ngram_size = 0;
+  check_speculative(speculative_, s, io);
   search_ = Search::create(p);  // checks the sampling options
   state_ = std::make_unique<DecoderState>(*model_, rows, max_length_, share, capacity, s.chunk_size);
   state_->set_terminate_flag(terminate_.get());

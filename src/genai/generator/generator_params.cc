@@ -45,6 +45,7 @@ void GeneratorParams::set_search_option(std::string_view name, bool value) { set
 
 void GeneratorParams::set_speculative_options(std::string_view json) {
   Config::parse_speculative_options(json, speculative);
+  speculative_from_caller = true;
 }
 
 void GeneratorParams::set_speculative_option(std::string_view name, double value) {

@@ -36,6 +36,9 @@ class GeneratorParams {
 
   SearchConfig search;
   SpeculativeConfig speculative;
+  // set_speculative_options was called: otherwise `speculative` is the model's section, a default
+  // that batches and beam search, which cannot speculate, go without.
+  bool speculative_from_caller = false;
   // Guidance (set_guidance): constrains the generated tokens of every row; null for none.
   std::shared_ptr<const TokenConstraintFactory> guidance;
 

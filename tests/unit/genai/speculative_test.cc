@@ -319,11 +319,25 @@ TEST(SpeculativeOptions, BadOptionsAreClearErrors) {
                "unknown key 'speculative.draft_model'");
   expect_error([&] { p.set_speculative_option("ngram_size", std::nan("")); }, ErrorCode::kInvalidArgument,
                "must be a finite number");
-  // The model's own section is read, and a generator without ngram_size does no rounds.
+  // The model's own section is read: a default for one sequence; batches and beam search go
+  // without it, unless the caller asks for it.
   Config config = model->config();
   config.overlay(R"({"speculative": {"ngram_size": 4, "max_draft_tokens": 2}})");
   EXPECT_EQ(config.speculative.ngram_size, 4);
   EXPECT_EQ(config.speculative.max_draft_tokens, 2);
+  const auto with_section = Model::create(config, ModelOptions{});
+  GeneratorParams one(with_section), batch(with_section);
+  one.set_search_options(R"({"max_length": 40})");
+  batch.set_search_options(R"({"max_length": 40, "batch_size": 2})");
+  Generator g1(one), g2(batch);
+  g1.append_tokens(Ids{5, 6, 7, 5, 6, 7, 5, 6});
+  g2.append_tokens(Ids{5, 6, 7, 5, 6, 7, 5, 6, 5, 6, 7, 5, 6, 7, 5, 6});
+  while (!g1.is_done()) g1.generate_next_token();
+  while (!g2.is_done()) g2.generate_next_token();
+  EXPECT_EQ(g1.speculative_stats().effective_k, 2u);
+  EXPECT_EQ(g2.speculative_stats().effective_k, 0u);  // no speculation in the batch
+  batch.set_speculative_options(R"({"ngram_size": 4})");
+  expect_error([&] { Generator g(batch); }, ErrorCode::kInvalidArgument, "generates one sequence");
   expect_error([&] { config.overlay(R"({"speculative": {"ngram_size": true}})"); }, ErrorCode::kInvalidArgument,
                "'speculative.ngram_size' must be an integer");
 }
