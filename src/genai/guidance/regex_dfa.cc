@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/utf8.h"
 
 namespace onnxllm::genai {
 namespace {
@@ -72,63 +73,6 @@ const CodeSet kSpace = {{'\t', '\r'}, {' ', ' '}};  // \t \n \v \f \r and space
 // ---------------------------------------------------------------------------------------------
 // UTF-8
 
-// Length of the valid UTF-8 sequence at s[i], 0 when it is not one.
-size_t utf8_length(std::string_view s, size_t i) {
-  const auto b = [&](size_t k) { return static_cast<uint8_t>(s[k]); };
-  const uint8_t c = b(i);
-  if (c < 0x80) return 1;
-  size_t n;
-  uint8_t lo = 0x80, hi = 0xBF;  // the second byte's range (no overlong forms, no surrogates)
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    if (c == 0xE0) lo = 0xA0;
-    if (c == 0xED) hi = 0x9F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    if (c == 0xF0) lo = 0x90;
-    if (c == 0xF4) hi = 0x8F;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size() || b(i + 1) < lo || b(i + 1) > hi) return 0;
-  for (size_t k = 2; k < n; ++k)
-    if (b(i + k) < 0x80 || b(i + k) > 0xBF) return 0;
-  return n;
-}
-
-uint32_t decode_utf8(std::string_view s, size_t i, size_t n) {
-  const auto b = [&](size_t k) { return static_cast<uint32_t>(static_cast<uint8_t>(s[i + k])); };
-  if (n == 1) return b(0);
-  uint32_t cp = b(0) & (0x7F >> n);
-  for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (b(k) & 0x3F);
-  return cp;
-}
-
-size_t encode_utf8(uint32_t cp, uint8_t* out) {
-  if (cp < 0x80) {
-    out[0] = static_cast<uint8_t>(cp);
-    return 1;
-  }
-  if (cp < 0x800) {
-    out[0] = static_cast<uint8_t>(0xC0 | (cp >> 6));
-    out[1] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
-    return 2;
-  }
-  if (cp < 0x10000) {
-    out[0] = static_cast<uint8_t>(0xE0 | (cp >> 12));
-    out[1] = static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F));
-    out[2] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
-    return 3;
-  }
-  out[0] = static_cast<uint8_t>(0xF0 | (cp >> 18));
-  out[1] = static_cast<uint8_t>(0x80 | ((cp >> 12) & 0x3F));
-  out[2] = static_cast<uint8_t>(0x80 | ((cp >> 6) & 0x3F));
-  out[3] = static_cast<uint8_t>(0x80 | (cp & 0x3F));
-  return 4;
-}
-
 // One UTF-8 byte-range sequence: the byte strings whose i-th byte lies in ranges[i].
 struct ByteSeq {
   std::array<std::pair<uint8_t, uint8_t>, 4> ranges;
@@ -169,11 +113,13 @@ void utf8_sequences(uint32_t lo, uint32_t hi, std::vector<ByteSeq>& out) {
         }
       }
       if (split) continue;
-      uint8_t a[4] = {}, b[4] = {};
+      std::string a, b;  // short: no allocation
+      utf8::append(a, s);
+      utf8::append(b, e);
       ByteSeq seq;
-      seq.size = static_cast<uint8_t>(encode_utf8(s, a));
-      encode_utf8(e, b);
-      for (size_t k = 0; k < seq.size; ++k) seq.ranges[k] = {a[k], b[k]};
+      seq.size = static_cast<uint8_t>(a.size());
+      for (size_t k = 0; k < seq.size; ++k)
+        seq.ranges[k] = {static_cast<uint8_t>(a[k]), static_cast<uint8_t>(b[k])};
       out.push_back(seq);
       break;
     }
@@ -397,12 +343,7 @@ class Parser {
     return set_node({{cp, cp}});
   }
 
-  uint32_t literal() {  // the pattern is valid UTF-8
-    const size_t n = utf8_length(p_, pos_);
-    const uint32_t cp = decode_utf8(p_, pos_, n);
-    pos_ += n;
-    return cp;
-  }
+  uint32_t literal() { return utf8::decode(p_, pos_); }  // the pattern is valid UTF-8
 
   Node group() {
     const size_t open = pos_++;
@@ -438,7 +379,7 @@ class Parser {
       } else if (c != '\0' && std::string_view("aiLmsux-").find(c) != std::string_view::npos) {
         fail("inline flags (?", c, "...) are not supported, at offset ", open);
       } else {
-        fail("unknown group extension (?", c == '\0' ? std::string() : printable(p_.substr(pos_, utf8_length(p_, pos_))),
+        fail("unknown group extension (?", c == '\0' ? std::string() : printable(p_.substr(pos_, utf8::valid_length(p_, pos_))),
              ", at offset ", open);
       }
     }
@@ -940,7 +881,7 @@ std::shared_ptr<const RegexDfa> RegexDfa::compile(std::string_view pattern, Mode
   if (pattern.size() > kMaxPatternBytes)
     fail("the pattern is ", pattern.size(), " bytes long, more than ", kMaxPatternBytes);
   for (size_t i = 0; i < pattern.size();) {
-    const size_t n = utf8_length(pattern, i);
+    const size_t n = utf8::valid_length(pattern, i);
     if (n == 0) fail("the pattern is not valid UTF-8, at offset ", i);
     i += n;
   }
