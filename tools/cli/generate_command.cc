@@ -165,7 +165,7 @@ int run_generate(const GenerateArgs& args, bool has_ids, bool has_prompt, bool h
     if (args.no_timings) return;
     timings.print(std::cerr);
     if (!args.ngram) return;
-    const genai::SpeculativeStats& s = generator.speculative_stats();
+    const genai::SpeculativeStats s = generator.speculative_stats();
     std::cerr << "speculative: " << s.rounds << " rounds, " << s.draft_tokens_accepted << " of "
               << s.draft_tokens_evaluated << " drafts accepted, " << s.standard_fallback_steps << " standard steps\n";
   };

@@ -196,7 +196,6 @@ Generator::Generator(const GeneratorParams& params) : model_(params.model()) {
     const size_t k = static_cast<size_t>(adaptive_ ? AdaptiveDraftWidth::kMaxWidth : speculative_.max_draft_tokens);
     round_logits_.assign((k + 1) * static_cast<size_t>(vocab_size_), 0.0f);
     drafts_.reserve(k);
-    stats_.effective_k = static_cast<uint64_t>(adaptive_ ? adaptive_->width() : speculative_.max_draft_tokens);
   }
 }
 
@@ -285,6 +284,21 @@ void Generator::generate_next_token() {
   if (!drafts_.empty()) take_round_token();
 }
 
+SpeculativeStats Generator::speculative_stats() const {
+  SpeculativeStats s = stats_;
+  s.active_rounds = drafts_.empty() ? 0 : 1;
+  if (adaptive_) {
+    s.effective_k = static_cast<uint64_t>(adaptive_->width());
+    s.adaptive_k_increases = adaptive_->increases;
+    s.adaptive_k_decreases = adaptive_->decreases;
+    s.adaptive_k_observations = adaptive_->observations;
+    s.adaptive_k_probes = adaptive_->probes;
+  } else if (speculative_.ngram_size > 0) {
+    s.effective_k = static_cast<uint64_t>(speculative_.max_draft_tokens);
+  }
+  return s;
+}
+
 bool Generator::start_round() {
   if (speculative_.ngram_size == 0) return false;
   ++stats_.target_forward_passes;
@@ -325,10 +339,11 @@ bool Generator::start_round() {
   const std::span<float> logits(round_logits_.data(), (drafts_.size() + 1) * static_cast<size_t>(vocab_size_));
   try {
     state_->run_with_drafts(search_->sequences(), drafts_, logits);
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {
     ++stats_.interrupted_rounds;
     drafts_.clear();
-    if (e.code() != ErrorCode::kUnsupported) {
+    const auto* error = dynamic_cast<const Error*>(&e);
+    if (!error || error->code() != ErrorCode::kUnsupported) {
       failed_ = e.what();
       throw;
     }
@@ -336,11 +351,6 @@ bool Generator::start_round() {
     speculative_.ngram_size = 0;
     state_->rewind_to(length);
     return false;
-  } catch (const std::exception& e) {
-    ++stats_.interrupted_rounds;
-    drafts_.clear();
-    failed_ = e.what();
-    throw;
   }
   round_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   stats_.total_target_verify_ms += round_ms_;
@@ -349,7 +359,6 @@ bool Generator::start_round() {
   round_row_ = 0;
   round_accepted_ = round_evaluated_ = round_emitted_ = 0;
   round_full_ = drafts_.size() == static_cast<size_t>(width);
-  stats_.active_rounds = 1;
   return true;
 }
 
@@ -389,21 +398,14 @@ void Generator::end_round(bool completed) {
       stats_.cooldown_remaining = 1;
       zero_accept_streak_ = 0;
     }
-    if (adaptive_ && round_full_) {
+    if (adaptive_ && round_full_)
       adaptive_->observe(static_cast<int>(round_evaluated_), static_cast<int>(round_accepted_),
                          static_cast<int>(round_emitted_), round_ms_);
-      stats_.effective_k = static_cast<uint64_t>(adaptive_->width());
-      stats_.adaptive_k_increases = adaptive_->increases;
-      stats_.adaptive_k_decreases = adaptive_->decreases;
-      stats_.adaptive_k_observations = adaptive_->observations;
-      stats_.adaptive_k_probes = adaptive_->probes;
-    }
   } else {
     ++stats_.interrupted_rounds;
   }
   state_->rewind_to(search_->length());  // the cache keeps the drafts the sequence took
   drafts_.clear();
-  stats_.active_rounds = 0;
   logits_current_ = false;
 }
 

@@ -107,7 +107,7 @@ class Generator {
   void set_logits(std::span<const float> logits);
   // Speculative decoding's counters (all zero without ngram_size). While a round's rows are being
   // taken, get_output("logits") is the round's run: [1, drafts + 1, vocab].
-  const SpeculativeStats& speculative_stats() const { return stats_; }
+  SpeculativeStats speculative_stats() const;
   // A decoder output of the last run (e.g. "logits" [rows, seq, vocab]).
   const TensorView& get_output(const std::string& name) const;
 
@@ -154,7 +154,7 @@ class Generator {
   std::optional<AdaptiveDraftWidth> adaptive_;  // min_adaptive_k > 0
   std::vector<float> round_logits_;   // (max_draft_tokens + 1) x vocab
   int zero_accept_streak_ = 0;
-  SpeculativeStats stats_;
+  SpeculativeStats stats_;  // the counters; active_rounds, effective_k and adaptive_k_* are derived
   // Heap-allocated so that its address, which the decoder's IoBinding holds, never moves.
   std::unique_ptr<std::atomic<bool>> terminate_ = std::make_unique<std::atomic<bool>>(false);
 };
