@@ -92,19 +92,19 @@ void generate_next_token(genai::Generator& g) {
   }
 }
 
-// onnxllm's decoders take no inputs beyond ids, mask, positions and the cache, so the extra-input
-// setters (SetModelInput / SetInputs) can only reject what they are given.
-[[noreturn]] void reject_model_input(const char* name, const OgaTensor* tensor, const char* function) {
-  require(handle<TensorHandleData>(tensor), function, "tensor");
-  throw_error(ErrorCode::kInvalidArgument, function, ": the decoder has no extra input '", require_name(name, function),
-              "' to set (onnxllm feeds input_ids, attention_mask, position_ids and the KV cache itself)");
+// A tensor handle as a model input: a view of its data and the shared data that keeps it alive
+// (a tensor over the caller's buffer still needs that buffer, as in onnxruntime-genai).
+genai::ModelInput model_input(const char* name, const OgaTensor* tensor, const char* function) {
+  const auto& t = require(handle<TensorHandleData>(tensor), function, "tensor").tensor;
+  const char* n = require_name(name, function);
+  return {n, TensorView(t->data, to_dtype(t->type), Shape(std::span<const int64_t>(t->shape))), t};
 }
 
-void reject_inputs(const OgaNamedTensors* named_tensors, const char* function) {
-  const auto& n = require(handle<NamedTensorsData>(named_tensors), function, "named_tensors");
-  if (!n.tensors.empty())
-    throw_error(ErrorCode::kInvalidArgument, function, ": the decoder has no extra input '", n.tensors.begin()->first,
-                "' to set (multimodal inputs are not supported by onnxllm yet)");
+// Applies a generator's model input; a name the decoder graph lacks is ignored, as
+// onnxruntime-genai does, and logged.
+void set_model_input(genai::Generator& g, const genai::ModelInput& in) {
+  if (!g.set_model_input(in.name, in.value, in.owner))
+    ApiLog::instance().write("warning", "SetModelInput: the decoder graph has no input '" + in.name + "'; ignored");
 }
 
 void check_index(genai::Generator& g, size_t index, const char* function) {
@@ -292,16 +292,21 @@ OgaResult* OGA_API_CALL OgaGeneratorParamsSetInputSequences(OgaGeneratorParams* 
 OgaResult* OGA_API_CALL OgaGeneratorParamsSetModelInput(OgaGeneratorParams* params, const char* name, OgaTensor* tensor) {
   return guard("OgaGeneratorParamsSetModelInput", [&] {
     constexpr const char* kFn = "OgaGeneratorParamsSetModelInput";
-    params_of(params, kFn);
-    reject_model_input(name, tensor, kFn);
+    auto& p = params_of(params, kFn);
+    genai::ModelInput in = model_input(name, tensor, kFn);
+    p.params.set_model_input(std::move(in.name), in.value, std::move(in.owner));
   });
 }
 
 OgaResult* OGA_API_CALL OgaGeneratorParamsSetInputs(OgaGeneratorParams* params, const OgaNamedTensors* named_tensors) {
   return guard("OgaGeneratorParamsSetInputs", [&] {
     constexpr const char* kFn = "OgaGeneratorParamsSetInputs";
-    params_of(params, kFn);
-    reject_inputs(named_tensors, kFn);
+    auto& p = params_of(params, kFn);
+    const auto& named = require(handle<NamedTensorsData>(named_tensors), kFn, "named_tensors");
+    // Each one a model input, as SetModelInput does (onnxllm's decoders take their tokens through
+    // AppendTokens, so input_ids is no exception).
+    for (const auto& [name, t] : named.tensors)
+      p.params.set_model_input(name, TensorView(t->data, to_dtype(t->type), Shape(std::span<const int64_t>(t->shape))), t);
   });
 }
 
@@ -344,16 +349,19 @@ bool OGA_API_CALL OgaGenerator_IsSessionTerminated(const OgaGenerator* generator
 OgaResult* OGA_API_CALL OgaGenerator_SetModelInput(OgaGenerator* generator, const char* name, OgaTensor* tensor) {
   return guard("OgaGenerator_SetModelInput", [&] {
     constexpr const char* kFn = "OgaGenerator_SetModelInput";
-    generator_of(generator, kFn);
-    reject_model_input(name, tensor, kFn);
+    auto& g = generator_of(generator, kFn);
+    set_model_input(g, model_input(name, tensor, kFn));
   });
 }
 
 OgaResult* OGA_API_CALL OgaGenerator_SetInputs(OgaGenerator* generator, const OgaNamedTensors* named_tensors) {
   return guard("OgaGenerator_SetInputs", [&] {
     constexpr const char* kFn = "OgaGenerator_SetInputs";
-    generator_of(generator, kFn);
-    reject_inputs(named_tensors, kFn);
+    auto& g = generator_of(generator, kFn);
+    require(handle<NamedTensorsData>(named_tensors), kFn, "named_tensors");
+    // onnxruntime-genai takes named inputs only for multimodal and other non-LLM model types.
+    throw_error(ErrorCode::kInvalidArgument, kFn, ": not supported for model type '", g.model().type(),
+                "': use OgaGenerator_AppendTokens for the tokens and OgaGenerator_SetModelInput for other inputs");
   });
 }
 
@@ -430,10 +438,10 @@ size_t OGA_API_CALL OgaGenerator_TokenCount(const OgaGenerator* generator) {
 
 OgaResult* OGA_API_CALL OgaGenerator_GetInput(const OgaGenerator* generator, const char* name, OgaTensor** out) {
   return guard("OgaGenerator_GetInput", [&] {
-    generator_of(generator, "OgaGenerator_GetInput");
-    require_name(name, "OgaGenerator_GetInput");
+    auto& g = generator_of(generator, "OgaGenerator_GetInput");
+    const char* input = require_name(name, "OgaGenerator_GetInput");
     require_out(out, "OgaGenerator_GetInput", "out");
-    not_supported("OgaGenerator_GetInput", "reading the decoder's inputs");
+    *out = opaque<OgaTensor>(new TensorHandleData{copy_tensor(g.get_input(input))});
   });
 }
 

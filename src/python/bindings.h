@@ -12,6 +12,7 @@ namespace py = pybind11;
 
 void bind_config_and_model(py::module_& m);  // Config, Model
 void bind_tokenizer(py::module_& m);          // Tokenizer, TokenizerStream
+void bind_tensors(py::module_& m);            // Tensor, NamedTensors
 void bind_generator(py::module_& m);          // GeneratorParams, Generator
 void bind_engine(py::module_& m);             // Request, Engine
 

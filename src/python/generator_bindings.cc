@@ -6,6 +6,7 @@
 #include <pybind11/stl.h>
 
 #include <cmath>
+#include <map>
 #include <mutex>
 #include <string>
 #include <type_traits>
@@ -57,6 +58,28 @@ constexpr const char* kSpeculativeCounts[] = {
 constexpr const char* kSpeculativeNumbers[] = {"acceptance_rate", "total_target_verify_ms"};
 
 std::string type_name(py::handle value) { return py::str(py::type::of(value).attr("__name__")).cast<std::string>(); }
+
+// set_model_input's value: a Tensor as it is, a numpy array without a copy (as onnxruntime-genai
+// does). The caller keeps `array` in its refs, by input name, once the engine took the tensor: it
+// must live while the engine may read it (until a later value for the name replaces it).
+struct ModelInputValue {
+  py::array array;
+  std::unique_ptr<OgaTensor> tensor;
+};
+using InputRefs = std::map<std::string, py::object>;
+
+ModelInputValue model_input_value(py::handle value) {
+  py::array array;
+  if (py::isinstance<OgaTensor>(value)) {
+    array = tensor_view(py::reinterpret_borrow<py::object>(value));
+  } else if (py::isinstance<py::array>(value)) {
+    array = py::reinterpret_borrow<py::array>(value);
+  } else {
+    throw py::type_error("set_model_input: the value must be a numpy array or a Tensor, got " + type_name(value));
+  }
+  auto tensor = tensor_over(array);
+  return {array, std::move(tensor)};
+}
 
 class PyGeneratorParams {
  public:
@@ -131,6 +154,13 @@ class PyGeneratorParams {
     return out;
   }
 
+  void set_model_input(const std::string& name, py::handle value) {
+    ModelInputValue in = model_input_value(value);
+    params_->SetModelInput(name.c_str(), *in.tensor);
+    refs_[name] = in.array;
+  }
+  void set_inputs(OgaNamedTensors& named) { params_->SetInputs(named); }
+
   // Legacy `params.input_ids = tokens`: appended by Generator(model, params).
   void set_input_ids(py::handle tokens) { input_ids_ = to_token_array(tokens, "input_ids"); }
   py::object input_ids() const { return input_ids_; }
@@ -146,6 +176,7 @@ class PyGeneratorParams {
   std::unique_ptr<OgaGeneratorParams> params_;
   py::object input_ids_ = py::none();
   bool batch_size_set_ = false;
+  InputRefs refs_;  // the arrays set_model_input's tensors point into, by input name
 };
 
 class PyGenerator {
@@ -225,6 +256,18 @@ class PyGenerator {
     return t;
   }
 
+  void set_model_input(const std::string& name, py::handle value) {
+    ModelInputValue in = model_input_value(value);
+    run([&] { generator_->SetModelInput(name.c_str(), *in.tensor); });
+    refs_[name] = in.array;
+  }
+  void set_inputs(OgaNamedTensors& named) {
+    run([&] { generator_->SetInputs(named); });
+  }
+  std::unique_ptr<OgaTensor> get_input(const std::string& name) {
+    return locked([&] { return generator_->GetInput(name.c_str()); });
+  }
+
   // Without the mutex: terminate_session is meant to reach a generation running in another thread.
   void set_runtime_option(const std::string& key, const std::string& value) {
     py::gil_scoped_release release;
@@ -251,6 +294,7 @@ class PyGenerator {
   std::unique_ptr<OgaGenerator> generator_;
   size_t num_sequences_ = 0;
   std::mutex mutex_;
+  InputRefs refs_;  // the arrays set_model_input's tensors point into, by input name
 };
 
 }  // namespace
@@ -281,6 +325,9 @@ void bind_generator(py::module_& m) {
           "'json_object' (any JSON object)")
       .def("try_graph_capture_with_max_batch_size", [](PyGeneratorParams&, int) {}, py::arg("max_batch_size"),
            "Accepted for compatibility; graph capture is a GPU feature and onnxllm runs on CPU")
+      .def("set_model_input", &PyGeneratorParams::set_model_input, py::arg("name"), py::arg("value"),
+           "Feeds a decoder input onnxllm does not fill itself (a numpy array, used without a copy, or a Tensor)")
+      .def("set_inputs", &PyGeneratorParams::set_inputs, py::arg("named_tensors"))
       .def_property("input_ids", &PyGeneratorParams::input_ids, &PyGeneratorParams::set_input_ids);
   for (const SearchOption& option : kSearchOptions) {
     params.def_property(
@@ -309,6 +356,15 @@ void bind_generator(py::module_& m) {
              return tensor_to_numpy(self.cast<PyGenerator&>().get_output(name), self);
            },
            py::arg("name"))
+      .def("set_model_input", &PyGenerator::set_model_input, py::arg("name"), py::arg("value"),
+           "Feeds a decoder input onnxllm does not fill itself to every later run (a numpy array, used "
+           "without a copy, or a Tensor); names the decoder graph lacks are ignored")
+      .def("set_inputs", &PyGenerator::set_inputs, py::arg("named_tensors"))
+      .def("get_input",
+           [](py::object self, const std::string& name) {
+             return tensor_to_numpy(self.cast<PyGenerator&>().get_input(name), py::none());
+           },
+           py::arg("name"), "A copy of a decoder input as the last run saw it")
       .def("set_runtime_option", &PyGenerator::set_runtime_option, py::arg("key"), py::arg("value"));
 }
 

@@ -21,6 +21,7 @@ PYBIND11_MODULE(_onnxllm, m) {
 
   onnxllm::python::bind_config_and_model(m);
   onnxllm::python::bind_tokenizer(m);
+  onnxllm::python::bind_tensors(m);
   onnxllm::python::bind_generator(m);
   onnxllm::python::bind_engine(m);
 

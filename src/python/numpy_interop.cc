@@ -10,6 +10,7 @@ namespace {
 
 py::array as_array(py::handle values) {
   if (py::isinstance<py::array>(values)) return py::reinterpret_borrow<py::array>(values);
+  if (py::isinstance<OgaTensor>(values)) return tensor_view(py::reinterpret_borrow<py::object>(values));
   static py::handle asarray = python_attr("numpy", "asarray");
   return asarray(values);
 }
@@ -105,6 +106,21 @@ std::unique_ptr<OgaTensor> tensor_over(py::array& array) {
     throw py::value_error("the array must be C-contiguous (numpy.ascontiguousarray makes it so)");
   const std::vector<int64_t> shape(array.shape(), array.shape() + array.ndim());
   return OgaTensor::Create(array.mutable_data(), shape.data(), shape.size(), element_type(array));
+}
+
+std::unique_ptr<OgaTensor> tensor_copy(const py::array& array) {
+  static py::handle ascontiguousarray = python_attr("numpy", "ascontiguousarray");
+  py::array c = ascontiguousarray(array);
+  const std::vector<int64_t> shape(c.shape(), c.shape() + c.ndim());
+  auto tensor = OgaTensor::Create(nullptr, shape.data(), shape.size(), element_type(c));
+  if (c.nbytes() > 0) std::memcpy(tensor->Data(), c.data(), static_cast<size_t>(c.nbytes()));
+  return tensor;
+}
+
+py::array tensor_view(py::object tensor) {
+  OgaTensor& t = tensor.cast<OgaTensor&>();
+  const std::vector<int64_t> shape = t.Shape();
+  return py::array(numpy_dtype(t.Type()), std::vector<py::ssize_t>(shape.begin(), shape.end()), {}, t.Data(), tensor);
 }
 
 py::array_t<int32_t> copy_ids(std::span<const int32_t> ids) {

@@ -16,7 +16,7 @@ namespace onnxllm::python {
 
 namespace py = pybind11;
 
-// Token ids from a numpy array of any integer dtype, a (nested) list or tuple of ints: a
+// Token ids from a numpy array of any integer dtype, a Tensor, a (nested) list or tuple of ints: a
 // C-contiguous int32 array is returned as it is; anything else is converted with a range check.
 // Other element types are a TypeError naming `what`; ragged lists and ids outside int32 a ValueError.
 py::array_t<int32_t> to_token_array(py::handle tokens, const char* what);
@@ -30,6 +30,11 @@ py::array tensor_to_numpy(std::unique_ptr<OgaTensor> tensor, py::object owner);
 
 // A C tensor over a numpy array's memory (no copy); `array` must outlive it.
 std::unique_ptr<OgaTensor> tensor_over(py::array& array);
+// A C tensor owning a copy of the array (any layout).
+std::unique_ptr<OgaTensor> tensor_copy(const py::array& array);
+// A numpy view of a Python Tensor's data (`tensor` is the Tensor object, which the view keeps
+// alive).
+py::array tensor_view(py::object tensor);
 
 // A fresh int32 numpy array with a copy of `ids` (for memory the engine reuses).
 py::array_t<int32_t> copy_ids(std::span<const int32_t> ids);

@@ -62,6 +62,12 @@ void IoBinding::bind_input(int index, const TensorView& value) {
   inputs_[index] = value;
 }
 
+const TensorView& IoBinding::input(int index) const {
+  ONNXLLM_CHECK(index >= 0 && index < static_cast<int>(inputs_.size()), kInvalidArgument, "input index ", index,
+                " out of range");
+  return inputs_[index];
+}
+
 void IoBinding::clear_inputs() {
   for (auto& v : inputs_) v = TensorView();
 }

@@ -37,6 +37,8 @@ class IoBinding {
   void bind_input(const std::string& name, const TensorView& value);
   void bind_input(int index, const TensorView& value);
   void clear_inputs();
+  // What input `index` is bound to (an empty view when nothing is).
+  const TensorView& input(int index) const;
 
   // Output `name` is written into `buffer`, which must hold at least the output's bytes (checked
   // at run time). The same buffer may also be bound as an input (shared KV cache).

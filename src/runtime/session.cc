@@ -517,25 +517,25 @@ std::vector<Tensor> Session::run(const std::vector<std::pair<std::string, Tensor
   return result;
 }
 
+void Session::check_input(int index, const TensorView& t) const {
+  const IoInfo& info = inputs_.at(static_cast<size_t>(index));
+  ONNXLLM_CHECK(!t.empty(), kInvalidArgument, "input '", info.name, "' is not bound");
+  ONNXLLM_CHECK(t.on_host(), kInvalidArgument, "input '", info.name, "' must be in host memory (the session copies "
+                "it to the devices that read it)");
+  ONNXLLM_CHECK(info.dtype == DType::kUndefined || t.dtype() == info.dtype, kInvalidArgument, "input '", info.name,
+                "' must be ", dtype_name(info.dtype), " but a ", dtype_name(t.dtype()), " tensor was given");
+  if (!info.dims.empty() || graph_->values[graph_->inputs[index]].dims) {
+    ONNXLLM_CHECK(t.rank() == static_cast<int>(info.dims.size()), kInvalidArgument, "input '", info.name,
+                  "' must have rank ", info.dims.size(), " but has shape ", t.shape().to_string());
+    for (int d = 0; d < t.rank(); ++d)
+      ONNXLLM_CHECK(info.dims[d] < 0 || info.dims[d] == t.shape()[d], kInvalidArgument, "input '", info.name,
+                    "' dimension ", d, " must be ", info.dims[d], " but is ", t.shape()[d]);
+  }
+}
+
 void Session::run(IoBinding& binding) const {
   ONNXLLM_CHECK(&binding.session_ == this, kInvalidArgument, "the IoBinding belongs to another session");
-  // Validate the feeds against the declared inputs.
-  for (size_t i = 0; i < inputs_.size(); ++i) {
-    const IoInfo& info = inputs_[i];
-    const TensorView& t = binding.inputs_[i];
-    ONNXLLM_CHECK(!t.empty(), kInvalidArgument, "input '", info.name, "' is not bound");
-    ONNXLLM_CHECK(t.on_host(), kInvalidArgument, "input '", info.name, "' must be in host memory (the session copies "
-                  "it to the devices that read it)");
-    ONNXLLM_CHECK(info.dtype == DType::kUndefined || t.dtype() == info.dtype, kInvalidArgument, "input '", info.name,
-                  "' must be ", dtype_name(info.dtype), " but a ", dtype_name(t.dtype()), " tensor was given");
-    if (!info.dims.empty() || graph_->values[graph_->inputs[i]].dims) {
-      ONNXLLM_CHECK(t.rank() == static_cast<int>(info.dims.size()), kInvalidArgument, "input '", info.name,
-                    "' must have rank ", info.dims.size(), " but has shape ", t.shape().to_string());
-      for (int d = 0; d < t.rank(); ++d)
-        ONNXLLM_CHECK(info.dims[d] < 0 || info.dims[d] == t.shape()[d], kInvalidArgument, "input '", info.name,
-                      "' dimension ", d, " must be ", info.dims[d], " but is ", t.shape()[d]);
-    }
-  }
+  for (size_t i = 0; i < inputs_.size(); ++i) check_input(static_cast<int>(i), binding.inputs_[i]);
   ExecutionFrame& frame = *binding.frame_;
   frame.profiled = profile_ && profile_->begin_run();
   const auto start = frame.profiled ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};

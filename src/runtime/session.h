@@ -75,6 +75,9 @@ class Session {
                           const std::vector<std::string>& output_names = {}) const;
   // Runs with the inputs and outputs bound in `binding`.
   void run(IoBinding& binding) const;
+  // kInvalidArgument unless `value` can feed input `index`: bound, in host memory, the declared
+  // dtype, rank and fixed dims (what run checks for every input).
+  void check_input(int index, const TensorView& value) const;
 
   // Number of nodes per provider name after partitioning (for tools and tests).
   std::vector<std::pair<std::string, int>> provider_node_counts() const;

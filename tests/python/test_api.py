@@ -59,6 +59,7 @@ def test_batch_encode_decode(stories):
     assert batch.dtype == np.int32 and batch.shape[0] == 2
     assert batch[0].tolist() == tokenizer.encode(texts[0]).tolist()
     assert tokenizer.decode_batch(batch) == texts
+    assert tokenizer.decode_batch(og.Tensor(batch)) == texts
 
 
 def test_stream_decodes_what_decode_gives(stories):
@@ -345,6 +346,112 @@ def test_ngram_speculative_decoding(stories, stories_dir):
     params.set_speculative_options(ngram_size=17)
     with pytest.raises(Exception, match=r"speculative.ngram_size must be 0 \(off\) or in \[2, 16\], got 17"):
         og.Generator(stories, params)
+
+
+def with_logits_bias(gpt2_dir, folder):
+    """A copy of the tiny gpt2 whose graph adds an extra input, logits_bias [1000], to its logits."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    shutil.copytree(gpt2_dir, folder)
+    model = onnx.load(str(folder / "past.onnx"))
+    graph = model.graph
+    for node in graph.node:
+        node.output[:] = ["unbiased" if o == "logits" else o for o in node.output]
+    graph.input.append(helper.make_tensor_value_info("logits_bias", TensorProto.FLOAT, [1000]))
+    graph.node.append(helper.make_node("Add", ["unbiased", "logits_bias"], ["logits"]))
+    (folder / "past.onnx").chmod(0o644)
+    onnx.save(model, str(folder / "past.onnx"))
+    return folder
+
+
+def test_tensors_and_named_tensors():
+    """og.Tensor copies its array (onnxruntime-genai's Tensor(np.array)); NamedTensors is a dict of them."""
+    source = np.arange(12, dtype=np.float32).reshape(3, 4)
+    tensor = og.Tensor(source)
+    assert tensor.shape() == [3, 4] and tensor.type() == 1
+    view = tensor.as_numpy()
+    assert view.dtype == np.float32 and view.tolist() == source.tolist()
+    source[0, 0] = 99.0  # a copy: the tensor keeps its values
+    assert view[0, 0] == 0.0
+    view[0, 1] = 7.0  # a view: the tensor sees it
+    assert tensor.as_numpy()[0, 1] == 7.0
+    assert tensor.data().nbytes == 48
+    assert og.Tensor(np.zeros((2,), np.float16)).type() == 10
+    assert og.Tensor(np.asfortranarray(np.ones((2, 3), np.int64))).shape() == [2, 3]
+    with pytest.raises(TypeError):
+        og.Tensor(np.array(["text"]))
+
+    named = og.NamedTensors()
+    named["a"] = tensor
+    named["b"] = np.array([1, 2, 3], dtype=np.int32)
+    assert len(named) == 2 and sorted(named.keys()) == ["a", "b"]
+    assert "a" in named and "c" not in named
+    assert named["b"].as_numpy().tolist() == [1, 2, 3]
+    assert named["a"].as_numpy()[0, 1] == 7.0  # the same tensor, not a copy
+    del named["a"]
+    assert named.keys() == ["b"]
+    with pytest.raises(KeyError):
+        named["a"]
+    with pytest.raises(KeyError):
+        del named["a"]
+
+
+def test_model_inputs_feed_the_decoder(gpt2_dir, tmp_path):
+    """set_model_input on the params or the generator feeds an input onnxllm does not fill itself;
+    a name the graph lacks is ignored (onnxruntime-genai's Tensor_And_AddExtraInput)."""
+    prompt = np.array([0, 0, 195, 731], dtype=np.int32)
+    plain = og.Model(str(gpt2_dir))
+    params = og.GeneratorParams(plain)
+    params.set_search_options(max_length=10)
+    params.set_model_input("test_input", np.arange(12, dtype=np.float32).reshape(3, 4))
+    generator = og.Generator(plain, params)
+    generator.set_model_input("test_input", og.Tensor(np.zeros(3, np.float32)))
+    generator.append_tokens(og.Tensor(prompt))  # a Tensor of ids works as an array does
+    base_logits = generator.get_logits().copy()
+    while not generator.is_done():
+        generator.generate_next_token()
+    assert generator.get_sequence(0).tolist() == [0, 0, 195, 731, 731, 114, 114, 114, 114, 114]
+    assert generator.get_input("input_ids").tolist() == [[114]]
+    with pytest.raises(RuntimeError, match="not supported for model type 'gpt2'"):
+        generator.set_inputs(og.NamedTensors())
+    with pytest.raises(RuntimeError, match="is an input onnxllm fills itself"):
+        generator.set_model_input("input_ids", np.zeros((1, 1), np.int32))
+    with pytest.raises(TypeError, match="numpy array or a Tensor"):
+        generator.set_model_input("logits_bias", [1.0, 2.0])
+
+    biased = og.Model(str(with_logits_bias(gpt2_dir, tmp_path / "biased")))
+    params = og.GeneratorParams(biased)
+    params.set_search_options(max_length=12)
+    generator = og.Generator(biased, params)
+    with pytest.raises(RuntimeError, match="the decoder graph input 'logits_bias' is not set"):
+        generator.append_tokens(prompt)
+    assert generator.token_count() == 0
+    bias = np.zeros(1000, np.float32)
+    bias[5] = 1000.0
+    generator.set_model_input("logits_bias", bias)
+    generator.append_tokens(prompt)
+    np.testing.assert_allclose(generator.get_logits(), base_logits + bias, rtol=0, atol=1e-3)
+    generator.generate_next_token()
+    generator.generate_next_token()
+    assert generator.get_next_tokens().tolist() == [5]
+    assert generator.get_input("logits_bias").tolist() == bias.tolist()
+    # A new value feeds the later runs.
+    other = np.zeros(1000, np.float32)
+    other[7] = 1000.0
+    generator.set_model_input("logits_bias", og.Tensor(other))
+    generator.generate_next_token()
+    assert generator.get_next_tokens().tolist() == [7]
+    with pytest.raises(RuntimeError, match="must be float32 but a float64 tensor"):
+        generator.set_model_input("logits_bias", np.zeros(1000))
+    gc.collect()  # the failed call left the Tensor's value bound, and alive
+    generator.generate_next_token()
+    assert generator.get_next_tokens().tolist() == [7]
+    params.set_model_input("logits_bias", other)  # a generator takes the params' inputs at creation
+    fresh = og.Generator(biased, params)
+    fresh.append_tokens(prompt)
+    fresh.generate_next_token()
+    assert fresh.get_next_tokens().tolist() == [7]
 
 
 def test_unsupported_features_say_so(stories):

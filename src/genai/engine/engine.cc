@@ -135,6 +135,10 @@ Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& options)
       binding_(model_->session()) {
   const DecoderIo& io = model_->io();
   const Config& config = model_->config();
+  // Requests carry no extra model inputs: a graph that needs one the model has no preset for
+  // cannot be served.
+  const std::vector<int> unset = model_->bind_presets(binding_);
+  if (!unset.empty()) model_->throw_unset_input(unset.front());
   ONNXLLM_CHECK(!io.layers.empty(), kUnsupported,
                 "the engine needs a decoder with a per-layer key/value cache (model type '", config.model.type, "')");
   ONNXLLM_CHECK(options_.block_size >= 1 && options_.block_size <= 1024, kInvalidArgument,

@@ -40,7 +40,41 @@ DecoderState::DecoderState(const Model& model, int rows, int max_length, bool sh
       mask_(static_cast<size_t>(rows) * max_length, 0),
       positions_(static_cast<size_t>(rows) * max_length, 0),
       next_position_(static_cast<size_t>(rows), 0),
-      logits_column_(static_cast<size_t>(rows), 0) {}
+      logits_column_(static_cast<size_t>(rows), 0),
+      unset_inputs_(model.bind_presets(binding_)) {}
+
+bool DecoderState::set_model_input(const std::string& name, const TensorView& value) {
+  const int i = model_.session().input_index(name);
+  if (i < 0) return false;
+  const auto& extra = io_.extra_inputs;
+  ONNXLLM_CHECK(std::find(extra.begin(), extra.end(), i) != extra.end(), kInvalidArgument, "set_model_input: '", name,
+                "' is an input onnxllm fills itself (model.decoder.inputs input_ids, attention_mask, position_ids, "
+                "the past key/value inputs); append tokens instead");
+  model_.session().check_input(i, value);  // now rather than failing the next run
+  binding_.bind_input(i, value);
+  std::erase(unset_inputs_, i);
+  return true;
+}
+
+const TensorView& DecoderState::input(const std::string& name) const {
+  const int i = model_.session().input_index(name);
+  if (i < 0) {
+    std::string names;
+    for (const auto& in : model_.session().inputs()) names += (names.empty() ? "" : ", ") + in.name;
+    throw_error(ErrorCode::kInvalidArgument, "get_input: the decoder graph has no input '", name, "' (its inputs: ",
+                names, ")");
+  }
+  return binding_.input(i);
+}
+
+void DecoderState::check_inputs_set() const {
+  if (!unset_inputs_.empty()) model_.throw_unset_input(unset_inputs_.front());
+}
+
+void DecoderState::run_session() {
+  check_inputs_set();
+  model_.session().run(binding_);
+}
 
 void DecoderState::add_columns(const Sequences& sequences, int first, bool detect_padding) {
   const int end = sequences.length();
@@ -112,7 +146,7 @@ void DecoderState::run(const Sequences& sequences, std::span<float> logits) {
     const int to = std::min(from + step, end);
     fill_inputs(sequences, from, to);
     if (cached) kv_.bind(binding_, to);
-    model_.session().run(binding_);
+    run_session();
     if (cached) kv_.advance(binding_, to);
     copy_logits(from, to, logits);
     from = to;
@@ -144,7 +178,7 @@ void DecoderState::run_with_drafts(const Sequences& sequences, std::span<const i
     binding_.bind_input(io_.logits_positions, TensorView(p, DType::kInt64, Shape{count + 1}));
   }
   kv_.bind(binding_, to);
-  model_.session().run(binding_);
+  run_session();
   kv_.advance(binding_, to);
   uncached_seen_ = to;
   const TensorView& out = binding_.output(io_.logits);

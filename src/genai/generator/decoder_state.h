@@ -58,12 +58,25 @@ class DecoderState {
   const TensorView& output(const std::string& name);
   // See IoBinding::set_terminate_flag.
   void set_terminate_flag(const std::atomic<bool>* flag) { binding_.set_terminate_flag(flag); }
+  // Feeds `value` (memory the caller keeps alive) to every later run as the decoder input `name`,
+  // one of the inputs onnxllm does not fill (DecoderIo::extra_inputs). Returns false, binding
+  // nothing, when the graph has no such input (onnxruntime-genai ignores those names too);
+  // kInvalidArgument for an input onnxllm fills itself.
+  bool set_model_input(const std::string& name, const TensorView& value);
+  // kInvalidArgument naming an extra input that has neither a preset nor a value yet (the caller
+  // checks before changing any state, so that setting it and trying again works).
+  void check_inputs_set() const;
+  // The decoder input `name` as the last run saw it (or as set, for an extra input); an empty view
+  // before any run. kInvalidArgument when the graph has no such input.
+  const TensorView& input(const std::string& name) const;
 
  private:
   // Columns at and after sequences.length() are `drafts` (run_with_drafts).
   void fill_inputs(const Sequences& sequences, int from, int to, std::span<const int32_t> drafts = {});
   // After running columns [from, to): the logits of rows whose logits column is among them.
   void copy_logits(int from, int to, std::span<float> logits);
+  // check_inputs_set, then the session on the bound inputs.
+  void run_session();
 
   const Model& model_;
   const DecoderIo& io_;
@@ -84,6 +97,7 @@ class DecoderState {
   std::vector<int64_t> next_position_;  // per row
   std::vector<int> logits_column_;      // per row: the column whose logits the current run yields
   int uncached_seen_ = 0;               // a graph without a cache: columns run before
+  std::vector<int> unset_inputs_;       // extra inputs without a preset that the caller has not set
 };
 
 }  // namespace onnxllm::genai

@@ -185,6 +185,7 @@ Generator::Generator(const GeneratorParams& params) : model_(params.model()) {
   search_ = Search::create(p);  // checks the sampling options
   state_ = std::make_unique<DecoderState>(*model_, rows, max_length_, share, capacity, s.chunk_size);
   state_->set_terminate_flag(terminate_.get());
+  for (const ModelInput& in : params.model_inputs) set_model_input(in.name, in.value, in.owner);
   logits_.assign(static_cast<size_t>(rows) * vocab_size_, 0.0f);
   const std::string& type = model_->type();
   if (rows == 1 && (type == "phi3" || type == "phimoe")) rope_rewind_length_ = 4097;
@@ -232,6 +233,7 @@ void Generator::append_tokens(std::span<const int32_t> tokens) {
   for (size_t i = 0; i < tokens.size(); ++i)
     ONNXLLM_CHECK(tokens[i] >= 0 && tokens[i] < vocab_size_, kInvalidArgument, "append_tokens: token id ", tokens[i],
                   " (row ", i / count, ", column ", i % count, ") is outside the vocabulary [0, ", vocab_size_, ")");
+  state_->check_inputs_set();
 
   search_->append_tokens(tokens, count);
   state_->add_columns(search_->sequences(), length, batch_size_ > 1 && length == 0);
@@ -265,6 +267,7 @@ void Generator::generate_next_token() {
                 "generate_next_token: the sequences already have search.max_length (", max_length_, ") tokens");
   ONNXLLM_CHECK(search_->length() > 0 || logits_current_, kInvalidArgument,
                 "generate_next_token: call append_tokens (or set_logits) first");
+  if (!logits_current_) state_->check_inputs_set();
   if (rope_rewind_length_ > 0 && search_->length() == rope_rewind_length_) {
     // Phi-3 LongRoPE switches to its long factors here: recompute the whole sequence with them.
     const auto sequence = search_->sequences().row(0);
@@ -455,6 +458,20 @@ void Generator::set_logits(std::span<const float> logits) {
                 logits_.size());
   std::copy(logits.begin(), logits.end(), logits_.begin());
   logits_current_ = true;
+}
+
+bool Generator::set_model_input(const std::string& name, const TensorView& value, std::shared_ptr<const void> owner) {
+  ONNXLLM_CHECK(!value.empty(), kInvalidArgument, "set_model_input: the tensor for '", name, "' is empty");
+  if (!state_->set_model_input(name, value)) return false;
+  std::erase_if(model_inputs_, [&](const ModelInput& in) { return in.name == name; });
+  model_inputs_.push_back({name, value, std::move(owner)});
+  return true;
+}
+
+TensorView Generator::get_input(const std::string& name) const {
+  const TensorView& in = state_->input(name);
+  ONNXLLM_CHECK(!in.empty(), kInvalidArgument, "get_input: '", name, "' has no value before the first run");
+  return in;
 }
 
 const TensorView& Generator::get_output(const std::string& name) const {

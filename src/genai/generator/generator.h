@@ -110,6 +110,15 @@ class Generator {
   SpeculativeStats speculative_stats() const;
   // A decoder output of the last run (e.g. "logits" [rows, seq, vocab]).
   const TensorView& get_output(const std::string& name) const;
+  // onnxruntime-genai's extra model inputs: `value` feeds the decoder input `name` on every later
+  // run (replacing an earlier value); `owner` keeps its memory alive as long as it is used.
+  // Returns false, keeping nothing, for a name that is no input of the decoder graph (ignored, as
+  // onnxruntime-genai does); kInvalidArgument for an input onnxllm fills itself. A wrong dtype or
+  // shape is the run's error, naming the input.
+  bool set_model_input(const std::string& name, const TensorView& value, std::shared_ptr<const void> owner);
+  // A decoder input as the last run saw it (an extra input: as set). kInvalidArgument before any
+  // run, or for a name the graph does not have.
+  TensorView get_input(const std::string& name) const;
 
   // onnxruntime-genai's runtime option "terminate_session": while on, the running model run (if
   // any, e.g. in another thread) and every later one stop with an error saying the session was
@@ -144,6 +153,7 @@ class Generator {
   std::vector<float> logits_;   // rows x vocab
   bool logits_current_ = false;
   std::vector<int32_t> replay_;  // scratch for the LongRoPE recomputation
+  std::vector<ModelInput> model_inputs_;  // set_model_input's values, kept alive while bound
   std::string failed_;           // why the generator is unusable, empty when it is fine
   SpeculativeConfig speculative_;
   std::vector<int32_t> drafts_;       // the round's drafts; empty between rounds

@@ -56,4 +56,10 @@ void GeneratorParams::set_speculative_option(std::string_view name, bool value) 
   set_speculative_options(one_option(name, value));
 }
 
+void GeneratorParams::set_model_input(std::string name, const TensorView& value, std::shared_ptr<const void> owner) {
+  ONNXLLM_CHECK(!value.empty(), kInvalidArgument, "set_model_input: the tensor for '", name, "' is empty");
+  std::erase_if(model_inputs, [&](const ModelInput& in) { return in.name == name; });
+  model_inputs.push_back({std::move(name), value, std::move(owner)});
+}
+
 }  // namespace onnxllm::genai

@@ -3,13 +3,25 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <string_view>
+#include <vector>
+
+#include "core/tensor.h"
 
 #include "genai/config/config.h"
 #include "genai/model/model.h"
 #include "genai/search/token_constraint.h"
 
 namespace onnxllm::genai {
+
+// A tensor for a decoder input onnxllm does not fill itself (Generator::set_model_input): `value`
+// points into memory that `owner` keeps alive.
+struct ModelInput {
+  std::string name;
+  TensorView value;
+  std::shared_ptr<const void> owner;
+};
 
 class GeneratorParams {
  public:
@@ -34,6 +46,9 @@ class GeneratorParams {
   }
   void set_speculative_option(std::string_view name, bool value);
 
+  // Adds to model_inputs, replacing an earlier value of `name`.
+  void set_model_input(std::string name, const TensorView& value, std::shared_ptr<const void> owner);
+
   SearchConfig search;
   SpeculativeConfig speculative;
   // set_speculative_options was called: otherwise `speculative` is the model's section, a default
@@ -41,6 +56,9 @@ class GeneratorParams {
   bool speculative_from_caller = false;
   // Guidance (set_guidance): constrains the generated tokens of every row; null for none.
   std::shared_ptr<const TokenConstraintFactory> guidance;
+  // Extra decoder inputs every generator made from these params starts with (set_model_input;
+  // a later value for the same name replaces the earlier one).
+  std::vector<ModelInput> model_inputs;
 
  private:
   std::shared_ptr<const Model> model_;

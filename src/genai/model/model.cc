@@ -342,11 +342,38 @@ Model::Model(Config config, std::shared_ptr<Graph> decoder, const ModelOptions& 
                   "model.decoder.head_size is not set and the graph's past inputs do not declare it");
   }
 
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    ONNXLLM_CHECK(claimed[i], kUnsupported, "the decoder graph input '", inputs[i].name,
-                  "' is not one onnxllm fills (it fills model.decoder.inputs input_ids, attention_mask, position_ids "
-                  "and the past key/value inputs)");
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!claimed[i]) io_.extra_inputs.push_back(static_cast<int>(i));
+}
+
+namespace {
+
+// onnxruntime-genai's preset extra inputs: num_logits_to_keep (and the `onnx::Neg_*` name some
+// exports give it) is 0, logits for every position.
+bool is_preset_input(const std::string& name) { return name == "num_logits_to_keep" || name.starts_with("onnx::Neg_"); }
+
+}  // namespace
+
+std::vector<int> Model::bind_presets(IoBinding& binding) const {
+  std::vector<int> unset;
+  for (const int i : io_.extra_inputs) {
+    const IoInfo& in = session_->inputs()[i];
+    const DType t = in.dtype == DType::kUndefined ? DType::kInt64 : in.dtype;
+    if (!is_preset_input(in.name) || !is_index_dtype(t) || in.dims.size() > 1) {
+      unset.push_back(i);
+      continue;
+    }
+    // int32 or int64 zero: the first bytes of an int64 0 are an int32 0 too.
+    binding.bind_input(i, TensorView(&preset_zero_, t, in.dims.empty() ? Shape{} : Shape{1}));
   }
+  return unset;
+}
+
+void Model::throw_unset_input(int index) const {
+  throw_error(ErrorCode::kInvalidArgument, "the decoder graph input '", session_->inputs()[index].name,
+              "' is not set: onnxllm fills model.decoder.inputs input_ids, attention_mask, position_ids and the past "
+              "key/value inputs, and any other input is the caller's to set with set_model_input "
+              "(OgaGenerator_SetModelInput)");
 }
 
 }  // namespace onnxllm::genai

@@ -15,6 +15,7 @@
 #include "core/thread_pool.h"
 #include "genai/config/config.h"
 #include "graph/graph.h"
+#include "runtime/io_binding.h"
 #include "runtime/session.h"
 
 namespace onnxllm::genai {
@@ -55,6 +56,10 @@ struct DecoderIo {
   // The graph appends new rows to a past bound as its present too (genai/model/kv_in_place.h), so
   // a generator without beams shares one buffer even when the config does not ask for it.
   bool kv_in_place = false;
+  // Inputs onnxllm does not fill itself: the caller sets them by name (Generator::set_model_input,
+  // onnxruntime-genai's extra inputs); onnxruntime-genai's presets (num_logits_to_keep and its
+  // `onnx::Neg_*` alias, 0: every position) come bound.
+  std::vector<int> extra_inputs;
 };
 
 struct ModelOptions {
@@ -92,6 +97,12 @@ class Model {
   // The last generator's KV cache memory, for the next one of the same size (KvCache).
   SpareBuffer& kv_spare() const { return kv_spare_; }
 
+  // Binds the preset values of io().extra_inputs that have one; returns the inputs left for the
+  // caller to set.
+  std::vector<int> bind_presets(IoBinding& binding) const;
+  // kInvalidArgument naming the first of `unset` (inputs bind_presets left): the caller set none.
+  [[noreturn]] void throw_unset_input(int index) const;
+
  private:
   Model(Config config, std::shared_ptr<Graph> decoder, const ModelOptions& options);
 
@@ -103,6 +114,7 @@ class Model {
   mutable std::once_flag lm_head_once_;
   mutable std::shared_ptr<Session> lm_head_;
   mutable SpareBuffer kv_spare_;  // a cache of memory, not model state: thread-safe
+  int64_t preset_zero_ = 0;       // num_logits_to_keep's value
 };
 
 }  // namespace onnxllm::genai

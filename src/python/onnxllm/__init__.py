@@ -12,7 +12,9 @@ from ._onnxllm import (  # noqa: F401  (re-exported)
     Generator,
     GeneratorParams,
     Model,
+    NamedTensors,
     Request,
+    Tensor,
     Tokenizer,
     TokenizerStream,
     __version__,
@@ -55,8 +57,6 @@ Images = _unsupported_class("Images", "Images (vision inputs)", _UnsupportedMedi
 Audios = _unsupported_class("Audios", "Audios (audio inputs)", _UnsupportedMedia)
 MultiModalProcessor = _unsupported_class("MultiModalProcessor", "MultiModalProcessor")
 Adapters = _unsupported_class("Adapters", "Adapters (LoRA)")
-NamedTensors = _unsupported_class("NamedTensors", "NamedTensors (model inputs set by name)")
-Tensor = _unsupported_class("Tensor", "Tensor (model inputs set by name)")
 
 
 def _model_create_multimodal_processor(self):

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -544,6 +545,56 @@ TEST(CApiErrors, GeneratorBadArguments) {
   while (!OgaGenerator_IsDone(m.generator)) ASSERT_OK(OgaGenerator_GenerateNextToken(m.generator));
   EXPECT_EQ(sequence(m.generator), kGreedy);
   EXPECT_ERROR(OgaGenerator_GenerateNextToken(m.generator), "OgaGenerator_GenerateNextToken: generation is done");
+}
+
+// onnxruntime-genai's CAPITests.Tensor_And_AddExtraInput: a model input the decoder graph lacks is
+// accepted on the params and on the generator (and ignored: the tokens are unchanged); named
+// inputs are for non-LLM model types; GetInput copies what the last run fed the decoder.
+TEST(CApiErrors, ModelInputsAndGetInput) {
+  REQUIRE_GPT2();
+  std::array<float, 12> data{0, 1, 2, 3, 10, 11, 12, 13, 20, 21, 22, 23};
+  const int64_t shape[2] = {3, 4};
+  OgaTensor* tensor = nullptr;
+  ASSERT_OK(OgaCreateTensorFromBuffer(data.data(), shape, 2, OgaElementType_float32, &tensor));
+  OgaModel* model = nullptr;
+  ASSERT_OK(OgaCreateModel(dir.c_str(), &model));
+  OgaGeneratorParams* params = nullptr;
+  ASSERT_OK(OgaCreateGeneratorParams(model, &params));
+  EXPECT_OK(OgaGeneratorParamsSetSearchNumber(params, "max_length", 10));
+  EXPECT_OK(OgaGeneratorParamsSetModelInput(params, "test_input", tensor));
+  OgaNamedTensors* named = nullptr;
+  ASSERT_OK(OgaCreateNamedTensors(&named));
+  EXPECT_OK(OgaNamedTensorsSet(named, "other_input", tensor));
+  EXPECT_OK(OgaGeneratorParamsSetInputs(params, named));
+  OgaGenerator* generator = nullptr;
+  ASSERT_OK(OgaCreateGenerator(model, params, &generator));
+  EXPECT_OK(OgaGenerator_SetModelInput(generator, "test_input", tensor));
+  EXPECT_ERROR(OgaGenerator_SetModelInput(generator, "input_ids", tensor), "is an input onnxllm fills itself");
+  EXPECT_ERROR(OgaGenerator_SetInputs(generator, named),
+               "OgaGenerator_SetInputs: not supported for model type 'gpt2': use OgaGenerator_AppendTokens");
+  OgaTensor* input = nullptr;
+  EXPECT_ERROR(OgaGenerator_GetInput(generator, "input_ids", &input), "'input_ids' has no value before the first run");
+  EXPECT_ERROR(OgaGenerator_GetInput(generator, "test_input", &input), "the decoder graph has no input 'test_input'");
+  ASSERT_OK(OgaGenerator_AppendTokens(generator, kPrompt.data(), kPrompt.size()));
+  ASSERT_OK(OgaGenerator_GetInput(generator, "input_ids", &input));
+  int64_t dims[2] = {};
+  EXPECT_OK(OgaTensorGetShape(input, dims, 2));
+  EXPECT_EQ(dims[0], 1);
+  EXPECT_EQ(dims[1], 4);
+  void* ids = nullptr;
+  EXPECT_OK(OgaTensorGetData(input, &ids));
+  OgaElementType type{};
+  EXPECT_OK(OgaTensorGetType(input, &type));
+  ASSERT_EQ(type, OgaElementType_int32);  // the tiny gpt2 graph's input_ids
+  EXPECT_EQ(std::vector<int32_t>(static_cast<int32_t*>(ids), static_cast<int32_t*>(ids) + 4), kPrompt);
+  OgaDestroyTensor(input);
+  while (!OgaGenerator_IsDone(generator)) ASSERT_OK(OgaGenerator_GenerateNextToken(generator));
+  EXPECT_EQ(sequence(generator), kGreedy);
+  OgaDestroyGenerator(generator);
+  OgaDestroyNamedTensors(named);
+  OgaDestroyGeneratorParams(params);
+  OgaDestroyModel(model);
+  OgaDestroyTensor(tensor);
 }
 
 TEST(CApiErrors, TerminateSession) {

@@ -14,6 +14,7 @@
 #include "genai/engine/engine.h"
 #include "genai/generator/generator.h"
 #include "tests/unit/builder/builder_test_util.h"
+#include "tests/unit/genai/test_models.h"
 
 namespace onnxllm::genai {
 namespace {
@@ -575,6 +576,12 @@ TEST(Engine, BadUseIsAClearError) {
   tiny = EngineOptions{};
   tiny.block_size = 0;
   expect_error([&] { Engine e(model, tiny); }, ErrorCode::kInvalidArgument, "block_size must be in [1, 1024]");
+  // Requests carry no extra model inputs (Generator::set_model_input): a decoder that needs one
+  // is refused, naming it.
+  test::KvModel extra;
+  extra.logits_bias_input = true;
+  expect_error([&] { Engine e(extra.model(0, "31")); }, ErrorCode::kInvalidArgument,
+               "the decoder graph input 'logits_bias' is not set");
 }
 
 }  // namespace

@@ -219,6 +219,82 @@ TEST(GenaiGenerator, LogitsAndOutputs) {
             std::string::npos);
 }
 
+// onnxruntime-genai's extra model inputs: a graph input onnxllm does not fill is the caller's
+// (set_model_input on the params or the generator), except the presets (num_logits_to_keep: 0).
+TEST(GenaiGenerator, ExtraModelInputsFeedEveryRun) {
+  KvModel m;
+  m.logits_bias_input = true;
+  m.keep_input = true;
+  GeneratorParams params(m.model(0, "31", R"({"max_length": 12})"));
+  {
+    // Unset, the first run names it, before anything changes: set it and the same call works.
+    Generator g(params);
+    EXPECT_EQ(error_of([&] { g.append_tokens(std::vector<int32_t>{3, 4}); }),
+              "the decoder graph input 'logits_bias' is not set: onnxllm fills model.decoder.inputs input_ids, "
+              "attention_mask, position_ids and the past key/value inputs, and any other input is the caller's to "
+              "set with set_model_input (OgaGenerator_SetModelInput)");
+    EXPECT_EQ(g.token_count(), 0);
+    std::vector<float> zeros(32, 0.0f);
+    EXPECT_TRUE(g.set_model_input("logits_bias", TensorView(zeros.data(), DType::kFloat32, Shape{32}), nullptr));
+    g.append_tokens(std::vector<int32_t>{3, 4});
+    const auto expected = m.logits({3, 4});
+    for (int v = 0; v < 32; ++v) EXPECT_NEAR(g.get_logits().data<float>()[v], expected[v], 1e-4) << v;
+  }
+  // From the params: every run adds the bias; a new value replaces it for later runs.
+  auto first = std::make_shared<std::vector<float>>(test::random_values(32, 5));
+  auto second = std::make_shared<std::vector<float>>(test::random_values(32, 6));
+  params.set_model_input("logits_bias", TensorView(first->data(), DType::kFloat32, Shape{32}), first);
+  Generator g(params);
+  std::vector<int32_t> tokens{3, 4, 5};
+  g.append_tokens(tokens);
+  auto check_logits = [&](const std::vector<float>& bias) {
+    const auto reference = m.logits(tokens);
+    const float* logits = g.get_logits().data<float>();
+    for (int v = 0; v < 32; ++v) EXPECT_NEAR(logits[v], reference[v] + bias[v], 1e-4) << v;
+    // The next token is the argmax of the biased logits.
+    std::vector<double> biased(32);
+    for (int v = 0; v < 32; ++v) biased[v] = reference[v] + bias[v];
+    return static_cast<int32_t>(std::max_element(biased.begin(), biased.end()) - biased.begin());
+  };
+  int32_t next = check_logits(*first);
+  g.generate_next_token();
+  EXPECT_EQ(g.get_next_tokens()[0], next);
+  tokens.push_back(next);
+  EXPECT_TRUE(g.set_model_input("logits_bias", TensorView(second->data(), DType::kFloat32, Shape{32}), second));
+  next = check_logits(*second);  // the run for the token just chosen, with the new bias
+  g.generate_next_token();
+  EXPECT_EQ(g.get_next_tokens()[0], next);
+  // The inputs as the last run saw them.
+  const TensorView ids = g.get_input("input_ids");
+  EXPECT_EQ(ids.shape(), (Shape{1, 1}));
+  EXPECT_EQ(ids.data<int64_t>()[0], tokens.back());
+  EXPECT_EQ(g.get_input("attention_mask").shape(), (Shape{1, 4}));
+  EXPECT_EQ(g.get_input("logits_bias").data<float>(), second->data());
+  const TensorView keep = g.get_input("num_logits_to_keep");
+  EXPECT_EQ(keep.shape(), (Shape{1}));
+  EXPECT_EQ(keep.data<int64_t>()[0], 0);
+  // Names the graph lacks are ignored (onnxruntime-genai's CAPITests.Tensor_And_AddExtraInput);
+  // inputs onnxllm fills, wrong dtypes and shapes are errors that leave the generator working.
+  float unused[12] = {};
+  EXPECT_FALSE(g.set_model_input("test_input", TensorView(unused, DType::kFloat32, Shape{3, 4}), nullptr));
+  EXPECT_EQ(error_of([&] { g.set_model_input("input_ids", TensorView(unused, DType::kFloat32, Shape{1, 1}), nullptr); }),
+            "set_model_input: 'input_ids' is an input onnxllm fills itself (model.decoder.inputs input_ids, "
+            "attention_mask, position_ids, the past key/value inputs); append tokens instead");
+  int64_t wrong[32] = {};
+  EXPECT_EQ(error_of([&] { g.set_model_input("logits_bias", TensorView(wrong, DType::kInt64, Shape{32}), nullptr); }),
+            "input 'logits_bias' must be float32 but a int64 tensor was given");
+  EXPECT_EQ(error_of([&] { g.set_model_input("logits_bias", TensorView(unused, DType::kFloat32, Shape{12}), nullptr); }),
+            "input 'logits_bias' dimension 0 must be 32 but is 12");
+  EXPECT_EQ(error_of([&] { g.get_input("nope"); }).substr(0, 45), "get_input: the decoder graph has no input 'no");
+  tokens.push_back(next);
+  next = check_logits(*second);
+  g.generate_next_token();
+  EXPECT_EQ(g.get_next_tokens()[0], next);
+  // Before any run there is nothing to read.
+  Generator fresh(params);
+  EXPECT_EQ(error_of([&] { fresh.get_input("input_ids"); }), "get_input: 'input_ids' has no value before the first run");
+}
+
 TEST(GenaiGenerator, SetLogitsBeforeAnyPrompt) {
   TableModel m{5, std::vector<float>(25, 0.0f)};
   GeneratorParams params(m.model(R"({"batch_size": 2, "max_length": 5})", 0, "0"));
@@ -723,9 +799,15 @@ TEST(GenaiModel, ErrorsNameTheProblem) {
             "(model.decoder.inputs.past_key_names = 'past_key_values.%d.key')");
   EXPECT_EQ(create(test::config_json("llama", 32, 64, 0, "0", R"(, "inputs": {"input_ids": "ids"})")),
             "the decoder graph has no input 'ids' (model.decoder.inputs.input_ids)");
-  EXPECT_EQ(create(test::config_json("llama", 32, 64, 0, "0", R"(, "inputs": {"position_ids": "pos"})")),
-            "the decoder graph input 'position_ids' is not one onnxllm fills (it fills model.decoder.inputs "
-            "input_ids, attention_mask, position_ids and the past key/value inputs)");
+  {
+    // A graph input the config does not name is the caller's: the first run says it is unset.
+    GeneratorParams params(Model::create(
+        Config::parse(test::config_json("llama", 32, 64, 0, "0", R"(, "inputs": {"position_ids": "pos"})")),
+        m.graph(), test::one_thread()));
+    Generator g(params);
+    EXPECT_EQ(error_of([&] { g.append_tokens(std::vector<int32_t>{1}); }).substr(0, 58),
+              "the decoder graph input 'position_ids' is not set: onnxllm");
+  }
   EXPECT_EQ(create(test::config_json("llama", 32, 64, 0, "0", R"(, "num_key_value_heads": 2)")),
             "model.decoder.num_key_value_heads is 2 but past input 'past_key_values.0.key' declares 1");
   EXPECT_EQ(create(test::config_json("llama", 32, 64, 0, "0", R"(, "inputs": {"past_key_names": "past.key"})")),

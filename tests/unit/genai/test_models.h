@@ -82,6 +82,10 @@ struct KvModel {
   int max_position = 64;
   bool combined = false;
   uint32_t seed = 7;
+  // Extra inputs onnxllm does not fill: "logits_bias" float [vocab], added to the logits, and
+  // onnxruntime-genai's preset "num_logits_to_keep" int64 [1] (added too, as a float).
+  bool logits_bias_input = false;
+  bool keep_input = false;
 
   std::vector<float> ek(int l) const { return random_values(static_cast<size_t>(vocab) * dim, seed + 10 * l + 1); }
   std::vector<float> ev(int l) const { return random_values(static_cast<size_t>(vocab) * dim, seed + 10 * l + 2); }
@@ -154,7 +158,21 @@ struct KvModel {
     g->add_node("Cast", "", {"input_ids"}, {"ids_f"}).attributes.push_back(int_attr("to", 1));
     g->add_node("Mul", "", {"ids_f", "zero"}, {"zeros"});
     g->add_node("Unsqueeze", "", {"zeros", "axes_last"}, {"zeros3"});
-    g->add_node("Add", "", {"l3", "zeros3"}, {"logits"});
+    // Each step adds to the logits so far; the last one's output is "logits".
+    std::vector<std::pair<std::string, std::string>> adds{{"l3", "zeros3"}};
+    if (logits_bias_input) {
+      add_input(*g, "logits_bias", DType::kFloat32, {vocab}, {""});
+      adds.push_back({"", "logits_bias"});
+    }
+    if (keep_input) {
+      add_input(*g, "num_logits_to_keep", DType::kInt64, {1}, {""});
+      g->add_node("Cast", "", {"num_logits_to_keep"}, {"keep_f"}).attributes.push_back(int_attr("to", 1));
+      adds.push_back({"", "keep_f"});
+    }
+    for (size_t i = 0; i < adds.size(); ++i) {
+      const std::string in = i == 0 ? adds[i].first : "logits" + std::to_string(i - 1);
+      g->add_node("Add", "", {in, adds[i].second}, {i + 1 == adds.size() ? "logits" : "logits" + std::to_string(i)});
+    }
     add_output(*g, "logits");
     return g;
   }
