@@ -115,6 +115,18 @@ OgaResult* OGA_API_CALL OgaCreateConfig(const char* config_path, OgaConfig** out
   });
 }
 
+OgaResult* OGA_API_CALL OgaCreateConfigFromPackageEp(const char* package_path, const char* ep, OgaConfig** out) {
+  return guard("OgaCreateConfigFromPackageEp", [&] {
+    constexpr const char* kFn = "OgaCreateConfigFromPackageEp";
+    require_out(out, kFn, "out");
+    *out = nullptr;
+    const char* path = require_string(package_path, kFn, "package_path");
+    auto c = std::make_unique<ConfigData>();
+    c->config = genai::Config::load_package(path, require_string(ep, kFn, "ep"));
+    *out = opaque<OgaConfig>(c.release());
+  });
+}
+
 void OGA_API_CALL OgaDestroyConfig(OgaConfig* config) { delete handle<ConfigData>(config); }
 
 OgaResult* OGA_API_CALL OgaConfigClearProviders(OgaConfig* config) {

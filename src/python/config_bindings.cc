@@ -37,6 +37,14 @@ class PyConfig {
     }
   }
 
+  // Config.from_package_ep: a model package's variant for the provider `ep`.
+  static std::unique_ptr<PyConfig> from_package_ep(const std::string& path, const std::string& ep) {
+    auto c = std::make_unique<PyConfig>(std::nullopt, std::nullopt);
+    py::gil_scoped_release release;
+    c->config_ = OgaConfig::CreateFromPackageEp(path.c_str(), ep.c_str());
+    return c;
+  }
+
   void clear_providers() { record({Change::kClear, {}, {}, {}}); }
   void append_provider(const std::string& name) { record({Change::kAppend, name, {}, {}}); }
   void set_provider_option(const std::string& provider, const std::string& key, const std::string& value) {
@@ -152,6 +160,11 @@ void bind_config_and_model(py::module_& m) {
              return std::make_unique<PyConfig>(p, execution_provider);
            }),
            py::arg("config_path") = py::none(), py::kw_only(), py::arg("execution_provider") = py::none())
+      .def_static(
+          "from_package_ep",
+          [](py::object path, const std::string& ep) { return PyConfig::from_package_ep(fspath(path), ep); },
+          py::arg("config_path"), py::arg("ep"),
+          "A model package's variant for execution provider `ep` ('cpu' or 'CPUExecutionProvider')")
       .def("clear_providers", &PyConfig::clear_providers)
       .def("append_provider", &PyConfig::append_provider, py::arg("provider"))
       .def("set_provider_option", &PyConfig::set_provider_option, py::arg("provider"), py::arg("key"), py::arg("value"))

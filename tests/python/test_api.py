@@ -17,6 +17,11 @@ def stories(stories_dir):
     return og.Model(str(stories_dir))
 
 
+# greedy_batch1 of the conformance cases, on the tiny gpt2.
+GPT2_PROMPT = [0, 0, 195, 731]
+GPT2_GREEDY = [0, 0, 195, 731, 731, 114, 114, 114, 114, 114]
+
+
 def greedy(model, prompt_ids, max_length):
     params = og.GeneratorParams(model)
     params.set_search_options(max_length=max_length)
@@ -282,21 +287,12 @@ def test_model_data_from_memory_and_hardware_options(gpt2_dir, tmp_path):
     with pytest.raises(Exception, match="cuda"):
         config.set_decoder_provider_options_hardware_device_id("cuda", 0)
 
-    def greedy(model):
-        params = og.GeneratorParams(model)
-        params.set_search_options(max_length=10)
-        generator = og.Generator(model, params)
-        generator.append_tokens([0, 0, 195, 731])
-        while not generator.is_done():
-            generator.generate_next_token()
-        return list(generator.get_sequence(0))
-
-    from_memory = greedy(og.Model(config))
-    assert from_memory == greedy(og.Model(str(gpt2_dir))) == [0, 0, 195, 731, 731, 114, 114, 114, 114, 114]
+    from_memory = greedy(og.Model(config), GPT2_PROMPT, 10)
+    assert from_memory == greedy(og.Model(str(gpt2_dir)), GPT2_PROMPT, 10) == GPT2_GREEDY
     # The same bytes given to a Config without a folder, replayed onto the folder's.
     replayed = og.Config()
     replayed.add_model_data("past.onnx", bytes(data))
-    assert greedy(og.Model(str(folder), config=replayed)) == from_memory
+    assert greedy(og.Model(str(folder), config=replayed), GPT2_PROMPT, 10) == from_memory
     del config
     data.extend(b"x")  # released with the config
 
@@ -400,7 +396,7 @@ def test_tensors_and_named_tensors():
 def test_model_inputs_feed_the_decoder(gpt2_dir, tmp_path):
     """set_model_input on the params or the generator feeds an input onnxllm does not fill itself;
     a name the graph lacks is ignored (onnxruntime-genai's Tensor_And_AddExtraInput)."""
-    prompt = np.array([0, 0, 195, 731], dtype=np.int32)
+    prompt = np.array(GPT2_PROMPT, dtype=np.int32)
     plain = og.Model(str(gpt2_dir))
     params = og.GeneratorParams(plain)
     params.set_search_options(max_length=10)
@@ -411,7 +407,7 @@ def test_model_inputs_feed_the_decoder(gpt2_dir, tmp_path):
     base_logits = generator.get_logits().copy()
     while not generator.is_done():
         generator.generate_next_token()
-    assert generator.get_sequence(0).tolist() == [0, 0, 195, 731, 731, 114, 114, 114, 114, 114]
+    assert generator.get_sequence(0).tolist() == GPT2_GREEDY
     assert generator.get_input("input_ids").tolist() == [[114]]
     with pytest.raises(RuntimeError, match="not supported for model type 'gpt2'"):
         generator.set_inputs(og.NamedTensors())
@@ -452,6 +448,37 @@ def test_model_inputs_feed_the_decoder(gpt2_dir, tmp_path):
     fresh.append_tokens(prompt)
     fresh.generate_next_token()
     assert fresh.get_next_tokens().tolist() == [7]
+
+
+def test_model_package(gpt2_dir, tmp_path):
+    """An ONNX Runtime model package: og.Model picks the package's only provider's variant,
+    Config.from_package_ep one of several; the tokenizer comes from a shared asset."""
+    package = tmp_path / "tiny.ortpackage"
+    asset = package / "shared_assets" / "sha256-00aa"
+    variant = package / "cpu"
+    asset.mkdir(parents=True)
+    variant.mkdir()
+    for f in gpt2_dir.iterdir():
+        target = asset if f.name.startswith("tokenizer") or f.name == "vocab.json" else variant
+        shutil.copy(f, target / f.name)
+    config = json.loads((gpt2_dir / "genai_config.json").read_text())
+    config["model"]["tokenizer_dir"] = "sha256:00aa"
+    (variant / "genai_config.json").write_text(json.dumps(config))
+    variants = {"cpu": {"ep": "CPUExecutionProvider"}}
+    (package / "manifest.json").write_text(json.dumps({"components": {"model": {"variants": variants}}}))
+
+    model = og.Model(str(package))
+    assert greedy(model, GPT2_PROMPT, 10) == GPT2_GREEDY
+    assert og.Tokenizer(model).decode(GPT2_GREEDY) == og.Tokenizer(og.Model(str(gpt2_dir))).decode(GPT2_GREEDY)
+    variants["npu"] = {"ep": "QNNExecutionProvider"}
+    (package / "manifest.json").write_text(json.dumps({"components": {"model": {"variants": variants}}}))
+    with pytest.raises(RuntimeError, match="several execution providers"):
+        og.Model(package)
+    assert greedy(og.Model(og.Config.from_package_ep(package, "cpu")), GPT2_PROMPT, 10) == GPT2_GREEDY
+    with pytest.raises(RuntimeError, match="not QNNExecutionProvider"):
+        og.Config.from_package_ep(str(package), "qnn")
+    with pytest.raises(RuntimeError, match="is not a model package"):
+        og.Config.from_package_ep(str(gpt2_dir), "cpu")
 
 
 def test_unsupported_features_say_so(stories):

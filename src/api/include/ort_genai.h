@@ -125,6 +125,11 @@ struct OgaConfig : OgaAbstract {
     OgaCheckResult(OgaCreateConfig(config_path, &p));
     return std::unique_ptr<OgaConfig>(p);
   }
+  static std::unique_ptr<OgaConfig> CreateFromPackageEp(const char* package_path, const char* ep) {
+    OgaConfig* p;
+    OgaCheckResult(OgaCreateConfigFromPackageEp(package_path, ep, &p));
+    return std::unique_ptr<OgaConfig>(p);
+  }
   void ClearProviders() { OgaCheckResult(OgaConfigClearProviders(this)); }
   void AppendProvider(const char* provider) { OgaCheckResult(OgaConfigAppendProvider(this, provider)); }
   void SetProviderOption(const char* provider, const char* name, const char* value) {

@@ -146,6 +146,10 @@ OGA_EXPORT OgaResult* OGA_API_CALL OgaRuntimeSettingsSetHandle(OgaRuntimeSetting
 
 /* Reads <config_path>/genai_config.json (UTF-8 path). */
 OGA_EXPORT OgaResult* OGA_API_CALL OgaCreateConfig(const char* config_path, OgaConfig** out);
+/* A model package's variant for execution provider `ep` ("cpu" or "CPUExecutionProvider": onnxllm
+ * runs the CPU provider only); an error for a folder that is not a package. OgaCreateConfig and
+ * OgaCreateModel load a package whose variants are all for one provider. */
+OGA_EXPORT OgaResult* OGA_API_CALL OgaCreateConfigFromPackageEp(const char* package_path, const char* ep, OgaConfig** out);
 OGA_EXPORT void OGA_API_CALL OgaDestroyConfig(OgaConfig* config);
 OGA_EXPORT OgaResult* OGA_API_CALL OgaConfigClearProviders(OgaConfig* config);
 /* Only "cpu" (any case, also "CPUExecutionProvider") is built in: other providers are errors

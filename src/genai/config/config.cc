@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/json_file.h"
 #include "core/mapped_file.h"
+#include "genai/config/model_package.h"
 #include "genai/config/optimum_config.h"
 
 namespace onnxllm::genai {
@@ -361,14 +362,25 @@ void validate(const Source& src, const Config& c) {
     fail(src, "'model.context_length' must be greater than 0, got " + std::to_string(c.model.context_length));
   check_relative(src, "model.decoder.filename", c.model.decoder.filename);
   check_relative(src, "model.decoder.no_past_filename", c.model.decoder.no_past_filename);
-  check_relative(src, "model.tokenizer_dir", c.model.tokenizer_dir);
+  if (ModelPackage::is_shared_asset(c.model.tokenizer_dir)) {
+    try {
+      ModelPackage::shared_asset(c.package_root, c.model.tokenizer_dir, "model.tokenizer_dir");
+    } catch (const Error& e) {
+      fail(src, e.what());
+    }
+  } else {
+    check_relative(src, "model.tokenizer_dir", c.model.tokenizer_dir);
+  }
   check_relative(src, "model.decoder.session_options.custom_ops_library",
                  c.model.decoder.session_options.custom_ops_library);
 }
 
 }  // namespace
 
-Config Config::load(const std::filesystem::path& dir) {
+namespace {
+
+// A flat model folder (package_root: the package it is a variant of, or empty).
+Config load_folder(const std::filesystem::path& dir, const std::filesystem::path& package_root) {
   const auto path = dir / "genai_config.json";
   if (is_optimum_folder(dir)) {
     Config c;
@@ -381,10 +393,32 @@ Config Config::load(const std::filesystem::path& dir) {
   const std::string text = read_file(path, max_file_size(JsonKind::kConfig));
   Config c;
   c.dir = dir;
+  c.package_root = package_root;
   const Source src{path.string(), ErrorCode::kInvalidModel};
   parse_root(src, parse_json(src, text), c);
   validate(src, c);
   return c;
+}
+
+}  // namespace
+
+Config Config::load(const std::filesystem::path& dir) {
+  if (ModelPackage::is_package(dir)) return load_package(dir, "");
+  return load_folder(dir, {});
+}
+
+Config Config::load_package(const std::filesystem::path& dir, std::string_view ep) {
+  ONNXLLM_CHECK(ModelPackage::is_package(dir), kInvalidArgument, dir.string(),
+                " is not a model package (a package has a manifest.json and no genai_config.json at its top)");
+  const ModelPackage package = ModelPackage::load(dir);
+  return load_folder(package.select(ep).dir, dir);
+}
+
+std::filesystem::path Config::tokenizer_dir() const {
+  if (model.tokenizer_dir.empty()) return dir;
+  if (ModelPackage::is_shared_asset(model.tokenizer_dir))
+    return ModelPackage::shared_asset(package_root, model.tokenizer_dir, "model.tokenizer_dir");
+  return dir / model.tokenizer_dir;
 }
 
 Config Config::parse(std::string_view json, const std::filesystem::path& dir) {

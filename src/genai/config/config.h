@@ -142,8 +142,12 @@ struct SpeculativeConfig {
 class Config {
  public:
   // Reads <dir>/genai_config.json; a folder without one whose config.json marks an Optimum export
-  // gets the config inferred from its files (genai/config/optimum_config.h).
+  // gets the config inferred from its files (genai/config/optimum_config.h), and a model package
+  // (genai/config/model_package.h) its CPU variant's, when that is the only provider it has.
   static Config load(const std::filesystem::path& dir);
+  // A model package's variant for execution provider `ep` (onnxruntime-genai's
+  // Config.from_package_ep); kInvalidArgument for a folder that is not a package.
+  static Config load_package(const std::filesystem::path& dir, std::string_view ep);
   // Parses a genai_config.json text; `dir` resolves relative file names.
   static Config parse(std::string_view json, const std::filesystem::path& dir = {});
 
@@ -163,13 +167,15 @@ class Config {
   int max_length() const { return search.max_length > 0 ? search.max_length : model.context_length; }
   // A file of the model folder.
   std::filesystem::path file(const std::string& name) const { return dir / name; }
-  // The folder the tokenizer files are in: model.tokenizer_dir (relative to dir), or dir itself.
-  std::filesystem::path tokenizer_dir() const { return model.tokenizer_dir.empty() ? dir : dir / model.tokenizer_dir; }
+  // The folder the tokenizer files are in: model.tokenizer_dir (relative to dir, or a package's
+  // shared asset "sha256:<hex>[/tail]"), or dir itself.
+  std::filesystem::path tokenizer_dir() const;
 
   ModelConfig model;
   SearchConfig search;
   SpeculativeConfig speculative;
   std::filesystem::path dir;
+  std::filesystem::path package_root;  // the model package the config is a variant of, or empty
 };
 
 }  // namespace onnxllm::genai

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -55,6 +56,7 @@ const std::vector<std::pair<const char*, std::function<OgaResult*()>>> kResultCa
     {"OgaCreateRuntimeSettings", [] { return OgaCreateRuntimeSettings(nullptr); }},
     {"OgaRuntimeSettingsSetHandle", [] { return OgaRuntimeSettingsSetHandle(nullptr, nullptr, nullptr); }},
     {"OgaCreateConfig", [] { return OgaCreateConfig(nullptr, nullptr); }},
+    {"OgaCreateConfigFromPackageEp", [] { return OgaCreateConfigFromPackageEp(nullptr, nullptr, nullptr); }},
     {"OgaConfigClearProviders", [] { return OgaConfigClearProviders(nullptr); }},
     {"OgaConfigAppendProvider", [] { return OgaConfigAppendProvider(nullptr, nullptr); }},
     {"OgaConfigSetProviderOption", [] { return OgaConfigSetProviderOption(nullptr, nullptr, nullptr, nullptr); }},
@@ -218,7 +220,7 @@ TEST(CApiErrors, EveryFunctionIsCalledHere) {
   for (const auto& [name, fn] : kResultCalls) called.insert(name);
   for (const auto& [name, fn] : kOtherCalls) called.insert(name);
   EXPECT_EQ(declared, called);
-  EXPECT_EQ(declared.size(), 164u);
+  EXPECT_EQ(declared.size(), 165u);
 }
 
 TEST(CApiErrors, NullArgumentsReturnErrorsNamingTheFunction) {
@@ -595,6 +597,79 @@ TEST(CApiErrors, ModelInputsAndGetInput) {
   OgaDestroyGeneratorParams(params);
   OgaDestroyModel(model);
   OgaDestroyTensor(tensor);
+}
+
+// A model package (onnxruntime-genai's docs/model_package.md) of the tiny gpt2: a CPU variant and
+// a CUDA one, the tokenizer files in a shared asset the CPU variant names by digest.
+TEST(CApiErrors, ModelPackages) {
+  REQUIRE_GPT2();
+  namespace fs = std::filesystem;
+  const fs::path package = onnxllm::test::temp_dir("model-package");
+  const fs::path asset = package / "shared_assets" / "sha256-9f2c";
+  fs::create_directories(asset);
+  fs::create_directories(package / "cpu-fp32");
+  fs::create_directories(package / "cuda");
+  for (const auto& entry : fs::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name == "genai_config.json") continue;
+    const fs::path to = (name.starts_with("tokenizer") || name == "vocab.json" ? asset : package / "cpu-fp32") / name;
+    fs::copy_file(entry.path(), to);
+    fs::copy_file(entry.path(), package / "cuda" / name);
+  }
+  std::ifstream f(dir + "/genai_config.json");
+  nlohmann::json config = nlohmann::json::parse(f);
+  std::ofstream(package / "cuda" / "genai_config.json") << config.dump();
+  config["model"]["tokenizer_dir"] = "sha256:9f2c";
+  std::ofstream(package / "cpu-fp32" / "genai_config.json") << config.dump();
+  std::ofstream(package / "manifest.json") << R"({"schema_version": "1.0", "components": {"model": {"variants": {
+      "cuda": {"ep": "CUDAExecutionProvider", "device": "gpu"},
+      "cpu-fp32": {"ep": "CPUExecutionProvider", "device": "cpu"}}}}})";
+
+  OgaModel* model = nullptr;
+  EXPECT_ERROR(OgaCreateModel(package.c_str(), &model),
+               "several execution providers (CUDAExecutionProvider, CPUExecutionProvider); choose one with "
+               "Config.from_package_ep(path, ep) (OgaCreateConfigFromPackageEp)");
+  OgaConfig* config_handle = nullptr;
+  EXPECT_ERROR(OgaCreateConfigFromPackageEp(package.c_str(), "cuda", &config_handle),
+               "onnxllm runs the CPUExecutionProvider's variants only, not CUDAExecutionProvider");
+  EXPECT_ERROR(OgaCreateConfigFromPackageEp(dir.c_str(), "cpu", &config_handle), "is not a model package");
+  EXPECT_EQ(config_handle, nullptr);
+  ASSERT_OK(OgaCreateConfigFromPackageEp(package.c_str(), "cpu", &config_handle));
+  ASSERT_OK(OgaCreateModelFromConfig(config_handle, &model));
+  OgaDestroyConfig(config_handle);
+  // The CPU variant generates greedy_batch1, and its tokenizer comes from the shared asset.
+  OgaGeneratorParams* params = nullptr;
+  ASSERT_OK(OgaCreateGeneratorParams(model, &params));
+  EXPECT_OK(OgaGeneratorParamsSetSearchNumber(params, "max_length", 10));
+  OgaGenerator* generator = nullptr;
+  ASSERT_OK(OgaCreateGenerator(model, params, &generator));
+  ASSERT_OK(OgaGenerator_AppendTokens(generator, kPrompt.data(), kPrompt.size()));
+  while (!OgaGenerator_IsDone(generator)) ASSERT_OK(OgaGenerator_GenerateNextToken(generator));
+  EXPECT_EQ(sequence(generator), kGreedy);
+  OgaTokenizer* tokenizer = nullptr;
+  ASSERT_OK(OgaCreateTokenizer(model, &tokenizer));
+  const char* text = nullptr;
+  ASSERT_OK(OgaTokenizerDecode(tokenizer, kGreedy.data(), kGreedy.size(), &text));
+  OgaTokenizer* flat_tokenizer = nullptr;
+  OgaModel* flat = nullptr;
+  ASSERT_OK(OgaCreateModel(dir.c_str(), &flat));
+  ASSERT_OK(OgaCreateTokenizer(flat, &flat_tokenizer));
+  const char* flat_text = nullptr;
+  ASSERT_OK(OgaTokenizerDecode(flat_tokenizer, kGreedy.data(), kGreedy.size(), &flat_text));
+  EXPECT_STREQ(text, flat_text);
+  EXPECT_GT(std::strlen(text), 0u);
+  OgaDestroyString(text);
+  OgaDestroyString(flat_text);
+  OgaDestroyTokenizer(flat_tokenizer);
+  OgaDestroyModel(flat);
+  OgaDestroyTokenizer(tokenizer);
+  OgaDestroyGenerator(generator);
+  OgaDestroyGeneratorParams(params);
+  OgaDestroyModel(model);
+  // With the CUDA variant gone the package has one provider, which onnxllm cannot run.
+  std::ofstream(package / "manifest.json") << R"({"components": {"model": {"variants": {
+      "cuda": {"ep": "CUDAExecutionProvider"}}}}})";
+  EXPECT_ERROR(OgaCreateModel(package.c_str(), &model), "not CUDAExecutionProvider (the package's only provider)");
 }
 
 TEST(CApiErrors, TerminateSession) {

@@ -299,5 +299,124 @@ TEST(GenaiConfig, LoadReportsMissingFile) {
   EXPECT_NE(message.find("/nonexistent/model/genai_config.json"), std::string::npos);
 }
 
+// A model package (genai/config/model_package.h) under test-tmp/<name>: manifest.json with the
+// given text, and variant folders with a minimal genai_config.json (`tokenizer_dir` set when given).
+struct Package {
+  std::filesystem::path root;
+  Package(const std::string& name, const std::string& manifest) : root(test::temp_dir("package/" + name)) {
+    write("manifest.json", manifest);
+  }
+  void write(const std::string& file, const std::string& text) const {
+    std::filesystem::create_directories((root / file).parent_path());
+    std::ofstream(root / file) << text;
+  }
+  void variant(const std::string& dir, const std::string& tokenizer_dir = "", int context = 128) const {
+    std::string model = R"({"model": {"type": "llama", "context_length": )" + std::to_string(context) +
+                        R"(, "decoder": {"filename": "model.onnx"})";
+    if (!tokenizer_dir.empty()) model += R"(, "tokenizer_dir": ")" + tokenizer_dir + "\"";
+    write(dir + "/genai_config.json", model + "}}");
+  }
+};
+
+std::string manifest(const std::string& variants) {
+  return R"({"schema_version": "1.0", "components": {"model": {"variants": {)" + variants + "}}}}";
+}
+
+TEST(ModelPackage, LoadsTheCpuVariantWithSharedTokenizer) {
+  Package p("cpu", manifest(R"("cpu-int4": {"ep": "CPUExecutionProvider", "device": "cpu"})"));
+  p.variant("cpu-int4", "sha256:0123abcdef/tok");
+  const Config c = Config::load(p.root);
+  EXPECT_EQ(c.dir, p.root / "cpu-int4");
+  EXPECT_EQ(c.package_root, p.root);
+  EXPECT_EQ(c.tokenizer_dir(), p.root / "shared_assets" / "sha256-0123abcdef" / "tok");
+  EXPECT_EQ(c.model.context_length, 128);
+  // Config.from_package_ep by either name of the provider.
+  EXPECT_EQ(Config::load_package(p.root, "cpu").dir, p.root / "cpu-int4");
+  EXPECT_EQ(Config::load_package(p.root, "CPUExecutionProvider").dir, p.root / "cpu-int4");
+  ErrorCode code{};
+  EXPECT_EQ(error_of([&] { Config::load_package(p.root, "cuda"); }, &code),
+            (p.root / "manifest.json").string() + ": onnxllm runs the CPUExecutionProvider's variants only, not "
+            "CUDAExecutionProvider");
+  EXPECT_EQ(code, ErrorCode::kUnsupported);
+}
+
+TEST(ModelPackage, SeveralProvidersNeedOneChosen) {
+  Package p("multi", manifest(R"("ov": {"ep": "OpenVINOExecutionProvider", "compatibility_string": "x"},
+                                 "cpu-b": {"ep": "CPUExecutionProvider", "variant_directory": "builds/b"},
+                                 "cpu-a": {"ep": "cpu"})"));
+  p.variant("ov");
+  p.variant("builds/b", "", 256);
+  p.variant("cpu-a", "", 512);
+  const std::string m = (p.root / "manifest.json").string();
+  EXPECT_EQ(error_of([&] { Config::load(p.root); }),
+            m + ": the package has variants for several execution providers (OpenVINOExecutionProvider, "
+                "CPUExecutionProvider); choose one with Config.from_package_ep(path, ep) (OgaCreateConfigFromPackageEp)");
+  // The CPU variants in manifest order: the first one, in its variant_directory.
+  const Config c = Config::load_package(p.root, "cpu");
+  EXPECT_EQ(c.dir, p.root / "builds/b");
+  EXPECT_EQ(c.model.context_length, 256);
+  EXPECT_EQ(c.tokenizer_dir(), p.root / "builds/b");
+  EXPECT_EQ(error_of([&] { Config::load_package(p.root, "dml"); }),
+            m + ": onnxllm runs the CPUExecutionProvider's variants only, not DmlExecutionProvider");
+
+  Package only_npu("npu", manifest(R"("npu": {"ep": "QNNExecutionProvider"})"));
+  EXPECT_EQ(error_of([&] { Config::load(only_npu.root); }),
+            (only_npu.root / "manifest.json").string() +
+                ": onnxllm runs the CPUExecutionProvider's variants only, not QNNExecutionProvider (the package's only "
+                "provider)");
+}
+
+TEST(ModelPackage, FlatFoldersStayFlat) {
+  Package p("flat", manifest(R"("cpu": {"ep": "CPUExecutionProvider"})"));
+  p.write("genai_config.json", kMinimal);  // a flat folder that happens to hold a manifest.json
+  const Config c = Config::load(p.root);
+  EXPECT_EQ(c.dir, p.root);
+  EXPECT_TRUE(c.package_root.empty());
+  EXPECT_EQ(error_of([&] { Config::load_package(p.root, "cpu"); }),
+            p.root.string() + " is not a model package (a package has a manifest.json and no genai_config.json at its top)");
+  // A shared asset means nothing outside a package.
+  std::string flat = kMinimal;
+  flat.insert(flat.find(R"(, "decoder")"), R"(, "tokenizer_dir": "sha256:00ff")");
+  EXPECT_EQ(error_of([&] { Config::parse(flat); }),
+            "genai_config.json: 'model.tokenizer_dir' is \"sha256:00ff\": sha256: references are valid only in a model "
+            "package");
+}
+
+TEST(ModelPackage, BadManifestsNameTheProblem) {
+  auto load_error = [](const std::string& name, const std::string& text, const std::string& variant_dir = "") {
+    Package p(name, text);
+    if (!variant_dir.empty()) p.variant(variant_dir);
+    const std::string message = error_of([&] { Config::load(p.root); });
+    const std::string prefix = (p.root / "manifest.json").string() + ": ";
+    return message.starts_with(prefix) ? message.substr(prefix.size()) : message;
+  };
+  EXPECT_EQ(load_error("array", "[1]"), "must be a JSON object");
+  EXPECT_EQ(load_error("nocomp", R"({"components": {"encoder": {}}})"),
+            "'components' has no component 'model' (onnxruntime-genai loads the component named 'model')");
+  EXPECT_EQ(load_error("novariants", R"({"components": {"model": {"variants": {}}}})"),
+            "'components.model.variants' must be an object naming at least one variant");
+  EXPECT_EQ(load_error("noep", manifest(R"("a": {"device": "cpu"})")), "components.model.variants.a has no 'ep'");
+  EXPECT_EQ(load_error("eptype", manifest(R"("a": {"ep": 3})")), "components.model.variants.a.ep must be a string, got 3");
+  EXPECT_EQ(load_error("escape", manifest(R"("a": {"ep": "cpu", "variant_directory": "../elsewhere"})")),
+            "components.model.variants.a.variant_directory must be a relative path inside the package, got "
+            "\"../elsewhere\"");
+  EXPECT_EQ(load_error("absolute", manifest(R"("a": {"ep": "cpu", "variant_directory": "/etc"})")),
+            "components.model.variants.a.variant_directory must be a relative path inside the package, got \"/etc\"");
+  EXPECT_NE(load_error("missing", manifest(R"("a": {"ep": "cpu"})")).find("variant 'a' has no genai_config.json in "),
+            std::string::npos);
+  EXPECT_NE(load_error("json", "{\"components\": ").find("invalid JSON"), std::string::npos);
+  // Bad shared-asset references in the variant's config.
+  Package p("badasset", manifest(R"("a": {"ep": "cpu"})"));
+  p.variant("a", "sha256:ABC");
+  EXPECT_EQ(error_of([&] { Config::load(p.root); }),
+            (p.root / "a/genai_config.json").string() +
+                ": 'model.tokenizer_dir' is \"sha256:ABC\": a shared asset is sha256:<lowercase hex digest>[/path]");
+  p.variant("a", "sha256:abc/../../x");
+  EXPECT_EQ(error_of([&] { Config::load(p.root); }),
+            (p.root / "a/genai_config.json").string() +
+                ": 'model.tokenizer_dir's path after the digest must be a relative path inside the package, got "
+                "\"../../x\"");
+}
+
 }  // namespace
 }  // namespace onnxllm::genai
