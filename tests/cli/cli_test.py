@@ -173,10 +173,42 @@ class CliTest(unittest.TestCase):
             self.assertIsNotNone(m, fast.stderr)
             self.assertGreater(int(m[1]), 0)
             self.assertLessEqual(int(m[2]), int(m[3]))
-        for args, message in [(["--draft-tokens", "3"], "--draft-tokens requires --ngram"),
+        for args, message in [(["--draft-tokens", "3"], "--draft-tokens needs --ngram or a model with a draft decoder"),
                               (["--ngram", "1"], "--ngram: Value 1 not in range 2 to 16"),
                               (["--ngram", "3", "--num-beams", "2"], "generates one sequence")]:
             self.expect_generate_error(args, message)
+
+    def test_generate_with_a_draft_model(self):
+        # A copy of stories260K whose genai_config.json names a draft decoder (here the same
+        # weights, in draft/): the same ids, greedy and sampled; the rounds and draft runs on stderr.
+        prompt = "Once upon a time, there was a girl"
+        with tempfile.TemporaryDirectory() as d:
+            folder = os.path.join(d, "stories")
+            shutil.copytree(STORIES, folder)
+            shutil.copytree(STORIES, os.path.join(folder, "draft"))
+            path = os.path.join(folder, "genai_config.json")
+            with open(path) as f:
+                config = json.load(f)
+            draft = dict(config["model"]["decoder"])
+            draft["filename"] = "draft/" + draft["filename"]
+            config["model"]["draft"] = draft
+            with open(path, "w") as f:
+                json.dump(config, f)
+            for extra in ([], ["--do-sample", "--top-k", "20", "--seed", "3"]):
+                plain = cli("generate", "-m", STORIES, "-p", prompt, "-n", "40", "--print-ids", "--no-timings",
+                            *extra).stdout
+                drafted = cli("generate", "-m", folder, "-p", prompt, "-n", "40", "--print-ids", "--draft-tokens", "3",
+                              *extra)
+                self.assertEqual(drafted.stdout, plain)
+                m = re.search(r"speculative: (\d+) rounds, (\d+) of (\d+) drafts accepted, \d+ standard steps, "
+                              r"(\d+) draft model runs", drafted.stderr)
+                self.assertIsNotNone(m, drafted.stderr)
+                self.assertGreater(int(m[1]), 0)
+                self.assertGreater(int(m[2]), 0)
+                self.assertGreater(int(m[4]), 0)
+            bad = cli("generate", "-m", folder, "-p", prompt, "-n", "8", "--ngram", "3", check=False)
+            self.assertNotEqual(bad.returncode, 0)
+            self.assertIn("cannot be combined with the model's draft decoder", bad.stderr)
 
     def test_llama_cpp_short_options(self):
         # -p, -f and -t as llama.cpp spells them: the same text as --prompt, --prompt-file, --threads.

@@ -17,7 +17,9 @@
 //                                  --grammar FILE|-: text of the Lark grammar in FILE (one of the four)
 //   --ngram N [--draft-tokens K]   n-gram speculative decoding (speculative.ngram_size N,
 //                                  max_draft_tokens K): the same tokens, several a run where the
-//                                  text repeats; the rounds and accepted drafts go to stderr
+//                                  text repeats; the rounds and accepted drafts go to stderr (so
+//                                  they do for a model with a draft decoder, model.draft, whose
+//                                  width --draft-tokens alone sets)
 // Output: with --print-ids, each returned sequence (prompt included) as comma-separated ids on a
 // line of its own; for one sequence (batch 1, no beam search) the line is written as the ids are
 // generated, flushed per token, so an interrupted run keeps what it printed. Otherwise the
@@ -154,6 +156,8 @@ int run_generate(const GenerateArgs& args, bool has_ids, bool has_prompt, bool h
                                                                                   config.model.vocab_size));
   }
   if (args.ngram) params.set_speculative_option("ngram_size", *args.ngram);
+  ONNXLLM_CHECK(!args.draft_tokens || args.ngram || model->draft(), kInvalidArgument,
+                "generate: --draft-tokens needs --ngram or a model with a draft decoder (model.draft)");
   if (args.draft_tokens) params.set_speculative_option("max_draft_tokens", *args.draft_tokens);
   genai::Generator generator(params);
   GenerationTimings timings;
@@ -164,10 +168,12 @@ int run_generate(const GenerateArgs& args, bool has_ids, bool has_prompt, bool h
   const auto report = [&] {
     if (args.no_timings) return;
     timings.print(std::cerr);
-    if (!args.ngram) return;
     const genai::SpeculativeStats s = generator.speculative_stats();
+    if (!args.ngram && s.rounds == 0) return;
     std::cerr << "speculative: " << s.rounds << " rounds, " << s.draft_tokens_accepted << " of "
-              << s.draft_tokens_evaluated << " drafts accepted, " << s.standard_fallback_steps << " standard steps\n";
+              << s.draft_tokens_evaluated << " drafts accepted, " << s.standard_fallback_steps << " standard steps";
+    if (s.draft_forward_passes > 0) std::cerr << ", " << s.draft_forward_passes << " draft model runs";
+    std::cerr << "\n";
   };
   const auto next_token = [&] {
     generator.generate_next_token();
@@ -240,13 +246,13 @@ Command add_generate_command(CLI::App& app) {
       ->default_str("unset: --max-length");
   add_threads_option(cmd, args->threads, "Intra-op threads (0: the config's intra_op_num_threads if set)");
   add_kv_cache_option(cmd, args->kv_cache);
-  auto* ngram = cmd->add_option("--ngram", args->ngram,
-                                "N-gram speculative decoding: drafts from the latest earlier occurrence of the last N-1 "
-                                "tokens, verified in one run (2-16; the tokens are unchanged)")
-                    ->check(CLI::Range(2, 16));
-  cmd->add_option("--draft-tokens", args->draft_tokens, "With --ngram: drafts per run (1-16)")
+  cmd->add_option("--ngram", args->ngram,
+                  "N-gram speculative decoding: drafts from the latest earlier occurrence of the last N-1 tokens, "
+                  "verified in one run (2-16; the tokens are unchanged)")
+      ->check(CLI::Range(2, 16));
+  cmd->add_option("--draft-tokens", args->draft_tokens,
+                  "With --ngram or a model with a draft decoder (model.draft): drafts per run (1-16)")
       ->check(CLI::Range(1, 16))
-      ->needs(ngram)
       ->default_str("4");
   cmd->add_flag("--print-ids", args->print_ids,
                 "Print each sequence as comma-separated token ids, streamed for one sequence (default: stream the "

@@ -291,8 +291,11 @@ void parse_model(const Source& src, const Json& v, const std::string& path, Mode
     else if (key == "vocab_size") m.vocab_size = as_int(src, value, p);
     else if (key == "context_length") m.context_length = as_int(src, value, p);
     else if (key == "decoder") parse_decoder(src, value, p, m.decoder);
-    else if (key == "encoder" || key == "embedding" || key == "vision" || key == "speech" || key == "joiner" ||
-             key == "vad" || key == "draft" || key == "mtp" || key == "image_token_id" || key == "audio_token_id" ||
+    else if (key == "draft") {
+      if (!m.draft) m.draft.emplace();
+      parse_decoder(src, value, p, *m.draft);
+    } else if (key == "encoder" || key == "embedding" || key == "vision" || key == "speech" || key == "joiner" ||
+             key == "vad" || key == "mtp" || key == "image_token_id" || key == "audio_token_id" ||
              key == "boa_token_id" || key == "video_token_id" || key == "vision_start_token_id")
       unsupported_key(src, p);
     else unknown_key(src, p);
@@ -362,6 +365,11 @@ void validate(const Source& src, const Config& c) {
     fail(src, "'model.context_length' must be greater than 0, got " + std::to_string(c.model.context_length));
   check_relative(src, "model.decoder.filename", c.model.decoder.filename);
   check_relative(src, "model.decoder.no_past_filename", c.model.decoder.no_past_filename);
+  if (c.model.draft) {
+    if (c.model.draft->filename.empty()) fail(src, "'model.draft.filename' is required");
+    check_relative(src, "model.draft.filename", c.model.draft->filename);
+    check_relative(src, "model.draft.no_past_filename", c.model.draft->no_past_filename);
+  }
   if (ModelPackage::is_shared_asset(c.model.tokenizer_dir)) {
     try {
       ModelPackage::shared_asset(c.package_root, c.model.tokenizer_dir, "model.tokenizer_dir");

@@ -105,6 +105,9 @@ struct ModelConfig {
   int vocab_size = 0;
   int context_length = 0;  // required, > 0
   DecoderConfig decoder;
+  // A second, smaller decoder of the same vocabulary: draft-model speculative decoding (its
+  // files, like the decoder's, are relative to the config's folder).
+  std::optional<DecoderConfig> draft;
 };
 
 struct SearchConfig {

@@ -180,8 +180,21 @@ Generator::Generator(const GeneratorParams& params) : model_(params.model()) {
                 " of memory is available; set a smaller search.max_length");
 
   speculative_ = params.speculative;
-  if (!params.speculative_from_caller && (s.batch_size > 1 || s.num_beams > 1)) speculative_.ngram_size = 0;
+  const bool one_sequence = s.batch_size == 1 && s.num_beams == 1;
+  if (!params.speculative_from_caller && !one_sequence) speculative_.ngram_size = 0;
   check_speculative(speculative_, s, io);
+  // The model's draft decoder proposes for one sequence (batches and beam search go without it).
+  if (model_->draft() && one_sequence && !io.layers.empty()) {
+    ONNXLLM_CHECK(speculative_.ngram_size == 0, kInvalidArgument,
+                  "n-gram speculative decoding (speculative.ngram_size) cannot be combined with the model's draft "
+                  "decoder (model.draft)");
+    GeneratorParams draft(model_->draft());
+    draft.search = SearchConfig{};  // greedy proposals: the target's search decides every token
+    draft.search.max_length = max_length_;
+    draft.speculative = SpeculativeConfig{};
+    draft_ = std::make_unique<Generator>(draft);
+  }
+  speculating_ = speculative_.ngram_size > 0 || draft_ != nullptr;
   search_ = Search::create(p);  // checks the sampling options
   state_ = std::make_unique<DecoderState>(*model_, rows, max_length_, share, capacity, s.chunk_size);
   state_->set_terminate_flag(terminate_.get());
@@ -191,7 +204,7 @@ Generator::Generator(const GeneratorParams& params) : model_(params.model()) {
   if (rows == 1 && (type == "phi3" || type == "phimoe")) rope_rewind_length_ = 4097;
   if (rows == 1 && type == "phi3small") rope_rewind_length_ = 8193;
   if (rope_rewind_length_ > 0) replay_.resize(static_cast<size_t>(max_length_));
-  if (speculative_.ngram_size > 0) {
+  if (speculating_) {
     // An adaptive width may grow to 16, whatever max_draft_tokens says (as in onnxruntime-genai).
     if (speculative_.min_adaptive_k > 0) adaptive_.emplace(speculative_.min_adaptive_k);
     const size_t k = static_cast<size_t>(adaptive_ ? AdaptiveDraftWidth::kMaxWidth : speculative_.max_draft_tokens);
@@ -206,6 +219,7 @@ void Generator::check_usable() const {
 }
 
 void Generator::compute_logits() {
+  ++model_calls_;
   try {
     state_->run(search_->sequences(), logits_);
   } catch (const std::exception& e) {
@@ -296,14 +310,53 @@ SpeculativeStats Generator::speculative_stats() const {
     s.adaptive_k_decreases = adaptive_->decreases;
     s.adaptive_k_observations = adaptive_->observations;
     s.adaptive_k_probes = adaptive_->probes;
-  } else if (speculative_.ngram_size > 0) {
+  } else if (speculating_) {
     s.effective_k = static_cast<uint64_t>(speculative_.max_draft_tokens);
   }
   return s;
 }
 
+void Generator::propose(std::span<const int32_t> history, int k) {
+  if (!draft_) {
+    ngram_proposal(history, speculative_.ngram_size, k, false, drafts_);
+    if (drafts_.empty()) {
+      ++stats_.ngram_lookup_misses;
+      return;
+    }
+    ++stats_.ngram_lookup_hits;
+    if (speculative_.ngram_chained_lookup && drafts_.size() < static_cast<size_t>(k)) {
+      const size_t first = drafts_.size();
+      ngram_proposal(history, speculative_.ngram_size, k, true, drafts_);
+      stats_.ngram_chained_tokens_proposed += drafts_.size() - first;
+    }
+    stats_.ngram_lookup_tokens_proposed += drafts_.size();
+    return;
+  }
+  // The draft generator keeps what it shares with the sequence (its own drafts that were taken
+  // included), takes the rest of the sequence, then proposes greedily.
+  drafts_.clear();
+  const int64_t calls = draft_->model_calls();
+  try {
+    const auto own = draft_->get_sequence(0);
+    size_t common = 0;
+    while (common < own.size() && common < history.size() && own[common] == history[common]) ++common;
+    if (common < own.size()) draft_->rewind_to(static_cast<int>(common));
+    if (common < history.size()) draft_->append_tokens(history.subspan(common));
+    while (drafts_.size() < static_cast<size_t>(k) && !draft_->is_done()) {
+      draft_->generate_next_token();
+      drafts_.push_back(draft_->get_next_tokens()[0]);
+    }
+  } catch (const std::exception& e) {
+    // A failing draft only costs the speedup: standard steps from now on.
+    std::fprintf(stderr, "onnxllm: the draft model failed (%s); speculative decoding is off\n", e.what());
+    speculating_ = false;
+    drafts_.clear();
+  }
+  stats_.draft_forward_passes += static_cast<uint64_t>(draft_->model_calls() - calls);
+}
+
 bool Generator::start_round() {
-  if (speculative_.ngram_size == 0) return false;
+  if (!speculating_) return false;
   ++stats_.target_forward_passes;
   if (stats_.cooldown_remaining > 0) {
     --stats_.cooldown_remaining;
@@ -320,26 +373,18 @@ bool Generator::start_round() {
   int k = std::min(width, max_length_ - length);
   if (rope_rewind_length_ > 0 && length < rope_rewind_length_) k = std::min(k, rope_rewind_length_ - 1 - length);
   if (state_->cached_length() != length - 1) k = 0;
-  const auto history = search_->sequences().row(0);
-  if (k > 0) ngram_proposal(history, speculative_.ngram_size, k, false, drafts_);
+  if (k > 0) propose(search_->sequences().row(0), k);
   if (k <= 0 || drafts_.empty()) {
     drafts_.clear();
-    if (k > 0) ++stats_.ngram_lookup_misses;
     ++stats_.standard_fallback_steps;
     return false;
   }
-  ++stats_.ngram_lookup_hits;
-  if (speculative_.ngram_chained_lookup && drafts_.size() < static_cast<size_t>(k)) {
-    const size_t first = drafts_.size();
-    ngram_proposal(history, speculative_.ngram_size, k, true, drafts_);
-    stats_.ngram_chained_tokens_proposed += drafts_.size() - first;
-  }
-  stats_.ngram_lookup_tokens_proposed += drafts_.size();
   stats_.draft_tokens_proposed += drafts_.size();
   ++stats_.rounds;
   ++stats_.target_verify_forward_passes;
   const auto t0 = std::chrono::steady_clock::now();
   const std::span<float> logits(round_logits_.data(), (drafts_.size() + 1) * static_cast<size_t>(vocab_size_));
+  ++model_calls_;
   try {
     state_->run_with_drafts(search_->sequences(), drafts_, logits);
   } catch (const std::exception& e) {
@@ -351,7 +396,7 @@ bool Generator::start_round() {
       throw;
     }
     // A decoder that returns only the last position's logits: standard steps from now on.
-    speculative_.ngram_size = 0;
+    speculating_ = false;
     state_->rewind_to(length);
     return false;
   }

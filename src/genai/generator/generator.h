@@ -52,7 +52,7 @@ struct SpeculativeStats {
   uint64_t cooldown_entries = 0, cooldown_steps = 0, cooldown_remaining = 0;
   uint64_t effective_k = 0;              // drafts asked of the proposer per round
   uint64_t active_rounds = 0;            // 1 while a round's logits are being taken
-  uint64_t draft_forward_passes = 0;     // always 0: no draft model
+  uint64_t draft_forward_passes = 0;     // the draft model's calls (0 for n-gram proposals)
   uint64_t tokens_discarded = 0, tokens_buffered = 0;  // always 0: nothing is buffered
   uint64_t adaptive_k_increases = 0, adaptive_k_decreases = 0;  // min_adaptive_k's width changes
   uint64_t adaptive_k_observations = 0, adaptive_k_probes = 0;
@@ -125,6 +125,8 @@ class Generator {
   // terminated, which leaves the generator failed until rewind_to(0). Off: runs work again.
   void set_terminate_session(bool on) { terminate_->store(on); }
   bool is_session_terminated() const { return terminate_->load(); }
+  // Decoder calls so far (a prompt, a step, a speculative round: one each, however chunked).
+  int64_t model_calls() const { return model_calls_; }
 
  private:
   void check_usable() const;
@@ -139,6 +141,9 @@ class Generator {
   // chosen by the search as a standard step would (the same draws with sampling), so the tokens
   // are those of standard decoding.
   bool start_round();
+  // A round's proposal for the last tokens of `history` (row 0), at most k tokens, into drafts_:
+  // the n-gram lookup's, or the draft model's greedy continuation.
+  void propose(std::span<const int32_t> history, int k);
   void take_round_token();
   void end_round(bool completed);
 
@@ -156,6 +161,9 @@ class Generator {
   std::vector<ModelInput> model_inputs_;  // set_model_input's values, kept alive while bound
   std::string failed_;           // why the generator is unusable, empty when it is fine
   SpeculativeConfig speculative_;
+  bool speculating_ = false;           // rounds are tried: n-gram lookups or a draft model
+  std::unique_ptr<Generator> draft_;  // the model's draft decoder, proposing for one sequence
+  int64_t model_calls_ = 0;
   std::vector<int32_t> drafts_;       // the round's drafts; empty between rounds
   size_t round_row_ = 0;              // the round's row of logits that is current
   size_t round_accepted_ = 0, round_evaluated_ = 0, round_emitted_ = 0;

@@ -344,6 +344,23 @@ Model::Model(Config config, std::shared_ptr<Graph> decoder, const ModelOptions& 
 
   for (size_t i = 0; i < inputs.size(); ++i)
     if (!claimed[i]) io_.extra_inputs.push_back(static_cast<int>(i));
+
+  if (config_.model.draft) {
+    Config d = config_;
+    d.model.decoder = *config_.model.draft;
+    d.model.draft.reset();
+    ModelOptions o = options;
+    o.pool = so.pool;  // the draft and the target take turns: one pool
+    draft_ = create(std::move(d), o);
+    // Both vocabularies as the graphs declare them (-1: symbolic).
+    auto declared = [](const Model& m) {
+      const auto& dims = m.session().outputs()[m.io().logits].dims;
+      return dims.empty() ? int64_t{-1} : dims.back();
+    };
+    const int64_t target = declared(*this), draft = declared(*draft_);
+    ONNXLLM_CHECK(target < 0 || draft < 0 || target == draft, kInvalidModel, "model.draft's logits have ", draft,
+                  " words but the decoder's have ", target, " (the draft must share the vocabulary)");
+  }
 }
 
 namespace {

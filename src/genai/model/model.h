@@ -96,6 +96,9 @@ class Model {
 
   // The last generator's KV cache memory, for the next one of the same size (KvCache).
   SpareBuffer& kv_spare() const { return kv_spare_; }
+  // model.draft's decoder as a model of its own (the same config otherwise, the same thread
+  // pool), or null.
+  const std::shared_ptr<const Model>& draft() const { return draft_; }
 
   // Binds the preset values of io().extra_inputs that have one; returns the inputs left for the
   // caller to set.
@@ -115,6 +118,7 @@ class Model {
   mutable std::shared_ptr<Session> lm_head_;
   mutable SpareBuffer kv_spare_;  // a cache of memory, not model state: thread-safe
   int64_t preset_zero_ = 0;       // num_logits_to_keep's value
+  std::shared_ptr<const Model> draft_;
 };
 
 }  // namespace onnxllm::genai

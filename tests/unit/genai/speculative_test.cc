@@ -5,8 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <functional>
 #include <random>
+
+#include <nlohmann/json.hpp>
 
 #include "genai/generator/adaptive_width.h"
 #include "genai/generator/generator.h"
@@ -110,15 +113,17 @@ void expect_same_run(const Generated& standard, const Generated& speculative) {
     ASSERT_TRUE(speculative.logits[i] == standard.logits[i]) << "step " << i << " logits differ";
 }
 
-void expect_counters_add_up(const SpeculativeStats& s) {
+// draft_model: the proposals came from a draft model, not n-gram lookups.
+void expect_counters_add_up(const SpeculativeStats& s, bool draft_model = false) {
   EXPECT_EQ(s.draft_tokens_evaluated, s.draft_tokens_accepted + s.correction_tokens);
   EXPECT_EQ(s.tokens_emitted, s.draft_tokens_accepted + s.correction_tokens + s.bonus_tokens);
   EXPECT_EQ(s.rounds, s.completed_rounds + s.interrupted_rounds + s.active_rounds);
   EXPECT_EQ(s.completed_rounds, s.full_accept_rounds + s.partial_accept_rounds + s.zero_accept_rounds);
   EXPECT_EQ(s.target_forward_passes, s.rounds + s.standard_fallback_steps);
   EXPECT_EQ(s.rounds, s.target_verify_forward_passes);
-  EXPECT_EQ(s.rounds, s.ngram_lookup_hits);
-  EXPECT_EQ(s.draft_tokens_proposed, s.ngram_lookup_tokens_proposed);
+  EXPECT_EQ(draft_model ? uint64_t{0} : s.rounds, s.ngram_lookup_hits);
+  EXPECT_EQ(draft_model ? uint64_t{0} : s.draft_tokens_proposed, s.ngram_lookup_tokens_proposed);
+  EXPECT_EQ(draft_model, s.draft_forward_passes > 0);
   EXPECT_LE(s.draft_tokens_evaluated, s.draft_tokens_proposed);
 }
 
@@ -200,6 +205,121 @@ TEST_P(Speculative, AnAdaptiveWidthGivesTheSameTokens) {
 
 INSTANTIATE_TEST_SUITE_P(Models, Speculative, ::testing::Values("fp32", "int4", "fp32_full_logits", "int4_half_kv"),
                          [](const auto& info) { return info.param; });
+
+// A target model (tiny Llama, seed 5) whose genai_config.json names a draft decoder in draft/: the
+// same weights (seed 5, 2 layers: it proposes what the target would choose) or other ones (seed
+// 9, 1 layer).
+std::shared_ptr<const Model> load_with_draft(bool same_weights, bool split_lm_head = true) {
+  auto config = onnxllm::test::tiny_config();
+  config["max_position_embeddings"] = 256;
+  const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  const auto dir = onnxllm::test::temp_dir("speculative/" + std::string(test->test_suite_name()) + "." + test->name() +
+                                           (same_weights ? ".same" : ".other")) / "model";
+  onnxllm::test::build_random(config, dir, "fp32", 5);
+  if (!same_weights) config["num_hidden_layers"] = 1;
+  onnxllm::test::build_random(config, dir / "draft", "fp32", same_weights ? 5 : 9);
+  auto read = [](const std::filesystem::path& p) {
+    std::ifstream f(p);
+    return nlohmann::json::parse(f);
+  };
+  nlohmann::json genai = read(dir / "genai_config.json");
+  nlohmann::json draft = read(dir / "draft" / "genai_config.json")["model"]["decoder"];
+  draft["filename"] = "draft/" + draft["filename"].get<std::string>();
+  genai["model"]["draft"] = draft;
+  std::ofstream(dir / "genai_config.json") << genai.dump();
+  ModelOptions options;
+  options.num_threads = 2;
+  options.split_lm_head = split_lm_head;
+  return Model::create(Config::load(dir), options);
+}
+
+// Draft-model speculative decoding (model.draft): the draft's greedy continuation is verified as an
+// n-gram proposal is, so tokens and every step's logits are standard decoding's, greedy and sampled.
+TEST(DraftModel, TokensAndLogitsAreStandardDecodings) {
+  for (const bool same : {true, false}) {
+    const auto model = load_with_draft(same);
+    ASSERT_NE(model->draft(), nullptr);
+    for (const std::string sampling : {"", R"(, "do_sample": true, "top_k": 8, "random_seed": 5)"}) {
+      SCOPED_TRACE(std::string(same ? "same weights" : "other weights") + sampling);
+      const Ids prompt = repetitive_prompt(3);
+      Generator speculative(params(model, 90, sampling, R"({"max_draft_tokens": 4})"));
+      // The standard run: the same model with its draft left out (a batch of one row would do too).
+      Config no_draft = model->config();
+      no_draft.model.draft.reset();
+      ModelOptions options;
+      options.num_threads = 2;
+      Generator standard(params(Model::create(no_draft, options), 90, sampling, ""));
+      const Generated a = generate(standard, prompt), b = generate(speculative, prompt);
+      expect_same_run(a, b);
+      expect_counters_add_up(b.stats, true);
+      EXPECT_GT(b.stats.rounds, 0u);
+      EXPECT_EQ(b.tokens.size() - prompt.size() - 1, b.stats.tokens_emitted + b.stats.standard_fallback_steps);
+      if (same && sampling.empty()) {
+        // A draft with the target's weights proposes the target's own choices: all are taken, and
+        // each round's draft calls are its proposals (the first also takes the prompt).
+        EXPECT_EQ(b.stats.draft_tokens_accepted, b.stats.draft_tokens_evaluated);
+        EXPECT_EQ(b.stats.zero_accept_rounds + b.stats.partial_accept_rounds, 0u);
+        EXPECT_EQ(b.stats.draft_forward_passes, b.stats.draft_tokens_proposed);
+      }
+      if (same) EXPECT_GT(b.stats.draft_tokens_accepted, 0u);
+    }
+  }
+}
+
+TEST(DraftModel, RewindsAppendsAndLimits) {
+  const auto model = load_with_draft(false);
+  const Ids prompt = repetitive_prompt(9);
+  Config no_draft = model->config();
+  no_draft.model.draft.reset();
+  ModelOptions options;
+  options.num_threads = 2;
+  const auto target = Model::create(no_draft, options);
+  for (int at = static_cast<int>(prompt.size()) + 1; at < 50; at += 3) {
+    for (const bool rewind : {true, false}) {
+      auto midway = [&](Generator& g) {
+        if (rewind) g.rewind_to(g.token_count() - 3);
+        else g.append_tokens(Ids{7, 9});
+      };
+      Generator standard(params(target, 60, "", ""));
+      Generator speculative(params(model, 60, "", R"({"max_draft_tokens": 5})"));
+      const Generated a = generate(standard, prompt, at, midway), b = generate(speculative, prompt, at, midway);
+      expect_same_run(a, b);
+      expect_counters_add_up(b.stats, true);
+    }
+  }
+  // Up to max_length exactly; a batch goes without the draft; n-gram lookups cannot be combined.
+  for (int extra = 1; extra <= 5; ++extra) {
+    Generator g(params(model, static_cast<int>(prompt.size()) + extra, "", R"({"max_draft_tokens": 16})"));
+    EXPECT_EQ(generate(g, prompt).tokens.size(), prompt.size() + extra);
+  }
+  GeneratorParams batch = params(model, 40, R"(, "batch_size": 2)", "");
+  Generator g(batch);
+  Ids two = prompt;
+  two.insert(two.end(), prompt.begin(), prompt.end());
+  g.append_tokens(two);
+  while (!g.is_done()) g.generate_next_token();
+  EXPECT_EQ(g.speculative_stats().rounds, 0u);
+  expect_error([&] { Generator bad(params(model, 40, "", R"({"ngram_size": 3})")); }, ErrorCode::kInvalidArgument,
+               "cannot be combined with the model's draft decoder (model.draft)");
+}
+
+TEST(DraftModel, ConfigErrors) {
+  const auto model = load_with_draft(false);
+  Config config = model->config();
+  expect_error([&] { config.overlay(R"({"model": {"draft": {"filename": "../elsewhere.onnx"}}})"); },
+               ErrorCode::kInvalidArgument, "'model.draft.filename' must be a relative path inside the model folder");
+  expect_error([&] { Config::parse(R"({"model": {"type": "llama", "context_length": 8, "draft": {}}})"); },
+               ErrorCode::kInvalidModel, "'model.draft.filename' is required");
+  // A draft of another vocabulary.
+  config = model->config();
+  const auto dir = config.dir;
+  auto draft_config = onnxllm::test::tiny_config();
+  draft_config["vocab_size"] = 96;
+  onnxllm::test::build_random(draft_config, dir / "draft96", "fp32", 3);
+  config.model.draft->filename = "draft96/model.onnx";
+  expect_error([&] { Model::create(config, ModelOptions{}); }, ErrorCode::kInvalidModel,
+               "model.draft's logits have 96 words but the decoder's have 128");
+}
 
 // Drafts rejected through set_logits: three rounds that accept nothing, then cooldown's plain step.
 TEST(SpeculativeCooldown, ThreeZeroAcceptRoundsThenOneStandardStep) {
