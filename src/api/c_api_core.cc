@@ -82,6 +82,8 @@ extern "C" {
 
 void OGA_API_CALL OgaShutdown(void) { ApiLog::instance().close(); }
 
+void OGA_API_CALL OgaSetTelemetryEnabled(bool) {}  // nothing is ever sent
+
 const char* OGA_API_CALL OgaResultGetError(const OgaResult* result) {
   return result == nullptr ? nullptr : handle<ResultData>(result)->message.c_str();
 }

@@ -365,6 +365,19 @@ OgaResult* OGA_API_CALL OgaGenerator_SetInputs(OgaGenerator* generator, const Og
   });
 }
 
+OgaResult* OGA_API_CALL OgaGenerator_SnapshotState(OgaGenerator* generator) {
+  return guard("OgaGenerator_SnapshotState", [&] { generator_of(generator, "OgaGenerator_SnapshotState"); });
+}
+
+OgaResult* OGA_API_CALL OgaGenerator_SetHiddenStates(OgaGenerator* generator, OgaTensor* hidden_states) {
+  return guard("OgaGenerator_SetHiddenStates", [&] {
+    constexpr const char* kFn = "OgaGenerator_SetHiddenStates";
+    auto& g = generator_of(generator, kFn);
+    const genai::ModelInput in = model_input("hidden_states", hidden_states, kFn);
+    g.set_model_input(in.name, in.value, in.owner);  // false (nothing bound) without such an input
+  });
+}
+
 OgaResult* OGA_API_CALL OgaGenerator_AppendTokenSequences(OgaGenerator* generator, const OgaSequences* sequences) {
   return guard("OgaGenerator_AppendTokenSequences", [&] {
     auto& g = generator_of(generator, "OgaGenerator_AppendTokenSequences");

@@ -75,7 +75,7 @@ ModelInputValue model_input_value(py::handle value) {
   } else if (py::isinstance<py::array>(value)) {
     array = py::reinterpret_borrow<py::array>(value);
   } else {
-    throw py::type_error("set_model_input: the value must be a numpy array or a Tensor, got " + type_name(value));
+    throw py::type_error("the value must be a numpy array or a Tensor, got " + type_name(value));
   }
   auto tensor = tensor_over(array);
   return {array, std::move(tensor)};
@@ -264,6 +264,14 @@ class PyGenerator {
   void set_inputs(OgaNamedTensors& named) {
     run([&] { generator_->SetInputs(named); });
   }
+  void set_hidden_states(py::handle value) {
+    ModelInputValue in = model_input_value(value);
+    run([&] { generator_->SetHiddenStates(*in.tensor); });
+    refs_["hidden_states"] = in.array;
+  }
+  void snapshot_state() {
+    run([&] { generator_->SnapshotState(); });
+  }
   std::unique_ptr<OgaTensor> get_input(const std::string& name) {
     return locked([&] { return generator_->GetInput(name.c_str()); });
   }
@@ -360,6 +368,10 @@ void bind_generator(py::module_& m) {
            "Feeds a decoder input onnxllm does not fill itself to every later run (a numpy array, used "
            "without a copy, or a Tensor); names the decoder graph lacks are ignored")
       .def("set_inputs", &PyGenerator::set_inputs, py::arg("named_tensors"))
+      .def("set_hidden_states", &PyGenerator::set_hidden_states, py::arg("hidden_states"),
+           "Feeds the decoder input 'hidden_states' where the graph has one (a no-op otherwise)")
+      .def("snapshot_state", &PyGenerator::snapshot_state,
+           "A no-op: onnxllm's decoders keep no recurrent state to snapshot")
       .def("get_input",
            [](py::object self, const std::string& name) {
              return tensor_to_numpy(self.cast<PyGenerator&>().get_input(name), py::none());

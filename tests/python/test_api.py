@@ -344,8 +344,8 @@ def test_ngram_speculative_decoding(stories, stories_dir):
         og.Generator(stories, params)
 
 
-def with_logits_bias(gpt2_dir, folder):
-    """A copy of the tiny gpt2 whose graph adds an extra input, logits_bias [1000], to its logits."""
+def with_logits_bias(gpt2_dir, folder, name="logits_bias"):
+    """A copy of the tiny gpt2 whose graph adds an extra input, `name` [1000], to its logits."""
     import onnx
     from onnx import TensorProto, helper
 
@@ -354,8 +354,8 @@ def with_logits_bias(gpt2_dir, folder):
     graph = model.graph
     for node in graph.node:
         node.output[:] = ["unbiased" if o == "logits" else o for o in node.output]
-    graph.input.append(helper.make_tensor_value_info("logits_bias", TensorProto.FLOAT, [1000]))
-    graph.node.append(helper.make_node("Add", ["unbiased", "logits_bias"], ["logits"]))
+    graph.input.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, [1000]))
+    graph.node.append(helper.make_node("Add", ["unbiased", name], ["logits"]))
     (folder / "past.onnx").chmod(0o644)
     onnx.save(model, str(folder / "past.onnx"))
     return folder
@@ -450,6 +450,31 @@ def test_model_inputs_feed_the_decoder(gpt2_dir, tmp_path):
     assert fresh.get_next_tokens().tolist() == [7]
 
 
+def test_hidden_states_and_snapshot(gpt2_dir, tmp_path):
+    """set_hidden_states feeds an input named hidden_states (none: a no-op); snapshot_state has
+    no recurrent state to keep."""
+    plain = og.Model(str(gpt2_dir))
+    params = og.GeneratorParams(plain)
+    params.set_search_options(max_length=10)
+    generator = og.Generator(plain, params)
+    generator.set_hidden_states(np.ones(1000, np.float32))  # no such input: nothing bound
+    generator.snapshot_state()
+    generator.append_tokens(GPT2_PROMPT)
+    while not generator.is_done():
+        generator.generate_next_token()
+    assert generator.get_sequence(0).tolist() == GPT2_GREEDY
+    hidden = og.Model(str(with_logits_bias(gpt2_dir, tmp_path / "hidden", "hidden_states")))
+    params = og.GeneratorParams(hidden)
+    params.set_search_options(max_length=10)
+    generator = og.Generator(hidden, params)
+    values = np.zeros(1000, np.float32)
+    values[42] = 1000.0
+    generator.set_hidden_states(values)
+    generator.append_tokens(GPT2_PROMPT)
+    generator.generate_next_token()
+    assert generator.get_next_tokens().tolist() == [42]
+
+
 def test_model_package(gpt2_dir, tmp_path):
     """An ONNX Runtime model package: og.Model picks the package's only provider's variant,
     Config.from_package_ep one of several; the tokenizer comes from a shared asset."""
@@ -483,6 +508,7 @@ def test_model_package(gpt2_dir, tmp_path):
 
 def test_unsupported_features_say_so(stories):
     for call in (lambda: og.Images.open("x.png"), lambda: og.Audios.open("x.wav"), lambda: og.Adapters(stories),
-                 lambda: stories.create_multimodal_processor(), lambda: og.MultiModalProcessor()):
+                 lambda: stories.create_multimodal_processor(), lambda: og.MultiModalProcessor(),
+                 lambda: stories.create_streaming_processor(), lambda: og.MtpGenerator(stories, stories, None)):
         with pytest.raises(NotImplementedError, match="not supported by onnxllm"):
             call()

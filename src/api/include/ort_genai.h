@@ -519,6 +519,8 @@ struct OgaGenerator : OgaAbstract {
   }
 #endif
   void RewindTo(size_t new_length) { OgaCheckResult(OgaGenerator_RewindTo(this, new_length)); }
+  void SnapshotState() { OgaCheckResult(OgaGenerator_SnapshotState(this)); }
+  void SetHiddenStates(OgaTensor& hidden_states) { OgaCheckResult(OgaGenerator_SetHiddenStates(this, &hidden_states)); }
   void SetRuntimeOption(const char* key, const char* value) { OgaCheckResult(OgaGenerator_SetRuntimeOption(this, key, value)); }
   size_t GetSequenceCount(size_t index) const { return OgaGenerator_GetSequenceCount(this, index); }
   const int32_t* GetSequenceData(size_t index) const { return OgaGenerator_GetSequenceData(this, index); }
@@ -626,6 +628,59 @@ struct OgaAdapters : OgaAbstract {
   static void operator delete(void* p) { OgaDestroyAdapters(reinterpret_cast<OgaAdapters*>(p)); }
 };
 
+// Not supported by onnxllm yet: Create throws saying so.
+struct OgaMtpGenerator : OgaAbstract {
+  static std::unique_ptr<OgaMtpGenerator> Create(const OgaModel& main_model, const OgaModel& mtp_model,
+                                                 const OgaGeneratorParams& params) {
+    OgaMtpGenerator* p;
+    OgaCheckResult(OgaCreateMtpGenerator(&main_model, &mtp_model, &params, &p));
+    return std::unique_ptr<OgaMtpGenerator>(p);
+  }
+  void AppendTokens(const int32_t* input_ids, size_t input_ids_count) {
+    OgaCheckResult(OgaMtpGenerator_AppendTokens(this, input_ids, input_ids_count));
+  }
+  void GenerateNextToken() { OgaCheckResult(OgaMtpGenerator_GenerateNextToken(this)); }
+  void Reset() { OgaCheckResult(OgaMtpGenerator_Reset(this)); }
+  bool IsDone() const { return OgaMtpGenerator_IsDone(this); }
+  size_t GetSequenceCount() const { return OgaMtpGenerator_GetSequenceCount(this); }
+  const int32_t* GetSequenceData() const { return OgaMtpGenerator_GetSequenceData(this); }
+  size_t GetForwardCount() const { return OgaMtpGenerator_GetForwardCount(this); }
+  size_t GetAcceptCount() const { return OgaMtpGenerator_GetAcceptCount(this); }
+  size_t GetTrialCount() const { return OgaMtpGenerator_GetTrialCount(this); }
+  std::unique_ptr<OgaSpeculativeStats> GetSpeculativeStats() const {
+    OgaSpeculativeStats* stats;
+    OgaCheckResult(OgaMtpGenerator_GetSpeculativeStats(this, &stats));
+    return std::unique_ptr<OgaSpeculativeStats>(stats);
+  }
+  static void operator delete(void* p) { OgaDestroyMtpGenerator(reinterpret_cast<OgaMtpGenerator*>(p)); }
+};
+
+// Not supported by onnxllm yet: Create throws saying so.
+struct OgaStreamingProcessor : OgaAbstract {
+  static std::unique_ptr<OgaStreamingProcessor> Create(const OgaModel& model) {
+    OgaStreamingProcessor* p;
+    OgaCheckResult(OgaCreateStreamingProcessor(&model, &p));
+    return std::unique_ptr<OgaStreamingProcessor>(p);
+  }
+  std::unique_ptr<OgaNamedTensors> Process(const float* audio_data, size_t num_samples) {
+    OgaNamedTensors* p;
+    OgaCheckResult(OgaStreamingProcessorProcess(this, audio_data, num_samples, &p));
+    return std::unique_ptr<OgaNamedTensors>(p);
+  }
+  std::unique_ptr<OgaNamedTensors> Flush() {
+    OgaNamedTensors* p;
+    OgaCheckResult(OgaStreamingProcessorFlush(this, &p));
+    return std::unique_ptr<OgaNamedTensors>(p);
+  }
+  void SetOption(const char* key, const char* value) { OgaCheckResult(OgaStreamingProcessorSetOption(this, key, value)); }
+  OgaString GetOption(const char* key) const {
+    const char* p;
+    OgaCheckResult(OgaStreamingProcessorGetOption(this, key, &p));
+    return p;
+  }
+  static void operator delete(void* p) { OgaDestroyStreamingProcessor(reinterpret_cast<OgaStreamingProcessor*>(p)); }
+};
+
 struct OgaRequest : OgaAbstract {
   static std::unique_ptr<OgaRequest> Create(OgaGeneratorParams& params) {
     OgaRequest* p;
@@ -706,5 +761,6 @@ inline int GetCurrentGpuDeviceId() {
   return device_id;
 }
 inline const char* GetVersion() { return OgaGetVersion(); }  // onnxllm extension
+inline void SetTelemetryEnabled(bool enabled) { OgaSetTelemetryEnabled(enabled); }
 
 }  // namespace Oga

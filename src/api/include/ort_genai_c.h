@@ -83,11 +83,15 @@ typedef struct OgaAdapters OgaAdapters;
 typedef struct OgaEngine OgaEngine;
 typedef struct OgaRequest OgaRequest;
 typedef struct OgaSpeculativeStats OgaSpeculativeStats;
+typedef struct OgaMtpGenerator OgaMtpGenerator;
+typedef struct OgaStreamingProcessor OgaStreamingProcessor;
 
 /* ---- Global ---------------------------------------------------------------------------- */
 
 /* Releases the library's global state (log file); call once at process exit. */
 OGA_EXPORT void OGA_API_CALL OgaShutdown(void);
+/* onnxllm sends no telemetry: accepted for compatibility, either value changes nothing. */
+OGA_EXPORT void OGA_API_CALL OgaSetTelemetryEnabled(bool enabled);
 
 /* The message of a result; owned by the result. NULL for a NULL result. */
 OGA_EXPORT const char* OGA_API_CALL OgaResultGetError(const OgaResult* result);
@@ -300,6 +304,11 @@ OGA_EXPORT OgaResult* OGA_API_CALL OgaGenerator_GetNextTokens(const OgaGenerator
  * session was terminated; "0" clears it. Other keys are errors. */
 OGA_EXPORT OgaResult* OGA_API_CALL OgaGenerator_SetRuntimeOption(OgaGenerator* generator, const char* key, const char* value);
 OGA_EXPORT OgaResult* OGA_API_CALL OgaGenerator_RewindTo(OgaGenerator* generator, size_t new_length);
+/* For hand-built multi-token-prediction loops: onnxllm's decoders keep no recurrent state, so there
+ * is nothing to snapshot; SetHiddenStates feeds a decoder input named "hidden_states" where the
+ * graph has one (as OgaGenerator_SetModelInput does) and is a no-op otherwise. */
+OGA_EXPORT OgaResult* OGA_API_CALL OgaGenerator_SnapshotState(OgaGenerator* generator);
+OGA_EXPORT OgaResult* OGA_API_CALL OgaGenerator_SetHiddenStates(OgaGenerator* generator, OgaTensor* hidden_states);
 /* The current token count of each row (prompt included): the Python API's
  * get_current_sequence_length. 0 for a NULL generator. */
 OGA_EXPORT size_t OGA_API_CALL OgaGenerator_TokenCount(const OgaGenerator* generator);
@@ -345,6 +354,27 @@ OGA_EXPORT void OGA_API_CALL OgaDestroyAdapters(OgaAdapters* adapters);
 OGA_EXPORT OgaResult* OGA_API_CALL OgaLoadAdapter(OgaAdapters* adapters, const char* adapter_file_path, const char* adapter_name);
 OGA_EXPORT OgaResult* OGA_API_CALL OgaUnloadAdapter(OgaAdapters* adapters, const char* adapter_name);
 OGA_EXPORT OgaResult* OGA_API_CALL OgaSetActiveAdapter(OgaGenerator* generator, OgaAdapters* adapters, const char* adapter_name);
+
+/* Multi-token-prediction generators and streaming audio processors: not supported by onnxllm yet
+ * (creation fails saying so; no handle can exist, so the others only see NULL). */
+OGA_EXPORT OgaResult* OGA_API_CALL OgaCreateMtpGenerator(const OgaModel* main_model, const OgaModel* mtp_model, const OgaGeneratorParams* params, OgaMtpGenerator** out);
+OGA_EXPORT void OGA_API_CALL OgaDestroyMtpGenerator(OgaMtpGenerator* generator);
+OGA_EXPORT OgaResult* OGA_API_CALL OgaMtpGenerator_AppendTokens(OgaMtpGenerator* generator, const int32_t* input_ids, size_t input_ids_count);
+OGA_EXPORT OgaResult* OGA_API_CALL OgaMtpGenerator_GenerateNextToken(OgaMtpGenerator* generator);
+OGA_EXPORT OgaResult* OGA_API_CALL OgaMtpGenerator_Reset(OgaMtpGenerator* generator);
+OGA_EXPORT bool OGA_API_CALL OgaMtpGenerator_IsDone(const OgaMtpGenerator* generator);
+OGA_EXPORT size_t OGA_API_CALL OgaMtpGenerator_GetSequenceCount(const OgaMtpGenerator* generator);
+OGA_EXPORT const int32_t* OGA_API_CALL OgaMtpGenerator_GetSequenceData(const OgaMtpGenerator* generator);
+OGA_EXPORT size_t OGA_API_CALL OgaMtpGenerator_GetForwardCount(const OgaMtpGenerator* generator);
+OGA_EXPORT size_t OGA_API_CALL OgaMtpGenerator_GetAcceptCount(const OgaMtpGenerator* generator);
+OGA_EXPORT size_t OGA_API_CALL OgaMtpGenerator_GetTrialCount(const OgaMtpGenerator* generator);
+OGA_EXPORT OgaResult* OGA_API_CALL OgaMtpGenerator_GetSpeculativeStats(const OgaMtpGenerator* generator, OgaSpeculativeStats** out);
+OGA_EXPORT OgaResult* OGA_API_CALL OgaCreateStreamingProcessor(const OgaModel* model, OgaStreamingProcessor** out);
+OGA_EXPORT void OGA_API_CALL OgaDestroyStreamingProcessor(OgaStreamingProcessor* processor);
+OGA_EXPORT OgaResult* OGA_API_CALL OgaStreamingProcessorProcess(OgaStreamingProcessor* processor, const float* audio_data, size_t num_samples, OgaNamedTensors** out);
+OGA_EXPORT OgaResult* OGA_API_CALL OgaStreamingProcessorFlush(OgaStreamingProcessor* processor, OgaNamedTensors** out);
+OGA_EXPORT OgaResult* OGA_API_CALL OgaStreamingProcessorSetOption(OgaStreamingProcessor* processor, const char* key, const char* value);
+OGA_EXPORT OgaResult* OGA_API_CALL OgaStreamingProcessorGetOption(const OgaStreamingProcessor* processor, const char* key, const char** value);
 
 OGA_EXPORT OgaResult* OGA_API_CALL OgaCreateEngine(OgaModel* model, OgaEngine** out);
 OGA_EXPORT void OGA_API_CALL OgaDestroyEngine(OgaEngine* engine);

@@ -3,7 +3,8 @@
 A drop-in for ``onnxruntime_genai`` for text generation: scripts written for it run with
 ``import onnxllm as og``. The classes come from the extension ``onnxllm._onnxllm`` (bound to
 libonnxllm.so's C API); what onnxllm does not have yet (images, audio, multimodal processors,
-adapters, GPU providers) exists under the same names and raises NotImplementedError when used.
+adapters, multi-token-prediction heads, streaming audio, GPU providers) exists under the same
+names and raises NotImplementedError when used.
 """
 
 from ._onnxllm import (  # noqa: F401  (re-exported)
@@ -57,10 +58,16 @@ Images = _unsupported_class("Images", "Images (vision inputs)", _UnsupportedMedi
 Audios = _unsupported_class("Audios", "Audios (audio inputs)", _UnsupportedMedia)
 MultiModalProcessor = _unsupported_class("MultiModalProcessor", "MultiModalProcessor")
 Adapters = _unsupported_class("Adapters", "Adapters (LoRA)")
+MtpGenerator = _unsupported_class("MtpGenerator", "MtpGenerator (multi-token-prediction heads)")
+StreamingProcessor = _unsupported_class("StreamingProcessor", "StreamingProcessor (streaming audio)")
 
 
 def _model_create_multimodal_processor(self):
     raise _not_supported(MultiModalProcessor._what)
+
+
+def _model_create_streaming_processor(self):
+    raise _not_supported(StreamingProcessor._what)
 
 
 def _generator_set_active_adapter(self, adapters, adapter_name):
@@ -68,6 +75,7 @@ def _generator_set_active_adapter(self, adapters, adapter_name):
 
 
 Model.create_multimodal_processor = _model_create_multimodal_processor
+Model.create_streaming_processor = _model_create_streaming_processor
 Generator.set_active_adapter = _generator_set_active_adapter
 
 

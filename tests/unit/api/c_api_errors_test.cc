@@ -57,6 +57,18 @@ const std::vector<std::pair<const char*, std::function<OgaResult*()>>> kResultCa
     {"OgaRuntimeSettingsSetHandle", [] { return OgaRuntimeSettingsSetHandle(nullptr, nullptr, nullptr); }},
     {"OgaCreateConfig", [] { return OgaCreateConfig(nullptr, nullptr); }},
     {"OgaCreateConfigFromPackageEp", [] { return OgaCreateConfigFromPackageEp(nullptr, nullptr, nullptr); }},
+    {"OgaGenerator_SnapshotState", [] { return OgaGenerator_SnapshotState(nullptr); }},
+    {"OgaGenerator_SetHiddenStates", [] { return OgaGenerator_SetHiddenStates(nullptr, nullptr); }},
+    {"OgaCreateMtpGenerator", [] { return OgaCreateMtpGenerator(nullptr, nullptr, nullptr, nullptr); }},
+    {"OgaMtpGenerator_AppendTokens", [] { return OgaMtpGenerator_AppendTokens(nullptr, nullptr, 0); }},
+    {"OgaMtpGenerator_GenerateNextToken", [] { return OgaMtpGenerator_GenerateNextToken(nullptr); }},
+    {"OgaMtpGenerator_Reset", [] { return OgaMtpGenerator_Reset(nullptr); }},
+    {"OgaMtpGenerator_GetSpeculativeStats", [] { return OgaMtpGenerator_GetSpeculativeStats(nullptr, nullptr); }},
+    {"OgaCreateStreamingProcessor", [] { return OgaCreateStreamingProcessor(nullptr, nullptr); }},
+    {"OgaStreamingProcessorProcess", [] { return OgaStreamingProcessorProcess(nullptr, nullptr, 0, nullptr); }},
+    {"OgaStreamingProcessorFlush", [] { return OgaStreamingProcessorFlush(nullptr, nullptr); }},
+    {"OgaStreamingProcessorSetOption", [] { return OgaStreamingProcessorSetOption(nullptr, nullptr, nullptr); }},
+    {"OgaStreamingProcessorGetOption", [] { return OgaStreamingProcessorGetOption(nullptr, nullptr, nullptr); }},
     {"OgaConfigClearProviders", [] { return OgaConfigClearProviders(nullptr); }},
     {"OgaConfigAppendProvider", [] { return OgaConfigAppendProvider(nullptr, nullptr); }},
     {"OgaConfigSetProviderOption", [] { return OgaConfigSetProviderOption(nullptr, nullptr, nullptr, nullptr); }},
@@ -208,6 +220,15 @@ const std::vector<std::pair<const char*, std::function<void()>>> kOtherCalls = {
     {"OgaDestroyAdapters", [] { (void)OgaDestroyAdapters(nullptr); }},
     {"OgaDestroyEngine", [] { (void)OgaDestroyEngine(nullptr); }},
     {"OgaDestroyRequest", [] { (void)OgaDestroyRequest(nullptr); }},
+    {"OgaSetTelemetryEnabled", [] { OgaSetTelemetryEnabled(false); }},
+    {"OgaDestroyMtpGenerator", [] { OgaDestroyMtpGenerator(nullptr); }},
+    {"OgaMtpGenerator_IsDone", [] { (void)OgaMtpGenerator_IsDone(nullptr); }},
+    {"OgaMtpGenerator_GetSequenceCount", [] { (void)OgaMtpGenerator_GetSequenceCount(nullptr); }},
+    {"OgaMtpGenerator_GetSequenceData", [] { (void)OgaMtpGenerator_GetSequenceData(nullptr); }},
+    {"OgaMtpGenerator_GetForwardCount", [] { (void)OgaMtpGenerator_GetForwardCount(nullptr); }},
+    {"OgaMtpGenerator_GetAcceptCount", [] { (void)OgaMtpGenerator_GetAcceptCount(nullptr); }},
+    {"OgaMtpGenerator_GetTrialCount", [] { (void)OgaMtpGenerator_GetTrialCount(nullptr); }},
+    {"OgaDestroyStreamingProcessor", [] { OgaDestroyStreamingProcessor(nullptr); }},
 };
 
 TEST(CApiErrors, EveryFunctionIsCalledHere) {
@@ -220,7 +241,7 @@ TEST(CApiErrors, EveryFunctionIsCalledHere) {
   for (const auto& [name, fn] : kResultCalls) called.insert(name);
   for (const auto& [name, fn] : kOtherCalls) called.insert(name);
   EXPECT_EQ(declared, called);
-  EXPECT_EQ(declared.size(), 165u);
+  EXPECT_EQ(declared.size(), 186u);
 }
 
 TEST(CApiErrors, NullArgumentsReturnErrorsNamingTheFunction) {
@@ -245,6 +266,9 @@ TEST(CApiErrors, OtherFunctionsTolerateNull) {
   EXPECT_EQ(OgaGenerator_GetSequenceData(nullptr, 0), nullptr);
   EXPECT_STREQ(OgaGetVersion(), ONNXLLM_VERSION);
   EXPECT_OK(OgaSetLogCallback(nullptr));
+  EXPECT_TRUE(OgaMtpGenerator_IsDone(nullptr));
+  EXPECT_EQ(OgaMtpGenerator_GetSequenceData(nullptr), nullptr);
+  EXPECT_EQ(OgaMtpGenerator_GetForwardCount(nullptr), 0u);
 }
 
 TEST(CApiErrors, NotSupportedFeaturesSaySo) {
@@ -252,6 +276,14 @@ TEST(CApiErrors, NotSupportedFeaturesSaySo) {
   EXPECT_EQ(error_of(OgaLoadImage("a.png", &images)), "OgaLoadImage: not supported by onnxllm yet: images");
   OgaAdapters* adapters = nullptr;
   EXPECT_ERROR(OgaCreateAdapters(nullptr, &adapters), "not supported by onnxllm yet: adapters");
+  OgaMtpGenerator* mtp = nullptr;
+  EXPECT_EQ(error_of(OgaCreateMtpGenerator(nullptr, nullptr, nullptr, &mtp)),
+            "OgaCreateMtpGenerator: not supported by onnxllm yet: multi-token-prediction generators");
+  OgaStreamingProcessor* streaming = nullptr;
+  EXPECT_EQ(error_of(OgaCreateStreamingProcessor(nullptr, &streaming)),
+            "OgaCreateStreamingProcessor: not supported by onnxllm yet: streaming audio processors");
+  EXPECT_EQ(mtp, nullptr);
+  EXPECT_EQ(streaming, nullptr);
   EXPECT_ERROR(OgaGeneratorParamsSetGuidance(nullptr, "json_schema", "{}", false), "OgaGeneratorParamsSetGuidance: params is NULL");
   EXPECT_EQ(images, nullptr);
   // The engine is supported: a null model is an argument error.
@@ -571,6 +603,8 @@ TEST(CApiErrors, ModelInputsAndGetInput) {
   OgaGenerator* generator = nullptr;
   ASSERT_OK(OgaCreateGenerator(model, params, &generator));
   EXPECT_OK(OgaGenerator_SetModelInput(generator, "test_input", tensor));
+  EXPECT_OK(OgaGenerator_SnapshotState(generator));             // no recurrent state: nothing to keep
+  EXPECT_OK(OgaGenerator_SetHiddenStates(generator, tensor));   // no hidden_states input: nothing bound
   EXPECT_ERROR(OgaGenerator_SetModelInput(generator, "input_ids", tensor), "is an input onnxllm fills itself");
   EXPECT_ERROR(OgaGenerator_SetInputs(generator, named),
                "OgaGenerator_SetInputs: not supported for model type 'gpt2': use OgaGenerator_AppendTokens");
