@@ -261,7 +261,9 @@ TEST(DraftModel, TokensAndLogitsAreStandardDecodings) {
         EXPECT_EQ(b.stats.zero_accept_rounds + b.stats.partial_accept_rounds, 0u);
         EXPECT_EQ(b.stats.draft_forward_passes, b.stats.draft_tokens_proposed);
       }
-      if (same) EXPECT_GT(b.stats.draft_tokens_accepted, 0u);
+      if (same) {
+        EXPECT_GT(b.stats.draft_tokens_accepted, 0u);
+      }
     }
   }
 }
