@@ -4,6 +4,8 @@
 //   2: search options (Config::parse_search_options)
 //   3: a Hugging Face config.json (parse_hf_config), without generation_config.json
 //   4: a generation_config.json beside a valid config.json
+//   5: a tokenizer_dir reference resolved as a shared asset (the first line), then a model
+//      package's manifest.json (the rest: ModelPackage::parse, then the CPU variant chosen)
 // A HF config that parses is written as genai_config.json by the builder's writer and must then
 // parse as a genai::Config: what the builder accepts, it must be able to run.
 // Any crash, hang or sanitizer report is a bug; onnxllm::Error is fine.
@@ -19,6 +21,7 @@
 #include "builder/hf_config.h"
 #include "core/error.h"
 #include "genai/config/config.h"
+#include "genai/config/model_package.h"
 
 namespace {
 
@@ -68,7 +71,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::string_view text(reinterpret_cast<const char*>(data) + 1, size - 1);
   try {
-    switch (data[0] % 5) {
+    switch (data[0] % 6) {
       case 0: {
         const genai::Config c = genai::Config::parse(text);
         (void)c.eos_token_ids();
@@ -96,6 +99,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         json generation;
         if (!parse(text, generation)) return 0;
         check_round_trip(parse_hf_config(json::parse(kHfConfig), generation, "config.json"));
+        break;
+      }
+      case 5: {
+        const size_t newline = text.find('\n');
+        const std::string_view line = text.substr(0, newline);
+        const std::string_view manifest = newline == std::string_view::npos ? "" : text.substr(newline + 1);
+        if (genai::ModelPackage::is_shared_asset(line))
+          (void)genai::ModelPackage::shared_asset("/nonexistent/package", line, "model.tokenizer_dir");
+        const auto package = genai::ModelPackage::parse(manifest, "/nonexistent/package");
+        (void)package.select("cpu");  // no variant folder exists: an Error at the latest
         break;
       }
     }

@@ -48,6 +48,10 @@ for arch, extra in [("Qwen2ForCausalLM", {"use_sliding_window": True, "sliding_w
     write("config_fuzzer", "hf_" + arch, b"\3" + json.dumps(dict(HF, architectures=[arch], **extra)).encode())
 write("config_fuzzer", "generation", b"\4" + json.dumps({"do_sample": True, "temperature": 0.6, "top_p": 0.9,
                                                         "eos_token_id": [2, 7]}).encode())
+write("config_fuzzer", "package", b"\5sha256:00ff/tok\n" + json.dumps(
+    {"schema_version": "1.0", "components": {"model": {"variants": {
+        "cpu": {"ep": "CPUExecutionProvider", "device": "cpu"},
+        "ov": {"ep": "OpenVINOExecutionProvider", "variant_directory": "builds/ov", "compatibility_string": "x"}}}}}).encode())
 
 
 def safetensors(tensors):

@@ -75,8 +75,15 @@ bool ModelPackage::is_package(const fs::path& dir) {
 }
 
 ModelPackage ModelPackage::load(const fs::path& dir) {
+  return from_json(read_ordered_json_file(dir / "manifest.json"), dir);
+}
+
+ModelPackage ModelPackage::parse(std::string_view text, const fs::path& dir) {
+  return from_json(parse_ordered_json(text, (dir / "manifest.json").string()), dir);
+}
+
+ModelPackage ModelPackage::from_json(const nlohmann::ordered_json& root, const fs::path& dir) {
   const fs::path manifest = dir / "manifest.json";
-  const nlohmann::ordered_json root = read_ordered_json_file(manifest);
   ONNXLLM_CHECK(root.is_object(), kInvalidModel, manifest.string(), ": must be a JSON object");
   const auto components = root.find("components");
   ONNXLLM_CHECK(components != root.end() && components->is_object(), kInvalidModel, manifest.string(),

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace onnxllm::genai {
 
 struct PackageVariant {
@@ -27,6 +29,8 @@ class ModelPackage {
   static bool is_package(const std::filesystem::path& dir);
   // Reads and checks <dir>/manifest.json; kInvalidModel errors name the file and the key.
   static ModelPackage load(const std::filesystem::path& dir);
+  // The same from the manifest's text (the package at `dir`).
+  static ModelPackage parse(std::string_view manifest_text, const std::filesystem::path& dir);
 
   // The variant to run for `ep` (a genai_config name such as "cpu" or ONNX Runtime's
   // "CPUExecutionProvider"; empty: the provider of every variant, which must be one). Variants of
@@ -45,6 +49,8 @@ class ModelPackage {
   static bool is_shared_asset(std::string_view reference) { return reference.starts_with("sha256:"); }
 
  private:
+  static ModelPackage from_json(const nlohmann::ordered_json& manifest, const std::filesystem::path& dir);
+
   std::filesystem::path root_;
   std::vector<PackageVariant> variants_;
 };
