@@ -6,7 +6,6 @@
 #include <pybind11/stl.h>
 
 #include <cmath>
-#include <map>
 #include <mutex>
 #include <string>
 #include <type_traits>
@@ -59,26 +58,16 @@ constexpr const char* kSpeculativeNumbers[] = {"acceptance_rate", "total_target_
 
 std::string type_name(py::handle value) { return py::str(py::type::of(value).attr("__name__")).cast<std::string>(); }
 
-// set_model_input's value: a Tensor as it is, a numpy array without a copy (as onnxruntime-genai
-// does). The caller keeps `array` in its refs, by input name, once the engine took the tensor: it
-// must live while the engine may read it (until a later value for the name replaces it).
-struct ModelInputValue {
-  py::array array;
-  std::unique_ptr<OgaTensor> tensor;
-};
-using InputRefs = std::map<std::string, py::object>;
-
-ModelInputValue model_input_value(py::handle value) {
-  py::array array;
-  if (py::isinstance<OgaTensor>(value)) {
-    array = tensor_view(py::reinterpret_borrow<py::object>(value));
-  } else if (py::isinstance<py::array>(value)) {
-    array = py::reinterpret_borrow<py::array>(value);
-  } else {
+// set_model_input's value as a C tensor the engine keeps alive itself: a Tensor's own handle (its
+// data is C-owned), or a copy of a numpy array (onnxruntime-genai binds the array in place; a copy
+// cannot be freed or resized under a generator, however the Python objects are released).
+// `copy` receives the copy.
+OgaTensor& model_input_tensor(py::handle value, std::unique_ptr<OgaTensor>& copy) {
+  if (py::isinstance<OgaTensor>(value)) return value.cast<OgaTensor&>();
+  if (!py::isinstance<py::array>(value))
     throw py::type_error("the value must be a numpy array or a Tensor, got " + type_name(value));
-  }
-  auto tensor = tensor_over(array);
-  return {array, std::move(tensor)};
+  copy = tensor_copy(py::reinterpret_borrow<py::array>(value));
+  return *copy;
 }
 
 class PyGeneratorParams {
@@ -155,9 +144,8 @@ class PyGeneratorParams {
   }
 
   void set_model_input(const std::string& name, py::handle value) {
-    ModelInputValue in = model_input_value(value);
-    params_->SetModelInput(name.c_str(), *in.tensor);
-    refs_[name] = in.array;
+    std::unique_ptr<OgaTensor> copy;
+    params_->SetModelInput(name.c_str(), model_input_tensor(value, copy));
   }
   void set_inputs(OgaNamedTensors& named) { params_->SetInputs(named); }
 
@@ -176,7 +164,6 @@ class PyGeneratorParams {
   std::unique_ptr<OgaGeneratorParams> params_;
   py::object input_ids_ = py::none();
   bool batch_size_set_ = false;
-  InputRefs refs_;  // the arrays set_model_input's tensors point into, by input name
 };
 
 class PyGenerator {
@@ -257,17 +244,17 @@ class PyGenerator {
   }
 
   void set_model_input(const std::string& name, py::handle value) {
-    ModelInputValue in = model_input_value(value);
-    run([&] { generator_->SetModelInput(name.c_str(), *in.tensor); });
-    refs_[name] = in.array;
+    std::unique_ptr<OgaTensor> copy;
+    OgaTensor& tensor = model_input_tensor(value, copy);
+    run([&] { generator_->SetModelInput(name.c_str(), tensor); });
   }
   void set_inputs(OgaNamedTensors& named) {
     run([&] { generator_->SetInputs(named); });
   }
   void set_hidden_states(py::handle value) {
-    ModelInputValue in = model_input_value(value);
-    run([&] { generator_->SetHiddenStates(*in.tensor); });
-    refs_["hidden_states"] = in.array;
+    std::unique_ptr<OgaTensor> copy;
+    OgaTensor& tensor = model_input_tensor(value, copy);
+    run([&] { generator_->SetHiddenStates(tensor); });
   }
   void snapshot_state() {
     run([&] { generator_->SnapshotState(); });
@@ -302,7 +289,6 @@ class PyGenerator {
   std::unique_ptr<OgaGenerator> generator_;
   size_t num_sequences_ = 0;
   std::mutex mutex_;
-  InputRefs refs_;  // the arrays set_model_input's tensors point into, by input name
 };
 
 }  // namespace
@@ -334,7 +320,7 @@ void bind_generator(py::module_& m) {
       .def("try_graph_capture_with_max_batch_size", [](PyGeneratorParams&, int) {}, py::arg("max_batch_size"),
            "Accepted for compatibility; graph capture is a GPU feature and onnxllm runs on CPU")
       .def("set_model_input", &PyGeneratorParams::set_model_input, py::arg("name"), py::arg("value"),
-           "Feeds a decoder input onnxllm does not fill itself (a numpy array, used without a copy, or a Tensor)")
+           "Feeds a decoder input onnxllm does not fill itself (a numpy array, copied, or a Tensor)")
       .def("set_inputs", &PyGeneratorParams::set_inputs, py::arg("named_tensors"))
       .def_property("input_ids", &PyGeneratorParams::input_ids, &PyGeneratorParams::set_input_ids);
   for (const SearchOption& option : kSearchOptions) {
@@ -365,8 +351,8 @@ void bind_generator(py::module_& m) {
            },
            py::arg("name"))
       .def("set_model_input", &PyGenerator::set_model_input, py::arg("name"), py::arg("value"),
-           "Feeds a decoder input onnxllm does not fill itself to every later run (a numpy array, used "
-           "without a copy, or a Tensor); names the decoder graph lacks are ignored")
+           "Feeds a decoder input onnxllm does not fill itself to every later run (a numpy array, copied, or "
+           "a Tensor); names the decoder graph lacks are ignored")
       .def("set_inputs", &PyGenerator::set_inputs, py::arg("named_tensors"))
       .def("set_hidden_states", &PyGenerator::set_hidden_states, py::arg("hidden_states"),
            "Feeds the decoder input 'hidden_states' where the graph has one (a no-op otherwise)")

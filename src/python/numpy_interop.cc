@@ -111,6 +111,7 @@ std::unique_ptr<OgaTensor> tensor_over(py::array& array) {
 std::unique_ptr<OgaTensor> tensor_copy(const py::array& array) {
   static py::handle ascontiguousarray = python_attr("numpy", "ascontiguousarray");
   py::array c = ascontiguousarray(array);
+  if (!c.dtype().attr("isnative").cast<bool>()) c = c.attr("astype")(c.dtype().attr("newbyteorder")("="));
   const std::vector<int64_t> shape(c.shape(), c.shape() + c.ndim());
   auto tensor = OgaTensor::Create(nullptr, shape.data(), shape.size(), element_type(c));
   if (c.nbytes() > 0) std::memcpy(tensor->Data(), c.data(), static_cast<size_t>(c.nbytes()));

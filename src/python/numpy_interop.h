@@ -30,7 +30,7 @@ py::array tensor_to_numpy(std::unique_ptr<OgaTensor> tensor, py::object owner);
 
 // A C tensor over a numpy array's memory (no copy); `array` must outlive it.
 std::unique_ptr<OgaTensor> tensor_over(py::array& array);
-// A C tensor owning a copy of the array (any layout).
+// A C tensor owning a copy of the array (any layout or byte order, read-only arrays too).
 std::unique_ptr<OgaTensor> tensor_copy(const py::array& array);
 // A numpy view of a Python Tensor's data (`tensor` is the Tensor object, which the view keeps
 // alive).

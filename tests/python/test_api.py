@@ -394,8 +394,9 @@ def test_tensors_and_named_tensors():
 
 
 def test_model_inputs_feed_the_decoder(gpt2_dir, tmp_path):
-    """set_model_input on the params or the generator feeds an input onnxllm does not fill itself;
-    a name the graph lacks is ignored (onnxruntime-genai's Tensor_And_AddExtraInput)."""
+    """set_model_input on the params or the generator feeds an input onnxllm does not fill itself
+    (arrays are copied, Tensors kept); a name the graph lacks is ignored (onnxruntime-genai's
+    Tensor_And_AddExtraInput)."""
     prompt = np.array(GPT2_PROMPT, dtype=np.int32)
     plain = og.Model(str(gpt2_dir))
     params = og.GeneratorParams(plain)
@@ -440,14 +441,28 @@ def test_model_inputs_feed_the_decoder(gpt2_dir, tmp_path):
     assert generator.get_next_tokens().tolist() == [7]
     with pytest.raises(RuntimeError, match="must be float32 but a float64 tensor"):
         generator.set_model_input("logits_bias", np.zeros(1000))
-    gc.collect()  # the failed call left the Tensor's value bound, and alive
+    gc.collect()  # the failed call left the Tensor's value bound
     generator.generate_next_token()
     assert generator.get_next_tokens().tolist() == [7]
     params.set_model_input("logits_bias", other)  # a generator takes the params' inputs at creation
     fresh = og.Generator(biased, params)
+    # Arrays are copied when set: released or changed afterwards, the generator keeps the value.
+    other[7] = 0.0
+    del params, other
+    gc.collect()
     fresh.append_tokens(prompt)
     fresh.generate_next_token()
     assert fresh.get_next_tokens().tolist() == [7]
+    # Read-only and big-endian arrays are values like any other.
+    swapped = np.zeros(1000, dtype=">f4")
+    swapped[9] = 1000.0
+    fresh.set_model_input("logits_bias", swapped)
+    fresh.generate_next_token()
+    assert fresh.get_next_tokens().tolist() == [9]
+    readonly = np.frombuffer(np.where(np.arange(1000) == 11, 1000.0, 0.0).astype(np.float32).tobytes(), np.float32)
+    fresh.set_model_input("logits_bias", readonly)
+    fresh.generate_next_token()
+    assert fresh.get_next_tokens().tolist() == [11]
 
 
 def test_hidden_states_and_snapshot(gpt2_dir, tmp_path):

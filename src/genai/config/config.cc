@@ -411,7 +411,7 @@ Config load_folder(const std::filesystem::path& dir, const std::filesystem::path
 }  // namespace
 
 Config Config::load(const std::filesystem::path& dir) {
-  if (ModelPackage::is_package(dir)) return load_package(dir, "");
+  if (ModelPackage::is_package(dir) && !is_optimum_folder(dir)) return load_package(dir, "");
   return load_folder(dir, {});
 }
 

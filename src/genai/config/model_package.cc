@@ -48,7 +48,9 @@ std::string ort_provider_name(std::string_view ep) {
 // A relative path without "..", or the error naming `what` (after `prefix`).
 fs::path confined(std::string_view path, const std::string& what, const std::string& prefix) {
   const fs::path p{std::string(path)};
-  bool escapes = path.empty() || p.is_absolute() || p.has_root_name() || p.has_root_directory();
+  // A NUL would end the name the system sees early.
+  bool escapes = path.empty() || path.find('\0') != std::string_view::npos || p.is_absolute() || p.has_root_name() ||
+                 p.has_root_directory();
   for (const auto& part : p) escapes = escapes || part == "..";
   ONNXLLM_CHECK(!escapes, kInvalidModel, prefix, what, " must be a relative path inside the package, got \"",
                 std::string(path), "\"");

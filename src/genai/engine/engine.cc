@@ -138,7 +138,10 @@ Engine::Engine(std::shared_ptr<const Model> model, const EngineOptions& options)
   // Requests carry no extra model inputs: a graph that needs one the model has no preset for
   // cannot be served.
   const std::vector<int> unset = model_->bind_presets(binding_);
-  if (!unset.empty()) model_->throw_unset_input(unset.front());
+  ONNXLLM_CHECK(unset.empty(), kUnsupported, "the engine cannot serve this model: its decoder graph input '",
+                unset.empty() ? std::string() : model_->session().inputs()[unset.front()].name,
+                "' is not one onnxllm fills, and engine requests carry no extra model inputs (a Generator takes "
+                "them with set_model_input)");
   ONNXLLM_CHECK(!io.layers.empty(), kUnsupported,
                 "the engine needs a decoder with a per-layer key/value cache (model type '", config.model.type, "')");
   ONNXLLM_CHECK(options_.block_size >= 1 && options_.block_size <= 1024, kInvalidArgument,

@@ -192,7 +192,12 @@ Generator::Generator(const GeneratorParams& params) : model_(params.model()) {
     draft.search = SearchConfig{};  // greedy proposals: the target's search decides every token
     draft.search.max_length = max_length_;
     draft.speculative = SpeculativeConfig{};
-    draft_ = std::make_unique<Generator>(draft);
+    try {
+      draft_ = std::make_unique<Generator>(draft);
+    } catch (const std::exception& e) {
+      // A draft that cannot hold max_length (memory, a fixed past length) costs only the speedup.
+      std::fprintf(stderr, "onnxllm: no draft model for this generator (%s); speculative decoding is off\n", e.what());
+    }
   }
   speculating_ = speculative_.ngram_size > 0 || draft_ != nullptr;
   search_ = Search::create(p);  // checks the sampling options

@@ -113,11 +113,11 @@ class Generator {
   // onnxruntime-genai's extra model inputs: `value` feeds the decoder input `name` on every later
   // run (replacing an earlier value); `owner` keeps its memory alive as long as it is used.
   // Returns false, keeping nothing, for a name that is no input of the decoder graph (ignored, as
-  // onnxruntime-genai does); kInvalidArgument for an input onnxllm fills itself. A wrong dtype or
-  // shape is the run's error, naming the input.
+  // onnxruntime-genai does); kInvalidArgument for an input onnxllm fills itself or a value of the
+  // wrong dtype or shape (the earlier value stays). The draft model (model.draft) gets none.
   bool set_model_input(const std::string& name, const TensorView& value, std::shared_ptr<const void> owner);
-  // A decoder input as the last run saw it (an extra input: as set). kInvalidArgument before any
-  // run, or for a name the graph does not have.
+  // A decoder input as the last run saw it (an extra input: as set; inside a speculative round
+  // the run of the drafts). kInvalidArgument before any run, or for a name the graph lacks.
   TensorView get_input(const std::string& name) const;
 
   // onnxruntime-genai's runtime option "terminate_session": while on, the running model run (if

@@ -404,6 +404,10 @@ TEST(ModelPackage, BadManifestsNameTheProblem) {
             "components.model.variants.a.variant_directory must be a relative path inside the package, got \"/etc\"");
   EXPECT_NE(load_error("missing", manifest(R"("a": {"ep": "cpu"})")).find("variant 'a' has no genai_config.json in "),
             std::string::npos);
+  // A NUL would cut the folder name short where the system sees it.
+  EXPECT_NE(load_error("nul", manifest(R"("a": {"ep": "cpu", "variant_directory": "..\u0000x"})"))
+                .find("variant_directory must be a relative path inside the package"),
+            std::string::npos);
   EXPECT_NE(load_error("json", "{\"components\": ").find("invalid JSON"), std::string::npos);
   // Bad shared-asset references in the variant's config.
   Package p("badasset", manifest(R"("a": {"ep": "cpu"})"));

@@ -580,8 +580,8 @@ TEST(Engine, BadUseIsAClearError) {
   // is refused, naming it.
   test::KvModel extra;
   extra.logits_bias_input = true;
-  expect_error([&] { Engine e(extra.model(0, "31")); }, ErrorCode::kInvalidArgument,
-               "the decoder graph input 'logits_bias' is not set");
+  expect_error([&] { Engine e(extra.model(0, "31")); }, ErrorCode::kUnsupported,
+               "the engine cannot serve this model: its decoder graph input 'logits_bias' is not one onnxllm fills");
 }
 
 }  // namespace
