@@ -521,6 +521,52 @@ def test_model_package(gpt2_dir, tmp_path):
         og.Config.from_package_ep(str(gpt2_dir), "cpu")
 
 
+def test_draft_model_speculation(gpt2_dir, tmp_path, capfd):
+    """A genai_config.json with a model.draft decoder (here the tiny gpt2 itself): the same tokens
+    as the model alone, greedy and sampled, with the draft's runs counted; a draft that cannot hold
+    max_length (its graph's past fixed at 8 positions) leaves speculation off, saying so."""
+    import onnx
+
+    folder = tmp_path / "with-draft"
+    shutil.copytree(gpt2_dir, folder)
+    (folder / "draft").mkdir()
+    shutil.copy(gpt2_dir / "past.onnx", folder / "draft" / "past.onnx")
+    config = json.loads((gpt2_dir / "genai_config.json").read_text())
+    draft = dict(config["model"]["decoder"], filename="draft/past.onnx")
+    config["model"]["draft"] = draft
+    (folder / "genai_config.json").chmod(0o644)
+    (folder / "genai_config.json").write_text(json.dumps(config))
+
+    def run(model, **options):
+        params = og.GeneratorParams(model)
+        params.set_search_options(max_length=10, **options)
+        generator = og.Generator(model, params)
+        generator.append_tokens(GPT2_PROMPT)
+        while not generator.is_done():
+            generator.generate_next_token()
+        return generator.get_sequence(0).tolist(), generator.get_speculative_stats()
+
+    plain = og.Model(str(gpt2_dir))
+    drafted = og.Model(str(folder))
+    for options in ({}, {"do_sample": True, "top_k": 5, "random_seed": 3}):
+        tokens, stats = run(drafted, **options)
+        assert tokens == run(plain, **options)[0]
+        assert stats["rounds"] > 0 and stats["draft_forward_passes"] > 0
+        assert stats["draft_tokens_accepted"] > 0  # the draft is the model itself
+    assert run(drafted)[0] == GPT2_GREEDY
+
+    fixed = onnx.load(str(folder / "draft" / "past.onnx"))
+    for value in fixed.graph.input:
+        if value.name.startswith("past_"):
+            value.type.tensor_type.shape.dim[3].dim_value = 8
+    (folder / "draft" / "past.onnx").chmod(0o644)
+    onnx.save(fixed, str(folder / "draft" / "past.onnx"))
+    capfd.readouterr()
+    tokens, stats = run(og.Model(str(folder)))
+    assert tokens == GPT2_GREEDY and stats["rounds"] == 0
+    assert "no draft model for this generator" in capfd.readouterr().err
+
+
 def test_unsupported_features_say_so(stories):
     for call in (lambda: og.Images.open("x.png"), lambda: og.Audios.open("x.wav"), lambda: og.Adapters(stories),
                  lambda: stories.create_multimodal_processor(), lambda: og.MultiModalProcessor(),
