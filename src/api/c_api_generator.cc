@@ -97,7 +97,7 @@ void generate_next_token(genai::Generator& g) {
 genai::ModelInput model_input(const char* name, const OgaTensor* tensor, const char* function) {
   const auto& t = require(handle<TensorHandleData>(tensor), function, "tensor").tensor;
   const char* n = require_name(name, function);
-  return {n, TensorView(t->data, to_dtype(t->type), Shape(std::span<const int64_t>(t->shape))), t};
+  return {n, view_of(*t), t};
 }
 
 // Applies a generator's model input; a name the decoder graph lacks is ignored, as
@@ -305,8 +305,7 @@ OgaResult* OGA_API_CALL OgaGeneratorParamsSetInputs(OgaGeneratorParams* params, 
     const auto& named = require(handle<NamedTensorsData>(named_tensors), kFn, "named_tensors");
     // Each one a model input, as SetModelInput does (onnxllm's decoders take their tokens through
     // AppendTokens, so input_ids is no exception).
-    for (const auto& [name, t] : named.tensors)
-      p.params.set_model_input(name, TensorView(t->data, to_dtype(t->type), Shape(std::span<const int64_t>(t->shape))), t);
+    for (const auto& [name, t] : named.tensors) p.params.set_model_input(name, view_of(*t), t);
   });
 }
 

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -128,6 +129,10 @@ C* opaque(T* p) {
 // OgaElementType and DType share ONNX's numbering; complex types have no DType.
 DType to_dtype(OgaElementType type);
 size_t element_size(OgaElementType type);  // 0 for undefined / string
+// A view of a tensor handle's data (for model inputs).
+inline TensorView view_of(const TensorData& t) {
+  return TensorView(t.data, to_dtype(t.type), Shape(std::span<const int64_t>(t.shape)));
+}
 // A new tensor owning a copy of `view` (for GetLogits / GetOutput).
 std::shared_ptr<TensorData> copy_tensor(const TensorView& view);
 

@@ -48,11 +48,8 @@ void IoBinding::set_paged_kv(const PagedKv* paged_kv) { frame_->paged_kv = paged
 
 void IoBinding::bind_input(const std::string& name, const TensorView& value) {
   const int i = session_.input_index(name);
-  if (i < 0) {
-    std::string names;
-    for (const auto& in : session_.inputs()) names += (names.empty() ? "" : ", ") + in.name;
-    throw_error(ErrorCode::kInvalidArgument, "the model has no input named '", name, "' (inputs: ", names, ")");
-  }
+  ONNXLLM_CHECK(i >= 0, kInvalidArgument, "the model has no input named '", name, "' (inputs: ",
+                session_.input_names(), ")");
   bind_input(i, value);
 }
 

@@ -455,6 +455,12 @@ int Session::input_index(const std::string& name) const {
   return -1;
 }
 
+std::string Session::input_names() const {
+  std::string names;
+  for (const auto& in : inputs_) names += (names.empty() ? "" : ", ") + in.name;
+  return names;
+}
+
 int Session::output_index(const std::string& name) const {
   for (size_t i = 0; i < outputs_.size(); ++i)
     if (outputs_[i].name == name) return static_cast<int>(i);

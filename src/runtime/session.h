@@ -64,6 +64,7 @@ class Session {
   const std::vector<IoInfo>& inputs() const { return inputs_; }
   const std::vector<IoInfo>& outputs() const { return outputs_; }
   int input_index(const std::string& name) const;   // -1 when absent
+  std::string input_names() const;                   // "a, b, c", for messages naming what exists
   int output_index(const std::string& name) const;  // -1 when absent
   const Graph& graph() const { return *graph_; }
   ThreadPool& pool() const { return *pool_; }

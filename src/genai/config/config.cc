@@ -353,10 +353,8 @@ void parse_root(const Source& src, const Json& root, Config& c) {
 
 // File names must stay inside the model folder.
 void check_relative(const Source& src, const std::string& path, const std::string& name) {
-  const std::filesystem::path p(name);
-  bool escapes = p.is_absolute() || p.has_root_name() || p.has_root_directory();
-  for (const auto& part : p) escapes = escapes || part == "..";
-  if (escapes) fail(src, "'" + path + "' must be a relative path inside the model folder, got \"" + name + "\"");
+  if (ModelPackage::leaves_folder(name))
+    fail(src, "'" + path + "' must be a relative path inside the model folder, got \"" + name + "\"");
 }
 
 void validate(const Source& src, const Config& c) {

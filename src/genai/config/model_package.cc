@@ -45,16 +45,11 @@ std::string ort_provider_name(std::string_view ep) {
   return std::string(ep);
 }
 
-// A relative path without "..", or the error naming `what` (after `prefix`).
+// A non-empty relative path inside the package, or the error naming `what` (after `prefix`).
 fs::path confined(std::string_view path, const std::string& what, const std::string& prefix) {
-  const fs::path p{std::string(path)};
-  // A NUL would end the name the system sees early.
-  bool escapes = path.empty() || path.find('\0') != std::string_view::npos || p.is_absolute() || p.has_root_name() ||
-                 p.has_root_directory();
-  for (const auto& part : p) escapes = escapes || part == "..";
-  ONNXLLM_CHECK(!escapes, kInvalidModel, prefix, what, " must be a relative path inside the package, got \"",
-                std::string(path), "\"");
-  return p;
+  ONNXLLM_CHECK(!path.empty() && !ModelPackage::leaves_folder(path), kInvalidModel, prefix, what,
+                " must be a relative path inside the package, got \"", std::string(path), "\"");
+  return fs::path{std::string(path)};
 }
 
 std::string text_field(const nlohmann::ordered_json& v, const char* key, const std::string& where,
@@ -70,6 +65,14 @@ std::string text_field(const nlohmann::ordered_json& v, const char* key, const s
 }
 
 }  // namespace
+
+bool ModelPackage::leaves_folder(std::string_view path) {
+  const fs::path p{std::string(path)};
+  bool escapes = path.find('\0') != std::string_view::npos || p.is_absolute() || p.has_root_name() ||
+                 p.has_root_directory();
+  for (const auto& part : p) escapes = escapes || part == "..";
+  return escapes;
+}
 
 bool ModelPackage::is_package(const fs::path& dir) {
   std::error_code ec;

@@ -47,6 +47,9 @@ class ModelPackage {
   static std::filesystem::path shared_asset(const std::filesystem::path& root, std::string_view reference,
                                             const std::string& field);
   static bool is_shared_asset(std::string_view reference) { return reference.starts_with("sha256:"); }
+  // Whether a relative path from a folder could reach outside it: absolute, with a root name or
+  // directory, a ".." part, or a NUL (the name the system sees would end there).
+  static bool leaves_folder(std::string_view path);
 
  private:
   static ModelPackage from_json(const nlohmann::ordered_json& manifest, const std::filesystem::path& dir);

@@ -58,12 +58,8 @@ bool DecoderState::set_model_input(const std::string& name, const TensorView& va
 
 const TensorView& DecoderState::input(const std::string& name) const {
   const int i = model_.session().input_index(name);
-  if (i < 0) {
-    std::string names;
-    for (const auto& in : model_.session().inputs()) names += (names.empty() ? "" : ", ") + in.name;
-    throw_error(ErrorCode::kInvalidArgument, "get_input: the decoder graph has no input '", name, "' (its inputs: ",
-                names, ")");
-  }
+  ONNXLLM_CHECK(i >= 0, kInvalidArgument, "get_input: the decoder graph has no input '", name, "' (its inputs: ",
+                model_.session().input_names(), ")");
   return binding_.input(i);
 }
 

@@ -199,7 +199,6 @@ Generator::Generator(const GeneratorParams& params) : model_(params.model()) {
       std::fprintf(stderr, "onnxllm: no draft model for this generator (%s); speculative decoding is off\n", e.what());
     }
   }
-  speculating_ = speculative_.ngram_size > 0 || draft_ != nullptr;
   search_ = Search::create(p);  // checks the sampling options
   state_ = std::make_unique<DecoderState>(*model_, rows, max_length_, share, capacity, s.chunk_size);
   state_->set_terminate_flag(terminate_.get());
@@ -209,7 +208,7 @@ Generator::Generator(const GeneratorParams& params) : model_(params.model()) {
   if (rows == 1 && (type == "phi3" || type == "phimoe")) rope_rewind_length_ = 4097;
   if (rows == 1 && type == "phi3small") rope_rewind_length_ = 8193;
   if (rope_rewind_length_ > 0) replay_.resize(static_cast<size_t>(max_length_));
-  if (speculating_) {
+  if (speculating()) {
     // An adaptive width may grow to 16, whatever max_draft_tokens says (as in onnxruntime-genai).
     if (speculative_.min_adaptive_k > 0) adaptive_.emplace(speculative_.min_adaptive_k);
     const size_t k = static_cast<size_t>(adaptive_ ? AdaptiveDraftWidth::kMaxWidth : speculative_.max_draft_tokens);
@@ -315,7 +314,7 @@ SpeculativeStats Generator::speculative_stats() const {
     s.adaptive_k_decreases = adaptive_->decreases;
     s.adaptive_k_observations = adaptive_->observations;
     s.adaptive_k_probes = adaptive_->probes;
-  } else if (speculating_) {
+  } else if (speculating()) {
     s.effective_k = static_cast<uint64_t>(speculative_.max_draft_tokens);
   }
   return s;
@@ -354,14 +353,16 @@ void Generator::propose(std::span<const int32_t> history, int k) {
   } catch (const std::exception& e) {
     // A failing draft only costs the speedup: standard steps from now on.
     std::fprintf(stderr, "onnxllm: the draft model failed (%s); speculative decoding is off\n", e.what());
-    speculating_ = false;
+    stats_.draft_forward_passes += static_cast<uint64_t>(draft_->model_calls() - calls);
+    draft_.reset();
     drafts_.clear();
+    return;
   }
   stats_.draft_forward_passes += static_cast<uint64_t>(draft_->model_calls() - calls);
 }
 
 bool Generator::start_round() {
-  if (!speculating_) return false;
+  if (!speculating()) return false;
   ++stats_.target_forward_passes;
   if (stats_.cooldown_remaining > 0) {
     --stats_.cooldown_remaining;
@@ -401,7 +402,8 @@ bool Generator::start_round() {
       throw;
     }
     // A decoder that returns only the last position's logits: standard steps from now on.
-    speculating_ = false;
+    speculative_.ngram_size = 0;
+    draft_.reset();
     state_->rewind_to(length);
     return false;
   }
@@ -511,10 +513,9 @@ void Generator::set_logits(std::span<const float> logits) {
 }
 
 bool Generator::set_model_input(const std::string& name, const TensorView& value, std::shared_ptr<const void> owner) {
-  ONNXLLM_CHECK(!value.empty(), kInvalidArgument, "set_model_input: the tensor for '", name, "' is empty");
+  check_model_input(name, value);
   if (!state_->set_model_input(name, value)) return false;
-  std::erase_if(model_inputs_, [&](const ModelInput& in) { return in.name == name; });
-  model_inputs_.push_back({name, value, std::move(owner)});
+  put_model_input(model_inputs_, {name, value, std::move(owner)});
   return true;
 }
 

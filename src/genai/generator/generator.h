@@ -105,7 +105,7 @@ class Generator {
   TensorView get_logits();
   // Replaces them (before any append_tokens too: search can then be driven by logits alone).
   void set_logits(std::span<const float> logits);
-  // Speculative decoding's counters (all zero without ngram_size). While a round's rows are being
+  // Speculative decoding's counters (all zero without ngram_size or a draft model). While a round's rows are being
   // taken, get_output("logits") is the round's run: [1, drafts + 1, vocab].
   SpeculativeStats speculative_stats() const;
   // A decoder output of the last run (e.g. "logits" [rows, seq, vocab]).
@@ -133,7 +133,7 @@ class Generator {
   // Runs the model on the tokens its cache lacks and stores the logits; a failure marks the
   // generator failed.
   void compute_logits();
-  // N-gram speculative decoding (speculative.ngram_size > 0, one row). start_round proposes drafts
+  // Speculative decoding (n-gram lookups or the model's draft decoder, one row). start_round proposes drafts
   // and runs the model on the pending token and them at once, leaving the first row of logits
   // current (false: a standard step is due). Each token chosen from a round's logits that equals
   // its draft makes the next row current, the cache already holding that draft; any other token,
@@ -144,6 +144,8 @@ class Generator {
   // A round's proposal for the last tokens of `history` (row 0), at most k tokens, into drafts_:
   // the n-gram lookup's, or the draft model's greedy continuation.
   void propose(std::span<const int32_t> history, int k);
+  // Rounds are tried: n-gram lookups or a draft model, until a failure drops the proposer.
+  bool speculating() const { return speculative_.ngram_size > 0 || draft_ != nullptr; }
   void take_round_token();
   void end_round(bool completed);
 
@@ -161,7 +163,6 @@ class Generator {
   std::vector<ModelInput> model_inputs_;  // set_model_input's values, kept alive while bound
   std::string failed_;           // why the generator is unusable, empty when it is fine
   SpeculativeConfig speculative_;
-  bool speculating_ = false;           // rounds are tried: n-gram lookups or a draft model
   std::unique_ptr<Generator> draft_;  // the model's draft decoder, proposing for one sequence
   int64_t model_calls_ = 0;
   std::vector<int32_t> drafts_;       // the round's drafts; empty between rounds

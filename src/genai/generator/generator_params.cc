@@ -56,10 +56,18 @@ void GeneratorParams::set_speculative_option(std::string_view name, bool value) 
   set_speculative_options(one_option(name, value));
 }
 
-void GeneratorParams::set_model_input(std::string name, const TensorView& value, std::shared_ptr<const void> owner) {
+void check_model_input(const std::string& name, const TensorView& value) {
   ONNXLLM_CHECK(!value.empty(), kInvalidArgument, "set_model_input: the tensor for '", name, "' is empty");
-  std::erase_if(model_inputs, [&](const ModelInput& in) { return in.name == name; });
-  model_inputs.push_back({std::move(name), value, std::move(owner)});
+}
+
+void put_model_input(std::vector<ModelInput>& inputs, ModelInput input) {
+  std::erase_if(inputs, [&](const ModelInput& in) { return in.name == input.name; });
+  inputs.push_back(std::move(input));
+}
+
+void GeneratorParams::set_model_input(std::string name, const TensorView& value, std::shared_ptr<const void> owner) {
+  check_model_input(name, value);
+  put_model_input(model_inputs, {std::move(name), value, std::move(owner)});
 }
 
 }  // namespace onnxllm::genai

@@ -23,6 +23,11 @@ struct ModelInput {
   std::shared_ptr<const void> owner;
 };
 
+// kInvalidArgument for an empty value (no dtype): what set_model_input refuses first.
+void check_model_input(const std::string& name, const TensorView& value);
+// Adds `input` to `inputs`, replacing an earlier value of its name.
+void put_model_input(std::vector<ModelInput>& inputs, ModelInput input);
+
 class GeneratorParams {
  public:
   explicit GeneratorParams(std::shared_ptr<const Model> model);
