@@ -31,7 +31,17 @@ void bind_tensors(py::module_& m) {
       .def("shape", [](OgaTensor& t) { return t.Shape(); })
       .def("type", [](OgaTensor& t) { return static_cast<int>(t.Type()); }, "The ONNX element type (1: float32, ...)")
       .def("data", [](py::object self) { return py::memoryview(tensor_view(self)); }, "The bytes, writable")
-      .def("as_numpy", &tensor_view, "A numpy view of the data (it keeps the Tensor alive)");
+      .def("as_numpy", &tensor_view, "A numpy view of the data (it keeps the Tensor alive)")
+      // numpy's array protocol, so that np.asarray(tensor) and numpy functions take a Tensor.
+      .def(
+          "__array__",
+          [](py::object self, py::object dtype, py::object copy) {
+            py::array view = tensor_view(self);
+            if (!dtype.is_none()) view = view.attr("astype")(dtype, py::arg("copy") = false);
+            if (!copy.is_none() && copy.cast<bool>()) view = view.attr("copy")();
+            return view;
+          },
+          py::arg("dtype") = py::none(), py::arg("copy") = py::none());
 
   py::class_<OgaNamedTensors>(m, "NamedTensors", "Model inputs by name")
       .def(py::init([] { return OgaNamedTensors::Create(); }))

@@ -87,7 +87,7 @@ void bind_tokenizer(py::module_& m) {
                py::gil_scoped_release release;
                tensor = tokenizer.EncodeBatch(c_texts.data(), c_texts.size());
              }
-             return tensor_to_numpy(std::move(tensor), py::none());
+             return tensor;  // a Tensor, as onnxruntime-genai's (np.asarray or as_numpy() views it)
            },
            py::arg("texts"))
       .def("decode_batch",

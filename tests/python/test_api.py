@@ -60,11 +60,15 @@ def test_tokenizer_round_trip_and_properties(stories, stories_dir):
 def test_batch_encode_decode(stories):
     tokenizer = og.Tokenizer(stories)
     texts = ["Once upon a time", "The cat"]
-    batch = tokenizer.encode_batch(texts)
-    assert batch.dtype == np.int32 and batch.shape[0] == 2
-    assert batch[0].tolist() == tokenizer.encode(texts[0]).tolist()
+    batch = tokenizer.encode_batch(texts)  # a Tensor, as onnxruntime-genai's
+    assert isinstance(batch, og.Tensor) and batch.type() == 6  # int32
+    first, second = tokenizer.encode(texts[0]).tolist(), tokenizer.encode(texts[1]).tolist()
+    assert batch.shape() == [2, max(len(first), len(second))]
+    ids = batch.as_numpy()
+    assert ids.dtype == np.int32 and ids[0].tolist()[:len(first)] == first and ids[1].tolist()[:len(second)] == second
+    assert np.asarray(batch).tolist() == ids.tolist() and np.asarray(batch, dtype=np.int64).dtype == np.int64
     assert tokenizer.decode_batch(batch) == texts
-    assert tokenizer.decode_batch(og.Tensor(batch)) == texts
+    assert tokenizer.decode_batch(ids) == texts
 
 
 def test_stream_decodes_what_decode_gives(stories):
