@@ -202,6 +202,7 @@ Generator::Generator(const GeneratorParams& params) : model_(params.model()) {
   search_ = Search::create(p);  // checks the sampling options
   state_ = std::make_unique<DecoderState>(*model_, rows, max_length_, share, capacity, s.chunk_size);
   state_->set_terminate_flag(terminate_.get());
+  if (draft_) draft_->state_->set_terminate_flag(terminate_.get());  // terminate_session stops the draft's runs too
   for (const ModelInput& in : params.model_inputs) set_model_input(in.name, in.value, in.owner);
   logits_.assign(static_cast<size_t>(rows) * vocab_size_, 0.0f);
   const std::string& type = model_->type();
@@ -344,18 +345,23 @@ void Generator::propose(std::span<const int32_t> history, int k) {
     const auto own = draft_->get_sequence(0);
     size_t common = 0;
     while (common < own.size() && common < history.size() && own[common] == history[common]) ++common;
-    if (common < own.size()) draft_->rewind_to(static_cast<int>(common));
+    // Rewinding also makes a draft usable again after a terminated run.
+    if (common < own.size() || !draft_->failed_.empty()) draft_->rewind_to(static_cast<int>(common));
     if (common < history.size()) draft_->append_tokens(history.subspan(common));
     while (drafts_.size() < static_cast<size_t>(k) && !draft_->is_done()) {
       draft_->generate_next_token();
       drafts_.push_back(draft_->get_next_tokens()[0]);
     }
   } catch (const std::exception& e) {
+    stats_.draft_forward_passes += static_cast<uint64_t>(draft_->model_calls() - calls);
+    drafts_.clear();
+    if (terminate_->load()) {  // terminate_session: this step fails as a target run would, the draft stays
+      failed_ = e.what();
+      throw;
+    }
     // A failing draft only costs the speedup: standard steps from now on.
     std::fprintf(stderr, "onnxllm: the draft model failed (%s); speculative decoding is off\n", e.what());
-    stats_.draft_forward_passes += static_cast<uint64_t>(draft_->model_calls() - calls);
     draft_.reset();
-    drafts_.clear();
     return;
   }
   stats_.draft_forward_passes += static_cast<uint64_t>(draft_->model_calls() - calls);

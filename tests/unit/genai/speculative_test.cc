@@ -268,6 +268,43 @@ TEST(DraftModel, TokensAndLogitsAreStandardDecodings) {
   }
 }
 
+// terminate_session stops the draft's runs as it stops the target's: the step fails naming the
+// termination, and once the flag is off and the generator rewound, generation goes on with the
+// draft still proposing and the standard run's tokens.
+TEST(DraftModel, TerminateSessionStopsTheDraftToo) {
+  const auto model = load_with_draft(true);
+  const Ids prompt = repetitive_prompt(4);
+  Config no_draft = model->config();
+  no_draft.model.draft.reset();
+  ModelOptions options;
+  options.num_threads = 2;
+  Generator standard(params(Model::create(no_draft, options), 50, "", ""));
+  const Generated expected = generate(standard, prompt);
+
+  Generator g(params(model, 50, "", R"({"max_draft_tokens": 4})"));
+  g.append_tokens(prompt);
+  for (int i = 0; i < 6; ++i) g.generate_next_token();
+  const int length = g.token_count();
+  const uint64_t draft_calls = g.speculative_stats().draft_forward_passes;
+  ASSERT_GT(draft_calls, 0u);
+  g.set_terminate_session(true);
+  try {
+    g.generate_next_token();
+    FAIL() << "a terminated session generated a token";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("terminated"), std::string::npos) << e.what();
+  }
+  // The draft's first run failed: its other proposals were not computed.
+  EXPECT_LE(g.speculative_stats().draft_forward_passes, draft_calls + 1);
+  EXPECT_THROW(g.generate_next_token(), Error);  // unusable until rewound, flag on or off
+  g.set_terminate_session(false);
+  g.rewind_to(length);
+  while (!g.is_done()) g.generate_next_token();
+  const auto seq = g.get_sequence(0);
+  EXPECT_EQ(Ids(seq.begin(), seq.end()), expected.tokens);
+  EXPECT_GT(g.speculative_stats().draft_forward_passes, draft_calls);  // the draft was kept
+}
+
 TEST(DraftModel, RewindsAppendsAndLimits) {
   const auto model = load_with_draft(false);
   const Ids prompt = repetitive_prompt(9);
