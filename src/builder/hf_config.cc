@@ -202,9 +202,35 @@ constexpr int64_t kMaxVocab = int64_t{1} << 24;
 constexpr int64_t kMaxPositions = int64_t{1} << 22;
 constexpr int64_t kMaxLayers = 4096;
 
+// Multimodal checkpoints whose text decoder the builder builds alone (as onnxruntime-genai's
+// builder does, but with its embeddings: onnxllm has no vision pipeline to feed inputs_embeds).
+// config.json nests the text model's config in text_config, holding only what differs from its
+// config class's defaults (transformers' to_diff_dict), so those defaults fill the rest.
+struct TextOfMultimodal {
+  const char* architecture;
+  const char* text_architecture;
+  const char* defaults;  // the text config class's __init__ defaults, as JSON
+};
+
+const TextOfMultimodal kTextOfMultimodal[] = {
+    // transformers' Gemma3TextConfig.
+    {"Gemma3ForConditionalGeneration", "Gemma3ForCausalLM",
+     R"({"vocab_size": 262208, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+         "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh",
+         "max_position_embeddings": 131072, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+         "query_pre_attn_scalar": 256, "sliding_window": 4096, "sliding_window_pattern": 6,
+         "rope_local_base_freq": 10000.0, "pad_token_id": 0, "eos_token_id": 1, "bos_token_id": 2})"},
+    // transformers' MistralConfig (Mistral Small 3.1's text_config is a Mistral decoder's).
+    {"Mistral3ForConditionalGeneration", "MistralForCausalLM",
+     R"({"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+         "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_act": "silu", "max_position_embeddings": 131072,
+         "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "sliding_window": 4096, "bos_token_id": 1, "eos_token_id": 2})"},
+};
+
 std::string supported_list() {
   std::string s;
   for (const auto& a : architecture_table()) s += (s.empty() ? "" : ", ") + std::string(a.architecture);
+  for (const auto& m : kTextOfMultimodal) s += ", " + std::string(m.architecture) + " (the text decoder)";
   return s;
 }
 
@@ -477,9 +503,49 @@ const std::vector<std::string>& supported_architectures() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> v;
     for (const auto& a : architecture_table()) v.push_back(a.architecture);
+    for (const auto& m : kTextOfMultimodal) v.push_back(m.architecture);
     return v;
   }();
   return names;
+}
+
+namespace {
+
+// The text decoder's config of a multimodal checkpoint: text_config over its class's defaults, the
+// token ids from the top level where text_config has none.
+HfConfig parse_text_of_multimodal(const TextOfMultimodal& m, const json& config, const json& generation,
+                                  const std::string& source) {
+  ONNXLLM_CHECK(config.contains("text_config") && config["text_config"].is_object(), kInvalidModel, source, ": ",
+                m.architecture, " needs 'text_config' (the text decoder's config) as an object");
+  ONNXLLM_CHECK(!config.contains("quantization_config") && !config["text_config"].contains("quantization_config"),
+                kUnsupported, source, ": quantized ", m.architecture, " checkpoints are not supported");
+  json text = config["text_config"];
+  for (const char* key : {"bos_token_id", "eos_token_id", "pad_token_id", "tie_word_embeddings"})
+    if (!text.contains(key) && config.contains(key)) text[key] = config[key];
+  const bool tie_given = text.contains("tie_word_embeddings");
+  const json defaults = json::parse(m.defaults);
+  for (const auto& [key, value] : defaults.items())
+    if (!text.contains(key)) text[key] = value;
+  text["architectures"] = json::array({m.text_architecture});
+  HfConfig c = parse_hf_config(text, generation, source + " text_config");
+  c.architecture = m.architecture;
+  c.text_of_multimodal = true;
+  c.tie_from_config = tie_given;
+  use_checkpoint_names(c, [](const std::string&) { return false; });  // the older names until a checkpoint says
+  return c;
+}
+
+}  // namespace
+
+void use_checkpoint_names(HfConfig& c, const std::function<bool(const std::string&)>& has) {
+  if (!c.text_of_multimodal) return;
+  const bool language_model_inside = has("model.language_model.embed_tokens.weight");
+  const std::string model = language_model_inside ? "model.language_model." : "language_model.model.";
+  c.layout.embed_tokens = model + "embed_tokens";
+  c.layout.layers = model + "layers.";
+  c.layout.final_norm = model + "norm";
+  c.layout.lm_head = language_model_inside ? "lm_head" : "language_model.lm_head";
+  if (!c.tie_from_config && has(c.layout.embed_tokens + ".weight")) c.tie_word_embeddings = !has(c.layout.lm_head + ".weight");
 }
 
 HfConfig parse_hf_config(const json& config, const json& generation, const std::string& source) {
@@ -491,6 +557,8 @@ HfConfig parse_hf_config(const json& config, const json& generation, const std::
                     config["architectures"][0].is_string(),
                 kInvalidModel, source, ": missing 'architectures' (the model class); supported: ", supported_list());
   c.architecture = config["architectures"][0].get<std::string>();
+  for (const auto& m : kTextOfMultimodal)
+    if (c.architecture == m.architecture) return parse_text_of_multimodal(m, config, generation, source);
   const ArchitectureInfo* info = nullptr;
   for (const auto& a : architecture_table())
     if (c.architecture == a.architecture) info = &a;

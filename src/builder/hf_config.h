@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -150,6 +151,10 @@ struct HfConfig {
   bool mlp_bias = false;   // biases on gate/up/down (Llama mlp_bias)
   bool lm_head_bias = false;  // Phi: the LM head and the final norm have biases
   bool tie_word_embeddings = false;
+  // The text decoder of a multimodal checkpoint (Gemma3ForConditionalGeneration, ...): built alone,
+  // its tensors named as the checkpoint's transformers version saved them (use_checkpoint_names).
+  bool text_of_multimodal = false;
+  bool tie_from_config = true;  // false: config.json does not say (the checkpoint's LM head decides)
 
   double rope_theta = 10000.0;
   double rope_local_theta = 0.0;  // Gemma 3 sliding layers; 0 = same caches for every layer
@@ -205,6 +210,12 @@ const std::vector<std::string>& supported_architectures();
 // file in messages. Throws kInvalidModel naming the field for missing or bad values and
 // kUnsupported (listing the supported architectures / rope types) for what we do not build.
 HfConfig parse_hf_config(const nlohmann::json& config, const nlohmann::json& generation, const std::string& source);
+
+// For the text decoder of a multimodal checkpoint: its tensor names (transformers 4.52 and later
+// save model.language_model.* and lm_head, earlier versions language_model.model.* and
+// language_model.lm_head) and, where config.json does not say, whether the LM head is tied (no
+// LM head tensor). `has` tells whether the checkpoint holds a tensor. Nothing for other models.
+void use_checkpoint_names(HfConfig& config, const std::function<bool(const std::string&)>& has);
 
 // Reads `config_path` and, when present beside it, generation_config.json.
 HfConfig load_hf_config(const std::filesystem::path& config_path);

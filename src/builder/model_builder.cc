@@ -122,6 +122,7 @@ BuildSummary build_model(const BuildOptions& o) {
     source = std::make_unique<GgufWeights>(*gguf_file, gguf_permutes_qk(*gguf_file), config.head_dim,
                                            gguf_post_norms(*gguf_file));
   else source = std::make_unique<CheckpointWeights>(SafetensorsReader::open_folder(o.input_dir));
+  if (!o.random_weights && !gguf) use_checkpoint_names(config, [&](const std::string& name) { return source->has(name); });
 
   // Everything is validated here, before any output exists.
   DecoderGraph decoder = build_decoder_graph(config, o.decoder, *source, pool);

@@ -6,11 +6,13 @@
 #include <cmath>
 #include <iostream>
 
+#include "builder/decoder_builder.h"
 #include "builder/hf_config.h"
 #include "builder/safetensors.h"
 #include "builder/weight_source.h"
 #include "tests/unit/builder/builder_test_util.h"
 #include "tests/unit/builder/reference_decoder.h"
+#include "core/thread_pool.h"
 #include "tests/util/ort_oracle.h"
 
 namespace onnxllm::test {
@@ -254,6 +256,95 @@ TEST(BuilderE2E, Fp16RunsLikeFp32) {
   auto script = ort_generate_script(&why);
   if (!script) GTEST_SKIP() << why;
   EXPECT_EQ(ort_greedy(*script, dir / "fp16", 8, kPrompt), fp16);
+}
+
+// Records the tensors a build reads (check() is called for each before anything is written).
+class RecordingWeights : public WeightSource {
+ public:
+  explicit RecordingWeights(const WeightSource& inner) : inner_(inner) {}
+  bool has(const std::string& name) const override { return inner_.has(name); }
+  void check(const std::string& name, const Shape& shape, const std::string& fields) const override {
+    seen.push_back({name, shape});
+    inner_.check(name, shape, fields);
+  }
+  void read_rows(const std::string& name, const Shape& shape, int64_t b, int64_t e, float* out,
+                 ThreadPool& pool) const override {
+    inner_.read_rows(name, shape, b, e, out, pool);
+  }
+  mutable std::vector<std::pair<std::string, Shape>> seen;
+
+ private:
+  const WeightSource& inner_;
+};
+
+// The text decoder of a multimodal checkpoint (Gemma 3 4B-27B's and Mistral Small 3.1's class):
+// the text model's weights saved under either transformers naming, beside vision tensors, with
+// its config nested in text_config, build the model the text architecture's checkpoint builds
+// (the same greedy tokens). Where text_config does not say whether the LM head is tied, the
+// checkpoint decides: an lm_head tensor means untied, whatever the family's default.
+TEST(BuilderE2E, TextOfMultimodalCheckpointsBuildTheirTextModel) {
+  json gemma3 = tiny_config("Gemma3ForCausalLM");
+  gemma3["hidden_activation"] = "gelu_pytorch_tanh";
+  gemma3["sliding_window"] = 4;
+  gemma3["sliding_window_pattern"] = 2;
+  gemma3["query_pre_attn_scalar"] = 16;
+  gemma3["head_dim"] = 16;  // as transformers saves a text_config: what differs from the defaults (256)
+  json untied_gemma3 = gemma3;  // tie_word_embeddings false: an lm_head tensor
+  gemma3.erase("tie_word_embeddings");  // Gemma's default: tied, no lm_head tensor
+  const json mistral = tiny_config("MistralForCausalLM");
+  struct Case {
+    const char* wrapper;
+    json text;
+  };
+  const std::vector<Case> cases = {{"Gemma3ForConditionalGeneration", gemma3},
+                                   {"Gemma3ForConditionalGeneration", untied_gemma3},
+                                   {"Mistral3ForConditionalGeneration", mistral}};
+  for (size_t n = 0; n < cases.size(); ++n) {
+    const Case& k = cases[n];
+    const auto dir = temp_dir(str_cat("e2e_multimodal_", n));
+    build_random(k.text, dir / "text_model", "fp32", 7);
+    const auto expected = onnxllm_greedy(dir / "text_model", 10, kPrompt);
+    const HfConfig c = parse_hf_config(k.text, json(), "config.json");
+    RandomWeights weights(c, 7);
+    RecordingWeights recorder(weights);
+    ThreadPool pool(1);
+    build_decoder_graph(c, DecoderOptions{}, recorder, pool);
+    ASSERT_FALSE(recorder.seen.empty());
+    for (const bool inside : {true, false}) {  // transformers >= 4.52: model.language_model.*
+      SCOPED_TRACE(std::string(k.wrapper) + (inside ? " model.language_model" : " language_model.model"));
+      std::vector<SafetensorsEntry> entries;
+      for (const auto& [name, shape] : recorder.seen) {
+        std::vector<float> values(static_cast<size_t>(shape.numel()));
+        weights.read_rows(name, shape, 0, shape[0], values.data(), pool);
+        std::string renamed = name;
+        if (name.rfind("model.", 0) == 0)
+          renamed = (inside ? "model.language_model." : "language_model.model.") + name.substr(6);
+        else if (name.rfind("lm_head", 0) == 0 && !inside)
+          renamed = "language_model." + name;
+        entries.push_back({renamed, "F32", std::vector<int64_t>(shape.dims().begin(), shape.dims().end()),
+                           float_bytes(values)});
+      }
+      entries.push_back({"vision_tower.vision_model.embeddings.patch_embedding.weight", "F32", {4, 3},
+                         float_bytes(std::vector<float>(12, 0.5f))});
+      json config = {{"architectures", {k.wrapper}}, {"model_type", "multimodal"}, {"text_config", k.text},
+                     {"vision_config", {{"hidden_size", 4}}}, {"image_token_index", 3}};
+      config["text_config"].erase("architectures");
+      config["text_config"].erase("tie_word_embeddings");  // the checkpoint's lm_head decides
+      const auto hf = dir / (inside ? "hf_inside" : "hf_outside");
+      std::filesystem::create_directories(hf);
+      write_text(hf / "config.json", config.dump());
+      write_safetensors(hf / "model.safetensors", entries);
+      BuildOptions o;
+      o.input_dir = hf;
+      o.output_dir = dir / (inside ? "built_inside" : "built_outside");
+      o.overwrite = true;
+      const BuildSummary summary = build_model(o);
+      EXPECT_EQ(summary.architecture, k.wrapper);
+      EXPECT_EQ(onnxllm_greedy(o.output_dir, 10, kPrompt), expected);
+      const json genai = json::parse(read_file(o.output_dir / "genai_config.json"));
+      EXPECT_EQ(genai["model"]["type"], c.genai_type);
+    }
+  }
 }
 
 }  // namespace

@@ -19,6 +19,70 @@ std::string parse_error(const json& config) {
   return "(no error)";
 }
 
+// google/gemma-3-4b-it's config.json (text part): text_config holds only what differs from
+// Gemma3TextConfig's defaults, which fill the rest; the token ids come from the top level.
+TEST(HfConfig, TextOfMultimodalTakesTheTextConfigClassDefaults) {
+  const json gemma = json::parse(R"({
+    "architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3", "eos_token_id": [1, 106],
+    "image_token_index": 262144, "mm_tokens_per_image": 256, "boi_token_index": 255999,
+    "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+                    "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+                    "sliding_window": 1024},
+    "vision_config": {"hidden_size": 1152, "model_type": "siglip_vision_model"}})");
+  const HfConfig c = parse_hf_config(gemma, json(), "config.json");
+  EXPECT_EQ(c.architecture, "Gemma3ForConditionalGeneration");
+  EXPECT_EQ(c.genai_type, "gemma3_text");
+  EXPECT_EQ(c.family, ModelFamily::kGemma3);
+  EXPECT_EQ(c.hidden_size, 2560);
+  EXPECT_EQ(c.num_layers, 34);
+  EXPECT_EQ(c.num_heads, 8);
+  EXPECT_EQ(c.num_kv_heads, 4);
+  EXPECT_EQ(c.head_dim, 256);
+  EXPECT_EQ(c.vocab_size, 262208);
+  EXPECT_EQ(c.max_position_embeddings, 131072);
+  EXPECT_EQ(c.activation, "gelu_pytorch_tanh");
+  EXPECT_DOUBLE_EQ(c.attention_scale, 1.0 / 16);  // query_pre_attn_scalar 256
+  EXPECT_DOUBLE_EQ(c.rope_theta, 1e6);
+  EXPECT_DOUBLE_EQ(c.rope_local_theta, 1e4);
+  EXPECT_EQ(c.rope_scaling.type, "linear");
+  EXPECT_DOUBLE_EQ(c.rope_scaling.factor, 8.0);
+  EXPECT_EQ(c.sliding_window, 1024);
+  ASSERT_EQ(c.sliding_layers.size(), 34u);
+  for (size_t i = 0; i < 34; ++i) EXPECT_EQ(c.sliding_layers[i], (i + 1) % 6 != 0) << i;  // pattern 6
+  EXPECT_EQ(c.eos_token_id, (std::vector<int64_t>{1, 106}));
+  EXPECT_EQ(c.bos_token_id, 2);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_EQ(c.layout.embed_tokens, "language_model.model.embed_tokens");  // until a checkpoint says otherwise
+  EXPECT_EQ(c.layout.layers, "language_model.model.layers.");
+
+  HfConfig renamed = c;
+  use_checkpoint_names(renamed, [](const std::string& name) {
+    return name == "model.language_model.embed_tokens.weight" || name == "lm_head.weight";
+  });
+  EXPECT_EQ(renamed.layout.embed_tokens, "model.language_model.embed_tokens");
+  EXPECT_EQ(renamed.layout.final_norm, "model.language_model.norm");
+  EXPECT_EQ(renamed.layout.lm_head, "lm_head");
+  EXPECT_FALSE(renamed.tie_word_embeddings);  // text_config does not say: the checkpoint's lm_head does
+  HfConfig plain = parse_hf_config(tiny_config("Gemma3ForCausalLM"), json(), "config.json");
+  use_checkpoint_names(plain, [](const std::string&) { return true; });
+  EXPECT_EQ(plain.layout.embed_tokens, "model.embed_tokens");  // other models keep their names
+
+  json bad = gemma;
+  bad.erase("text_config");
+  EXPECT_NE(parse_error(bad).find("Gemma3ForConditionalGeneration needs 'text_config'"), std::string::npos);
+  bad["text_config"] = "gemma3_text";
+  EXPECT_NE(parse_error(bad).find("needs 'text_config' (the text decoder's config) as an object"), std::string::npos);
+  bad = gemma;
+  bad["text_config"]["num_attention_heads"] = 0;
+  EXPECT_NE(parse_error(bad).find("config.json text_config"), std::string::npos) << parse_error(bad);
+  bad = gemma;
+  bad["quantization_config"] = {{"quant_method", "gptq"}};
+  EXPECT_NE(parse_error(bad).find("quantized Gemma3ForConditionalGeneration checkpoints are not supported"),
+            std::string::npos);
+  EXPECT_NE(parse_error(tiny_config("NoSuchForCausalLM")).find("Mistral3ForConditionalGeneration (the text decoder)"),
+            std::string::npos);
+}
+
 TEST(HfConfig, StoriesConfig) {
   ONNXLLM_REQUIRE_SHARED(shared);
   const HfConfig c = load_hf_config(shared / "models/stories260K-hf/config.json");
