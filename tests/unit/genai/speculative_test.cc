@@ -233,6 +233,15 @@ std::shared_ptr<const Model> load_with_draft(bool same_weights, bool split_lm_he
   return Model::create(Config::load(dir), options);
 }
 
+// The same target model with its draft left out: standard decoding to compare with.
+std::shared_ptr<const Model> without_draft(const std::shared_ptr<const Model>& model) {
+  Config config = model->config();
+  config.model.draft.reset();
+  ModelOptions options;
+  options.num_threads = 2;
+  return Model::create(config, options);
+}
+
 // Draft-model speculative decoding (model.draft): the draft's greedy continuation is verified as an
 // n-gram proposal is, so tokens and every step's logits are standard decoding's, greedy and sampled.
 TEST(DraftModel, TokensAndLogitsAreStandardDecodings) {
@@ -243,12 +252,8 @@ TEST(DraftModel, TokensAndLogitsAreStandardDecodings) {
       SCOPED_TRACE(std::string(same ? "same weights" : "other weights") + sampling);
       const Ids prompt = repetitive_prompt(3);
       Generator speculative(params(model, 90, sampling, R"({"max_draft_tokens": 4})"));
-      // The standard run: the same model with its draft left out (a batch of one row would do too).
-      Config no_draft = model->config();
-      no_draft.model.draft.reset();
-      ModelOptions options;
-      options.num_threads = 2;
-      Generator standard(params(Model::create(no_draft, options), 90, sampling, ""));
+      // The standard run (a batch of one row would do too).
+      Generator standard(params(without_draft(model), 90, sampling, ""));
       const Generated a = generate(standard, prompt), b = generate(speculative, prompt);
       expect_same_run(a, b);
       expect_counters_add_up(b.stats, true);
@@ -274,11 +279,7 @@ TEST(DraftModel, TokensAndLogitsAreStandardDecodings) {
 TEST(DraftModel, TerminateSessionStopsTheDraftToo) {
   const auto model = load_with_draft(true);
   const Ids prompt = repetitive_prompt(4);
-  Config no_draft = model->config();
-  no_draft.model.draft.reset();
-  ModelOptions options;
-  options.num_threads = 2;
-  Generator standard(params(Model::create(no_draft, options), 50, "", ""));
+  Generator standard(params(without_draft(model), 50, "", ""));
   const Generated expected = generate(standard, prompt);
 
   Generator g(params(model, 50, "", R"({"max_draft_tokens": 4})"));
@@ -308,11 +309,7 @@ TEST(DraftModel, TerminateSessionStopsTheDraftToo) {
 TEST(DraftModel, RewindsAppendsAndLimits) {
   const auto model = load_with_draft(false);
   const Ids prompt = repetitive_prompt(9);
-  Config no_draft = model->config();
-  no_draft.model.draft.reset();
-  ModelOptions options;
-  options.num_threads = 2;
-  const auto target = Model::create(no_draft, options);
+  const auto target = without_draft(model);
   for (int at = static_cast<int>(prompt.size()) + 1; at < 50; at += 3) {
     for (const bool rewind : {true, false}) {
       auto midway = [&](Generator& g) {
