@@ -326,6 +326,11 @@ struct Server::Impl {
 
   // Takes a choice's new tokens: text through the stream, EOS and stop sequences end it.
   void pump(Choice& c, const GenerationRequest& r) {
+    // Whether the request is done, read before its tokens: the engine queues a request's last
+    // token before it marks it done, so a request read as done has all its tokens queued. Read
+    // after them, a token and the done mark that came in between were taken for a reply cut at
+    // max_tokens ("length", its last tokens lost: a tool call gone, under load).
+    const bool done = c.request->is_done();
     while (c.finish.empty() && c.request->has_unseen_tokens()) {
       genai::TokenLogprobs lp;
       const int32_t id = c.request->get_unseen_token(r.logprobs ? &lp : nullptr);
@@ -346,7 +351,7 @@ struct Server::Impl {
       c.held += c.stream->step(id);
       release_text(c, r);
     }
-    if (c.finish.empty() && c.request->is_done()) {
+    if (c.finish.empty() && done) {
       c.held += c.stream->flush();
       release_text(c, r);
       if (c.finish.empty()) {
