@@ -1,6 +1,7 @@
 #include "server/server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <chrono>
@@ -29,6 +30,7 @@ using Json = nlohmann::ordered_json;
 using Clock = std::chrono::steady_clock;
 
 constexpr auto kPoll = std::chrono::milliseconds(50);
+constexpr int kListenBacklog = 1024;  // pending connections the kernel holds for accept()
 
 std::string dump(const Json& j) { return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace); }
 
@@ -732,6 +734,7 @@ struct Server::Impl {
 
   httplib::Server http;
   int bound_port = -1;
+  socket_t listen_socket = INVALID_SOCKET;  // set by the socket options hook at bind
   std::thread engine_thread;
   std::atomic<bool> stopping_engine{false};
   std::mutex work_mutex;
@@ -761,6 +764,14 @@ Server::Server(const std::filesystem::path& model_dir, const ServerOptions& opti
   s.http.set_read_timeout(10, 0);
   s.http.set_write_timeout(60, 0);
   s.http.set_keep_alive_max_count(1000);
+  // Debian's cpp-httplib listens with a backlog of 5 (compiled into the library): a burst of new
+  // connections while the machine is busy overflows it, and a connection the kernel then drops is
+  // reset when its request arrives (3 of 24 chaos clients, under ctest load). The hook keeps the
+  // listening socket, whose backlog bind() raises (listen() again sets it).
+  s.http.set_socket_options([&s](socket_t sock) {
+    httplib::default_socket_options(sock);
+    s.listen_socket = sock;
+  });
 
   auto json_error = [](httplib::Response& res, const ApiError& e) {
     res.status = e.status;
@@ -875,6 +886,8 @@ int Server::bind() {
   }
   ONNXLLM_CHECK(s.bound_port > 0, kRuntime, "cannot listen on ", s.options.host, ":", s.options.port,
                 " (address in use, or not an address of this machine)");
+  // Capped by the kernel at net.core.somaxconn; a failure leaves the library's backlog.
+  if (s.listen_socket != INVALID_SOCKET) ::listen(s.listen_socket, kListenBacklog);
   return s.bound_port;
 }
 

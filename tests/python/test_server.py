@@ -119,6 +119,18 @@ def sse_events(text):
     return [json.loads(e) for e in events[:-1]]
 
 
+def test_listen_backlog_holds_a_burst(server):
+    """The listening socket's backlog is raised from cpp-httplib's 5 to 1024 (the kernel caps it at
+    net.core.somaxconn): ss shows a listening socket's backlog as its Send-Q."""
+    ss = shutil.which("ss")
+    if ss is None:
+        pytest.skip("ss (iproute2) is not installed")
+    out = subprocess.run([ss, "-ltnH", f"sport = :{server.port}"], capture_output=True, text=True, check=True).stdout
+    [line] = [l for l in out.splitlines() if l.strip()]
+    somaxconn = int(pathlib.Path("/proc/sys/net/core/somaxconn").read_text())
+    assert int(line.split()[2]) == min(1024, somaxconn), line
+
+
 def test_greedy_text_equals_the_generator(server, chat_model):
     want = generator_text(chat_model, "Once upon a time", 24)
     status, _, body = server.post("/v1/completions", {"model": server.model, "prompt": "Once upon a time",
