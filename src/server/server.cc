@@ -766,8 +766,9 @@ Server::Server(const std::filesystem::path& model_dir, const ServerOptions& opti
   s.http.set_keep_alive_max_count(1000);
   // Debian's cpp-httplib listens with a backlog of 5 (compiled into the library): a burst of new
   // connections while the machine is busy overflows it, and a connection the kernel then drops is
-  // reset when its request arrives (3 of 24 chaos clients, under ctest load). The hook keeps the
-  // listening socket, whose backlog bind() raises (listen() again sets it).
+  // reset when its request arrives (the likely cause of 3 of 24 chaos clients reset under ctest
+  // load; not reproduced on demand). The hook keeps the listening socket, whose backlog bind()
+  // raises (listen() again sets it).
   s.http.set_socket_options([&s](socket_t sock) {
     httplib::default_socket_options(sock);
     s.listen_socket = sock;
