@@ -4,6 +4,7 @@ what the printed step times give, and bad arguments exit with a message naming t
 (optimum_bench.py's too); compare.py --batch against ONNX Runtime (ort_generate_batch.js) and
 llama.cpp (llamacpp_generate_batch.mjs) where they are installed."""
 
+import json
 import os
 import pathlib
 import re
@@ -89,12 +90,32 @@ def test_batch_ratio(stories_dir):
 
 def test_context_ratio(stories_dir):
     result = run("context_ratio.py", "-m", stories_dir, "--short", "8", "--long", "32", "--gen-len", "6",
-                 "--rounds", "1")
+                 "--rounds", "1", "--onnxllm", CLI)
     assert result.returncode == 0, result.stderr
     m = re.search(r"8 tokens ([\d.]+) ms a step, 32 tokens ([\d.]+) ms, ratio ([\d.]+)", result.stdout)
     assert m, result.stdout
     lo, hi = quotient_range(float(m.group(1)), float(m.group(2)))
     assert lo - 0.0005 <= float(m.group(3)) <= hi + 0.0005, m.groups()
+    # The bound from the model's own byte counts: stories260K (5 layers, 4 KV heads of 8, float32)
+    # keeps 2 x 5 x 4 x 8 x 4 = 1280 cache bytes a position, at mean contexts 8 + 3 and 32 + 3.
+    bench = subprocess.run([str(CLI), "bench", "-m", str(stories_dir), "--prompt-len", "1", "--gen-len", "2",
+                            "--reps", "1", "--no-bandwidth", "--json"], capture_output=True, text=True, check=True)
+    j = [line for line in bench.stdout.splitlines() if line.startswith("{")][-1]
+    j = json.loads(j)
+    assert j["kv_bytes_per_position"] == 1280, j
+    fixed = j["weight_bytes_per_step"] + j["row_bytes_per_token"]
+    expected = (fixed + 1280 * 11) / (fixed + 1280 * 35)
+    b = re.search(r"bandwidth bound ([\d.]+) \(.*KV cache 1\.2 KiB a position.* at 11 and .* at 35\); "
+                  r"the median is ([\d.]+) of it", result.stdout)
+    assert b, result.stdout
+    assert float(b.group(1)) == pytest.approx(expected, abs=0.0005)
+    assert float(b.group(2)) == pytest.approx(float(m.group(3)) / expected, abs=0.006)
+
+
+def test_context_ratio_names_a_missing_cli(stories_dir, tmp_path):
+    result = run("context_ratio.py", "-m", stories_dir, "--short", "8", "--long", "32", "--gen-len", "6",
+                 "--rounds", "1", "--onnxllm", tmp_path / "no-such-onnxllm")
+    assert result.returncode != 0 and "cannot run" in result.stderr and "no-such-onnxllm" in result.stderr, result.stderr
 
 
 def test_thread_ratio(stories_dir):
