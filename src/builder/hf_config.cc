@@ -362,6 +362,50 @@ RopeScaling parse_rope_scaling(const json& j, const std::string& source, int64_t
   return r;
 }
 
+// transformers 5 saves the rotary settings as one `rope_parameters` object (rope_type, rope_theta,
+// partial_rotary_factor and the scaling's fields), or one per layer type ("full_attention",
+// "sliding_attention"), where 4.x wrote rope_theta, rope_scaling and partial_rotary_factor at the
+// top level (and Gemma 3 its sliding layers' base as rope_local_base_freq). Returns `config` with
+// the new form written as the old keys, which the parser reads; where both are given,
+// rope_parameters wins, as in transformers. `local_rope`: the family gives its sliding layers a
+// base of their own (otherwise they must share the full layers' settings).
+json legacy_rope_keys(const json& config, const std::string& source, bool local_rope) {
+  if (!config.contains("rope_parameters") || config["rope_parameters"].is_null()) return config;
+  const json& rp = config["rope_parameters"];
+  ONNXLLM_CHECK(rp.is_object(), kInvalidModel, source, ": 'rope_parameters' should be an object, got ", json_excerpt(rp));
+  json out = config;
+  out.erase("rope_parameters");
+  bool per_layer_type = !rp.empty();
+  for (const auto& [key, value] : rp.items()) per_layer_type = per_layer_type && value.is_object();
+  json main = rp;
+  if (per_layer_type) {
+    ONNXLLM_CHECK(rp.contains("full_attention"), kUnsupported, source,
+                  ": 'rope_parameters' per layer type without 'full_attention' is not supported, got ", json_excerpt(rp));
+    main = rp["full_attention"];
+    for (const auto& [type, params] : rp.items()) {
+      if (type == "full_attention" || params == main) continue;
+      ONNXLLM_CHECK(type == "sliding_attention", kUnsupported, source, ": 'rope_parameters' of layer type '", type,
+                    "' is not supported (full_attention and sliding_attention are)");
+      // Only a base of their own: the default rotary with another rope_theta.
+      json others = params;
+      for (const char* key : {"rope_theta", "rope_type", "type"}) others.erase(key);
+      const bool plain = params.value("rope_type", json("default")) == "default" && others.empty();
+      ONNXLLM_CHECK(local_rope && plain, kUnsupported, source,
+                    ": 'rope_parameters' give the sliding layers their own rotary (", json_excerpt(params),
+                    "), which this architecture's builder does not read");
+      if (params.contains("rope_theta")) out["rope_local_base_freq"] = params["rope_theta"];
+    }
+  }
+  json scaling = main;
+  for (const char* key : {"rope_theta", "partial_rotary_factor"})
+    if (main.contains(key)) {
+      out[key] = main[key];
+      scaling.erase(key);
+    }
+  out["rope_scaling"] = scaling.empty() ? json(nullptr) : scaling;
+  return out;
+}
+
 void parse_search(const Fields& config, const Fields& generation, HfConfig& c) {
   SearchDefaults& s = c.search;
   // config.json may carry generation values (older checkpoints) ...
@@ -548,22 +592,23 @@ void use_checkpoint_names(HfConfig& c, const std::function<bool(const std::strin
   if (!c.tie_from_config && has(c.layout.embed_tokens + ".weight")) c.tie_word_embeddings = !has(c.layout.lm_head + ".weight");
 }
 
-HfConfig parse_hf_config(const json& config, const json& generation, const std::string& source) {
-  ONNXLLM_CHECK(config.is_object(), kInvalidModel, source, ": expected a JSON object");
-  const Fields f(config, source);
+HfConfig parse_hf_config(const json& given, const json& generation, const std::string& source) {
+  ONNXLLM_CHECK(given.is_object(), kInvalidModel, source, ": expected a JSON object");
   HfConfig c;
 
-  ONNXLLM_CHECK(f.has("architectures") && config["architectures"].is_array() && !config["architectures"].empty() &&
-                    config["architectures"][0].is_string(),
-                kInvalidModel, source, ": missing 'architectures' (the model class); supported: ", supported_list());
-  c.architecture = config["architectures"][0].get<std::string>();
+  const json& arch = given.contains("architectures") ? given["architectures"] : json();
+  ONNXLLM_CHECK(arch.is_array() && !arch.empty() && arch[0].is_string(), kInvalidModel, source,
+                ": missing 'architectures' (the model class); supported: ", supported_list());
+  c.architecture = arch[0].get<std::string>();
   for (const auto& m : kTextOfMultimodal)
-    if (c.architecture == m.architecture) return parse_text_of_multimodal(m, config, generation, source);
+    if (c.architecture == m.architecture) return parse_text_of_multimodal(m, given, generation, source);
   const ArchitectureInfo* info = nullptr;
   for (const auto& a : architecture_table())
     if (c.architecture == a.architecture) info = &a;
   ONNXLLM_CHECK(info != nullptr, kUnsupported, source, ": architecture '", c.architecture,
                 "' is not supported; supported: ", supported_list());
+  const json config = legacy_rope_keys(given, source, info->local_rope);
+  const Fields f(config, source);
   c.family = info->family;
   c.genai_type = info->genai_type;
   c.layout = info->layout;

@@ -83,6 +83,99 @@ TEST(HfConfig, TextOfMultimodalTakesTheTextConfigClassDefaults) {
             std::string::npos);
 }
 
+// The rotary fields a config decides.
+void expect_same_rope(const HfConfig& a, const HfConfig& b) {
+  EXPECT_DOUBLE_EQ(a.rope_theta, b.rope_theta);
+  EXPECT_DOUBLE_EQ(a.rope_local_theta, b.rope_local_theta);
+  EXPECT_EQ(a.rotary_dim(), b.rotary_dim());
+  EXPECT_EQ(a.rope_scaling.type, b.rope_scaling.type);
+  EXPECT_DOUBLE_EQ(a.rope_scaling.factor, b.rope_scaling.factor);
+  EXPECT_DOUBLE_EQ(a.rope_scaling.low_freq_factor, b.rope_scaling.low_freq_factor);
+  EXPECT_DOUBLE_EQ(a.rope_scaling.high_freq_factor, b.rope_scaling.high_freq_factor);
+  EXPECT_DOUBLE_EQ(a.rope_scaling.beta_fast, b.rope_scaling.beta_fast);
+  EXPECT_EQ(a.rope_scaling.original_max_position_embeddings, b.rope_scaling.original_max_position_embeddings);
+}
+
+// transformers 5 writes `rope_parameters` (one object, or one per layer type) where 4.x wrote
+// rope_theta, rope_scaling, partial_rotary_factor and Gemma 3's rope_local_base_freq; both forms
+// of each config read the same, and none falls back to the family's default base.
+TEST(HfConfig, Transformers5RopeParametersReadAsTheirLegacyKeys) {
+  struct Case {
+    const char* architecture;
+    json legacy;  // the 4.x keys
+    json rope_parameters;
+  };
+  const Case cases[] = {
+      {"LlamaForCausalLM",
+       {{"rope_theta", 500000.0},
+        {"rope_scaling", {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
+                          {"original_max_position_embeddings", 32}}}},
+       {{"rope_type", "llama3"}, {"rope_theta", 500000.0}, {"factor", 8.0}, {"low_freq_factor", 1.0},
+        {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 32}}},
+      {"Qwen2ForCausalLM", {{"rope_theta", 1000000.0}}, {{"rope_type", "default"}, {"rope_theta", 1000000.0}}},
+      {"Qwen2ForCausalLM",
+       {{"rope_theta", 1000000.0}, {"rope_scaling", {{"type", "yarn"}, {"factor", 4.0}, {"original_max_position_embeddings", 16}}}},
+       {{"rope_type", "yarn"}, {"rope_theta", 1000000.0}, {"factor", 4.0}, {"original_max_position_embeddings", 16}}},
+      {"PhiForCausalLM", {{"rope_theta", 20000.0}, {"partial_rotary_factor", 0.5}},
+       {{"rope_type", "default"}, {"rope_theta", 20000.0}, {"partial_rotary_factor", 0.5}}},
+      {"Gemma3ForCausalLM",
+       {{"rope_theta", 2000000.0}, {"rope_local_base_freq", 50000.0}, {"rope_scaling", {{"rope_type", "linear"}, {"factor", 8.0}}}},
+       {{"full_attention", {{"rope_type", "linear"}, {"factor", 8.0}, {"rope_theta", 2000000.0}}},
+        {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 50000.0}}}}},
+      // Layers of both types with the same rotary: one set of settings, as in transformers.
+      {"Qwen2ForCausalLM", {{"rope_theta", 300000.0}},
+       {{"full_attention", {{"rope_type", "default"}, {"rope_theta", 300000.0}}},
+        {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 300000.0}}}}},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(std::string(k.architecture) + " " + k.rope_parameters.dump());
+    json legacy = tiny_config(k.architecture);
+    for (const auto& [key, value] : k.legacy.items()) legacy[key] = value;
+    json v5 = tiny_config(k.architecture);
+    v5.erase("rope_theta");
+    v5["rope_parameters"] = k.rope_parameters;
+    const HfConfig a = parse_hf_config(legacy, json(), "c");
+    const HfConfig b = parse_hf_config(v5, json(), "c");
+    expect_same_rope(a, b);
+    EXPECT_DOUBLE_EQ(b.rope_theta, k.legacy["rope_theta"].get<double>());
+    // rope_parameters wins over a stale top-level value, as in transformers.
+    v5["rope_theta"] = 12345.0;
+    expect_same_rope(a, parse_hf_config(v5, json(), "c"));
+  }
+
+  // A multimodal checkpoint's text_config: rope_parameters win over the text class's defaults.
+  json gemma = json::parse(R"({"architectures": ["Gemma3ForConditionalGeneration"],
+    "text_config": {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
+                    "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 128,
+                    "rope_parameters": {"full_attention": {"rope_type": "linear", "factor": 4.0, "rope_theta": 3000000.0},
+                                        "sliding_attention": {"rope_type": "default", "rope_theta": 20000.0}}}})");
+  const HfConfig g = parse_hf_config(gemma, json(), "config.json");
+  EXPECT_DOUBLE_EQ(g.rope_theta, 3e6);
+  EXPECT_DOUBLE_EQ(g.rope_local_theta, 2e4);
+  EXPECT_EQ(g.rope_scaling.type, "linear");
+  EXPECT_DOUBLE_EQ(g.rope_scaling.factor, 4.0);
+
+  json bad = tiny_config();
+  bad["rope_parameters"] = 5;
+  EXPECT_NE(parse_error(bad).find("'rope_parameters' should be an object, got 5"), std::string::npos) << parse_error(bad);
+  bad["rope_parameters"] = {{"sliding_attention", {{"rope_theta", 1e4}}}};
+  EXPECT_NE(parse_error(bad).find("without 'full_attention' is not supported"), std::string::npos) << parse_error(bad);
+  bad["rope_parameters"] = {{"full_attention", {{"rope_theta", 1e6}}}, {"sliding_attention", {{"rope_theta", 1e4}}}};
+  EXPECT_NE(parse_error(bad).find("give the sliding layers their own rotary"), std::string::npos) << parse_error(bad);
+  bad["rope_parameters"] = {{"full_attention", {{"rope_theta", 1e6}}}, {"chunked_attention", {{"rope_theta", 1e4}}}};
+  EXPECT_NE(parse_error(bad).find("layer type 'chunked_attention' is not supported"), std::string::npos) << parse_error(bad);
+  bad = tiny_config("Gemma3ForCausalLM");
+  bad["rope_parameters"] = {{"full_attention", {{"rope_theta", 1e6}}},
+                            {"sliding_attention", {{"rope_type", "linear"}, {"factor", 2.0}, {"rope_theta", 1e4}}}};
+  EXPECT_NE(parse_error(bad).find("give the sliding layers their own rotary"), std::string::npos) << parse_error(bad);
+  bad = tiny_config();
+  bad["rope_parameters"] = {{"rope_type", "llama3"}, {"rope_theta", 5e5}, {"factor", 8.0}};
+  EXPECT_NE(parse_error(bad).find("llama3 rope_scaling needs original_max_position_embeddings"), std::string::npos)
+      << parse_error(bad);
+  bad["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", -1.0}};
+  EXPECT_NE(parse_error(bad).find("'rope_theta' should be positive"), std::string::npos) << parse_error(bad);
+}
+
 TEST(HfConfig, StoriesConfig) {
   ONNXLLM_REQUIRE_SHARED(shared);
   const HfConfig c = load_hf_config(shared / "models/stories260K-hf/config.json");
