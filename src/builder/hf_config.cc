@@ -210,7 +210,25 @@ struct TextOfMultimodal {
   const char* architecture;
   const char* text_architecture;
   const char* defaults;  // the text config class's __init__ defaults, as JSON
+  // The text model's tensors as transformers < 4.52 named them (from 4.52 on:
+  // model.language_model.* and lm_head).
+  const char* older_model = "language_model.model.";
+  const char* older_lm_head = "language_model.lm_head";
+  // Configs saved before text_config existed for the class keep the text settings at the top level.
+  bool flat_config = false;
 };
+
+// Qwen2-VL's and Qwen2.5-VL's text model: transformers' Qwen2VLTextConfig / Qwen2_5_VLTextConfig
+// (the same defaults). Qwen3-VL's: Qwen3VLTextConfig.
+constexpr const char* kQwen2VLTextDefaults =
+    R"({"vocab_size": 152064, "hidden_size": 8192, "intermediate_size": 29568, "num_hidden_layers": 80,
+        "num_attention_heads": 64, "num_key_value_heads": 8, "hidden_act": "silu", "max_position_embeddings": 32768,
+        "rms_norm_eps": 1e-5, "rope_theta": 1000000.0, "use_sliding_window": false, "sliding_window": 4096,
+        "max_window_layers": 80})";
+constexpr const char* kQwen3VLTextDefaults =
+    R"({"vocab_size": 151936, "hidden_size": 4096, "intermediate_size": 22016, "num_hidden_layers": 32,
+        "num_attention_heads": 32, "num_key_value_heads": 32, "head_dim": 128, "hidden_act": "silu",
+        "max_position_embeddings": 128000, "rms_norm_eps": 1e-6, "rope_theta": 500000.0, "attention_bias": false})";
 
 const TextOfMultimodal kTextOfMultimodal[] = {
     // transformers' Gemma3TextConfig.
@@ -225,6 +243,13 @@ const TextOfMultimodal kTextOfMultimodal[] = {
      R"({"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
          "num_attention_heads": 32, "num_key_value_heads": 8, "hidden_act": "silu", "max_position_embeddings": 131072,
          "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "sliding_window": 4096, "bos_token_id": 1, "eos_token_id": 2})"},
+    // Qwen2-VL and Qwen2.5-VL: a Qwen2 decoder, its tensors model.* + lm_head before 4.52 (the
+    // vision tower is visual.*), its settings at the top level in the published configs.
+    {"Qwen2VLForConditionalGeneration", "Qwen2ForCausalLM", kQwen2VLTextDefaults, "model.", "lm_head", true},
+    {"Qwen2_5_VLForConditionalGeneration", "Qwen2ForCausalLM", kQwen2VLTextDefaults, "model.", "lm_head", true},
+    // Qwen3-VL (dense): a Qwen3 decoder; DeepStack adds image features to early layers, so text
+    // alone runs the plain decoder.
+    {"Qwen3VLForConditionalGeneration", "Qwen3ForCausalLM", kQwen3VLTextDefaults, "model.", "lm_head"},
 };
 
 std::string supported_list() {
@@ -559,19 +584,30 @@ namespace {
 // token ids from the top level where text_config has none.
 HfConfig parse_text_of_multimodal(const TextOfMultimodal& m, const json& config, const json& generation,
                                   const std::string& source) {
-  ONNXLLM_CHECK(config.contains("text_config") && config["text_config"].is_object(), kInvalidModel, source, ": ",
-                m.architecture, " needs 'text_config' (the text decoder's config) as an object");
-  ONNXLLM_CHECK(!config.contains("quantization_config") && !config["text_config"].contains("quantization_config"),
-                kUnsupported, source, ": quantized ", m.architecture, " checkpoints are not supported");
-  json text = config["text_config"];
+  const bool flat = m.flat_config && !config.contains("text_config");
+  ONNXLLM_CHECK(flat || (config.contains("text_config") && config["text_config"].is_object()), kInvalidModel, source,
+                ": ", m.architecture, " needs 'text_config' (the text decoder's config) as an object");
+  json text = flat ? config : config["text_config"];
+  text.erase("vision_config");
+  ONNXLLM_CHECK(!config.contains("quantization_config") && !text.contains("quantization_config"), kUnsupported,
+                source, ": quantized ", m.architecture, " checkpoints are not supported");
   for (const char* key : {"bos_token_id", "eos_token_id", "pad_token_id", "tie_word_embeddings"})
     if (!text.contains(key) && config.contains(key)) text[key] = config[key];
+  // Qwen-VL's multimodal rotary ("mrope") gives a text token the same position on its three axes,
+  // which is the default rotary (transformers reads it so for the text model too).
+  for (const char* key : {"rope_scaling", "rope_parameters"}) {
+    if (!text.contains(key) || !text[key].is_object()) continue;
+    json& r = text[key];
+    if (r.value("rope_type", r.value("type", json())) != "mrope") continue;
+    r.erase("type");
+    r["rope_type"] = "default";
+  }
   const bool tie_given = text.contains("tie_word_embeddings");
   const json defaults = json::parse(m.defaults);
   for (const auto& [key, value] : defaults.items())
     if (!text.contains(key)) text[key] = value;
   text["architectures"] = json::array({m.text_architecture});
-  HfConfig c = parse_hf_config(text, generation, source + " text_config");
+  HfConfig c = parse_hf_config(text, generation, flat ? source : source + " text_config");
   c.architecture = m.architecture;
   c.text_of_multimodal = true;
   c.tie_from_config = tie_given;
@@ -583,12 +619,16 @@ HfConfig parse_text_of_multimodal(const TextOfMultimodal& m, const json& config,
 
 void use_checkpoint_names(HfConfig& c, const std::function<bool(const std::string&)>& has) {
   if (!c.text_of_multimodal) return;
+  const TextOfMultimodal* m = nullptr;
+  for (const auto& t : kTextOfMultimodal)
+    if (c.architecture == t.architecture) m = &t;
+  if (m == nullptr) return;
   const bool language_model_inside = has("model.language_model.embed_tokens.weight");
-  const std::string model = language_model_inside ? "model.language_model." : "language_model.model.";
+  const std::string model = language_model_inside ? "model.language_model." : m->older_model;
   c.layout.embed_tokens = model + "embed_tokens";
   c.layout.layers = model + "layers.";
   c.layout.final_norm = model + "norm";
-  c.layout.lm_head = language_model_inside ? "lm_head" : "language_model.lm_head";
+  c.layout.lm_head = language_model_inside ? "lm_head" : m->older_lm_head;
   if (!c.tie_from_config && has(c.layout.embed_tokens + ".weight")) c.tie_word_embeddings = !has(c.layout.lm_head + ".weight");
 }
 

@@ -277,11 +277,13 @@ class RecordingWeights : public WeightSource {
   const WeightSource& inner_;
 };
 
-// The text decoder of a multimodal checkpoint (Gemma 3 4B-27B's and Mistral Small 3.1's class):
-// the text model's weights saved under either transformers naming, beside vision tensors, with
-// its config nested in text_config, build the model the text architecture's checkpoint builds
-// (the same greedy tokens). Where text_config does not say whether the LM head is tied, the
-// checkpoint decides: an lm_head tensor means untied, whatever the family's default.
+// The text decoder of a multimodal checkpoint (Gemma 3 4B-27B's, Mistral Small 3.1's, Qwen2-VL's,
+// Qwen2.5-VL's and Qwen3-VL's class): the text model's weights saved under either transformers
+// naming, beside vision tensors, with its config nested in text_config (or at the top level, as
+// Qwen2-VL's published configs have it, with its "mrope" rotary), build the model the text
+// architecture's checkpoint builds (the same greedy tokens). Where the config does not say whether
+// the LM head is tied, the checkpoint decides: an lm_head tensor means untied, whatever the
+// family's default.
 TEST(BuilderE2E, TextOfMultimodalCheckpointsBuildTheirTextModel) {
   json gemma3 = tiny_config("Gemma3ForCausalLM");
   gemma3["hidden_activation"] = "gelu_pytorch_tanh";
@@ -291,14 +293,22 @@ TEST(BuilderE2E, TextOfMultimodalCheckpointsBuildTheirTextModel) {
   gemma3["head_dim"] = 16;  // as transformers saves a text_config: what differs from the defaults (256)
   json untied_gemma3 = gemma3;  // tie_word_embeddings false: an lm_head tensor
   gemma3.erase("tie_word_embeddings");  // Gemma's default: tied, no lm_head tensor
-  const json mistral = tiny_config("MistralForCausalLM");
+  json qwen3 = tiny_config("Qwen3ForCausalLM");
+  qwen3["head_dim"] = 16;  // Qwen3VLTextConfig's default is 128
   struct Case {
     const char* wrapper;
     json text;
+    std::string older_model = "language_model.model.";  // the names before transformers 4.52
+    std::string older_lm_head = "language_model.lm_head";
+    bool flat = false;  // the older checkpoints' config keeps the text settings at the top level
   };
-  const std::vector<Case> cases = {{"Gemma3ForConditionalGeneration", gemma3},
-                                   {"Gemma3ForConditionalGeneration", untied_gemma3},
-                                   {"Mistral3ForConditionalGeneration", mistral}};
+  const std::vector<Case> cases = {
+      {"Gemma3ForConditionalGeneration", gemma3},
+      {"Gemma3ForConditionalGeneration", untied_gemma3},
+      {"Mistral3ForConditionalGeneration", tiny_config("MistralForCausalLM")},
+      {"Qwen2VLForConditionalGeneration", tiny_config("Qwen2ForCausalLM"), "model.", "lm_head", true},
+      {"Qwen2_5_VLForConditionalGeneration", tiny_config("Qwen2ForCausalLM"), "model.", "lm_head", true},
+      {"Qwen3VLForConditionalGeneration", qwen3, "model.", "lm_head"}};
   for (size_t n = 0; n < cases.size(); ++n) {
     const Case& k = cases[n];
     const auto dir = temp_dir(str_cat("e2e_multimodal_", n));
@@ -311,25 +321,32 @@ TEST(BuilderE2E, TextOfMultimodalCheckpointsBuildTheirTextModel) {
     build_decoder_graph(c, DecoderOptions{}, recorder, pool);
     ASSERT_FALSE(recorder.seen.empty());
     for (const bool inside : {true, false}) {  // transformers >= 4.52: model.language_model.*
-      SCOPED_TRACE(std::string(k.wrapper) + (inside ? " model.language_model" : " language_model.model"));
+      SCOPED_TRACE(std::string(k.wrapper) + (inside ? " model.language_model" : " " + k.older_model));
       std::vector<SafetensorsEntry> entries;
       for (const auto& [name, shape] : recorder.seen) {
         std::vector<float> values(static_cast<size_t>(shape.numel()));
         weights.read_rows(name, shape, 0, shape[0], values.data(), pool);
         std::string renamed = name;
         if (name.rfind("model.", 0) == 0)
-          renamed = (inside ? "model.language_model." : "language_model.model.") + name.substr(6);
+          renamed = (inside ? "model.language_model." : k.older_model) + name.substr(6);
         else if (name.rfind("lm_head", 0) == 0 && !inside)
-          renamed = "language_model." + name;
+          renamed = k.older_lm_head + name.substr(7);
         entries.push_back({renamed, "F32", std::vector<int64_t>(shape.dims().begin(), shape.dims().end()),
                            float_bytes(values)});
       }
       entries.push_back({"vision_tower.vision_model.embeddings.patch_embedding.weight", "F32", {4, 3},
                          float_bytes(std::vector<float>(12, 0.5f))});
-      json config = {{"architectures", {k.wrapper}}, {"model_type", "multimodal"}, {"text_config", k.text},
+      json text = k.text;
+      text.erase("architectures");
+      text.erase("tie_word_embeddings");  // the checkpoint's lm_head decides
+      json config = {{"architectures", {k.wrapper}}, {"model_type", "multimodal"}, {"text_config", text},
                      {"vision_config", {{"hidden_size", 4}}}, {"image_token_index", 3}};
-      config["text_config"].erase("architectures");
-      config["text_config"].erase("tie_word_embeddings");  // the checkpoint's lm_head decides
+      if (k.flat && !inside) {  // as published: the text settings beside vision_config, mrope rotary
+        config = text;
+        config["architectures"] = {k.wrapper};
+        config["vision_config"] = {{"hidden_size", 4}};
+        config["rope_scaling"] = {{"type", "mrope"}, {"mrope_section", {2, 3, 3}}};
+      }
       const auto hf = dir / (inside ? "hf_inside" : "hf_outside");
       std::filesystem::create_directories(hf);
       write_text(hf / "config.json", config.dump());

@@ -83,6 +83,101 @@ TEST(HfConfig, TextOfMultimodalTakesTheTextConfigClassDefaults) {
             std::string::npos);
 }
 
+// Qwen/Qwen2.5-VL-7B-Instruct's config.json as published (transformers 4.41-4.51: the text settings
+// at the top level, rope_scaling "mrope"; written from memory, as ../shared has no Qwen-VL), and
+// Qwen3-VL's, nested in text_config as 4.57 saves it.
+TEST(HfConfig, QwenVLTextDecoders) {
+  const json qwen25vl = json::parse(R"({
+    "architectures": ["Qwen2_5_VLForConditionalGeneration"], "attention_dropout": 0.0, "bos_token_id": 151643,
+    "eos_token_id": 151645, "vision_start_token_id": 151652, "vision_end_token_id": 151653,
+    "vision_token_id": 151654, "image_token_id": 151655, "video_token_id": 151656, "hidden_act": "silu",
+    "hidden_size": 3584, "initializer_range": 0.02, "intermediate_size": 18944, "max_position_embeddings": 128000,
+    "max_window_layers": 28, "model_type": "qwen2_5_vl", "num_attention_heads": 28, "num_hidden_layers": 28,
+    "num_key_value_heads": 4, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": 32768,
+    "tie_word_embeddings": false, "torch_dtype": "bfloat16", "transformers_version": "4.41.2", "use_cache": true,
+    "use_sliding_window": false,
+    "vision_config": {"depth": 32, "hidden_act": "silu", "hidden_size": 1280, "intermediate_size": 3420,
+                      "num_heads": 16, "in_chans": 3, "out_hidden_size": 3584, "patch_size": 14,
+                      "spatial_merge_size": 2, "spatial_patch_size": 14, "window_size": 112,
+                      "fullatt_block_indexes": [7, 15, 23, 31], "tokens_per_second": 2, "temporal_patch_size": 2},
+    "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]}, "vocab_size": 152064})");
+  const HfConfig c = parse_hf_config(qwen25vl, json(), "config.json");
+  EXPECT_EQ(c.architecture, "Qwen2_5_VLForConditionalGeneration");
+  EXPECT_EQ(c.genai_type, "qwen2");
+  EXPECT_EQ(c.family, ModelFamily::kQwen2);
+  EXPECT_EQ(c.hidden_size, 3584);
+  EXPECT_EQ(c.intermediate_size, 18944);
+  EXPECT_EQ(c.num_layers, 28);
+  EXPECT_EQ(c.num_heads, 28);
+  EXPECT_EQ(c.num_kv_heads, 4);
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_EQ(c.vocab_size, 152064);
+  EXPECT_EQ(c.max_position_embeddings, 128000);
+  EXPECT_TRUE(c.qkv_bias);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 1e6);
+  EXPECT_EQ(c.rope_scaling.type, "default");  // mrope: text positions are equal on its three axes
+  EXPECT_DOUBLE_EQ(c.norm_eps, 1e-6);
+  EXPECT_EQ(c.sliding_window, -1);
+  EXPECT_FALSE(c.tie_word_embeddings);
+  EXPECT_EQ(c.eos_token_id, json(151645));
+  EXPECT_EQ(c.layout.embed_tokens, "model.embed_tokens");  // the published checkpoints' names
+  EXPECT_EQ(c.layout.layers, "model.layers.");
+  EXPECT_EQ(c.layout.lm_head, "lm_head");
+  HfConfig renamed = c;
+  use_checkpoint_names(renamed, [](const std::string& name) { return name == "model.language_model.embed_tokens.weight"; });
+  EXPECT_EQ(renamed.layout.layers, "model.language_model.layers.");
+  EXPECT_EQ(renamed.layout.lm_head, "lm_head");
+
+  // The same model as transformers 5 saves it: text_config with rope_parameters.
+  json nested = {{"architectures", {"Qwen2VLForConditionalGeneration"}}, {"eos_token_id", 151645},
+                 {"text_config", qwen25vl}, {"vision_config", qwen25vl["vision_config"]}};
+  for (const char* key : {"architectures", "vision_config", "rope_scaling", "rope_theta", "eos_token_id", "vocab_size"})
+    nested["text_config"].erase(key);
+  nested["text_config"]["rope_parameters"] = {{"rope_type", "default"}, {"mrope_section", {16, 24, 24}}, {"rope_theta", 1e6}};
+  const HfConfig n = parse_hf_config(nested, json(), "config.json");
+  EXPECT_EQ(n.genai_type, "qwen2");
+  EXPECT_EQ(n.hidden_size, 3584);
+  EXPECT_EQ(n.vocab_size, 152064);  // Qwen2VLTextConfig's default
+  EXPECT_DOUBLE_EQ(n.rope_theta, 1e6);
+  EXPECT_EQ(n.rope_scaling.type, "default");
+  EXPECT_EQ(n.eos_token_id, json(151645));
+  nested["text_config"]["rope_parameters"]["rope_type"] = "mrope";
+  EXPECT_EQ(parse_hf_config(nested, json(), "config.json").rope_scaling.type, "default");
+
+  const json qwen3vl = json::parse(R"({
+    "architectures": ["Qwen3VLForConditionalGeneration"], "image_token_id": 151655, "model_type": "qwen3_vl",
+    "text_config": {"bos_token_id": 151643, "eos_token_id": 151645, "hidden_size": 4096, "intermediate_size": 12288,
+                    "max_position_embeddings": 262144, "model_type": "qwen3_vl_text", "num_attention_heads": 32,
+                    "num_hidden_layers": 36, "num_key_value_heads": 8, "rope_scaling": {"mrope_interleaved": true,
+                    "mrope_section": [24, 20, 20], "rope_type": "default"}, "rope_theta": 5000000,
+                    "vocab_size": 151936},
+    "tie_word_embeddings": false, "vision_config": {"depth": 27, "hidden_size": 1152}})");
+  const HfConfig q3 = parse_hf_config(qwen3vl, json(), "config.json");
+  EXPECT_EQ(q3.genai_type, "qwen3");
+  EXPECT_TRUE(q3.qk_norm);
+  EXPECT_FALSE(q3.qkv_bias);
+  EXPECT_EQ(q3.num_layers, 36);
+  EXPECT_EQ(q3.num_kv_heads, 8);
+  EXPECT_EQ(q3.head_dim, 128);  // Qwen3VLTextConfig's default
+  EXPECT_DOUBLE_EQ(q3.rope_theta, 5e6);
+  EXPECT_EQ(q3.rope_scaling.type, "default");
+  EXPECT_DOUBLE_EQ(q3.norm_eps, 1e-6);
+  EXPECT_FALSE(q3.tie_word_embeddings);  // from the top level
+  EXPECT_EQ(q3.max_position_embeddings, 262144);
+
+  json bad = qwen3vl;
+  bad.erase("text_config");  // Qwen3-VL was never saved flat
+  EXPECT_NE(parse_error(bad).find("Qwen3VLForConditionalGeneration needs 'text_config'"), std::string::npos);
+  bad = qwen25vl;
+  bad["num_attention_heads"] = 5;
+  EXPECT_NE(parse_error(bad).find("config.json: num_attention_heads (5) should be a multiple of"), std::string::npos)
+      << parse_error(bad);
+  bad = qwen25vl;
+  bad["quantization_config"] = {{"quant_method", "awq"}};
+  EXPECT_NE(parse_error(bad).find("quantized Qwen2_5_VLForConditionalGeneration checkpoints are not supported"),
+            std::string::npos);
+}
+
 // The rotary fields a config decides.
 void expect_same_rope(const HfConfig& a, const HfConfig& b) {
   EXPECT_DOUBLE_EQ(a.rope_theta, b.rope_theta);
