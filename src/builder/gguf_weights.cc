@@ -153,24 +153,6 @@ bool GgufWeights::readable_type(uint32_t type) {
 
 namespace {
 
-// model.layers.N.mlp.experts.E.{gate,up,down}_proj.weight (the Qwen MoEs) or
-// model.layers.N.block_sparse_moe.experts.E.{w1,w3,w2}.weight (Mixtral): N, E and the projection
-// as llama.cpp names its stacked tensor (gate, up, down), else nullopt.
-struct ExpertName {
-  std::string layer, projection;
-  int64_t expert;
-};
-std::optional<ExpertName> expert_name(const std::string& hf) {
-  static const std::regex kQwen(R"(model\.layers\.(\d+)\.mlp\.experts\.(\d+)\.(gate|up|down)_proj\.weight)");
-  static const std::regex kMixtral(R"(model\.layers\.(\d+)\.block_sparse_moe\.experts\.(\d+)\.(w1|w3|w2)\.weight)");
-  std::smatch m;
-  const bool qwen = std::regex_match(hf, m, kQwen);
-  if ((!qwen && !std::regex_match(hf, m, kMixtral)) || m[2].length() > 9) return std::nullopt;
-  // Mixtral's w1 is the gate, w3 the up projection and w2 the down projection.
-  const std::string projection = qwen ? m[3].str() : m[3] == "w1" ? "gate" : m[3] == "w3" ? "up" : "down";
-  return ExpertName{m[1].str(), projection, std::stoll(m[2].str())};
-}
-
 // model.layers.N.self_attn.{q,k,v}_proj.{weight,bias}: the GGUF name of the packed tensor that holds
 // it when the file has no separate one (blk.N.attn_qkv.*, rows q, k, v), and which part it is.
 struct PackedPart {

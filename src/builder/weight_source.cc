@@ -1,6 +1,8 @@
 #include "builder/weight_source.h"
 
 #include <cmath>
+#include <optional>
+#include <regex>
 #include <utility>
 #include <vector>
 
@@ -105,21 +107,80 @@ void CheckpointWeights::read_mxfp4_rows(const std::string& name, const Shape& sh
   });
 }
 
+std::optional<ExpertName> expert_name(const std::string& hf) {
+  static const std::regex kQwen(R"(model\.layers\.(\d+)\.mlp\.experts\.(\d+)\.(gate|up|down)_proj\.weight)");
+  static const std::regex kMixtral(R"(model\.layers\.(\d+)\.block_sparse_moe\.experts\.(\d+)\.(w1|w3|w2)\.weight)");
+  std::smatch m;
+  const bool qwen = std::regex_match(hf, m, kQwen);
+  if ((!qwen && !std::regex_match(hf, m, kMixtral)) || m[2].length() > 9) return std::nullopt;
+  // Mixtral's w1 is the gate, w3 the up projection and w2 the down projection.
+  const std::string projection = qwen ? m[3].str() : m[3] == "w1" ? "gate" : m[3] == "w3" ? "up" : "down";
+  return ExpertName{m[1].str(), projection, std::stoll(m[2].str())};
+}
+
+namespace {
+
+// transformers 5 renamed Mixtral's and Phi-3.5-MoE's block_sparse_moe.* to mlp.* ("" when `name` has
+// no block_sparse_moe).
+std::string mlp_name(const std::string& name) {
+  const std::string from = ".block_sparse_moe.";
+  const size_t at = name.find(from);
+  return at == std::string::npos ? std::string() : name.substr(0, at) + ".mlp." + name.substr(at + from.size());
+}
+
+}  // namespace
+
+CheckpointWeights::Stored CheckpointWeights::find(const std::string& name, const Shape& shape) const {
+  if (const SafetensorsTensor* t = reader_.find(name)) return {t, -1};
+  if (const std::string renamed = mlp_name(name); !renamed.empty())
+    if (const SafetensorsTensor* t = reader_.find(renamed)) return {t, -1};
+  const auto e = expert_name(name);
+  if (!e) return {};
+  const bool down = e->projection == "down";
+  const SafetensorsTensor* t =
+      reader_.find(str_cat("model.layers.", e->layer, ".mlp.experts.", down ? "down_proj" : "gate_up_proj"));
+  if (t == nullptr || t->shape.rank() != 3 || shape.rank() != 2) return {};
+  return {t, e->expert * t->shape[1] + (e->projection == "up" ? shape[0] : 0)};
+}
+
+bool CheckpointWeights::has(const std::string& name) const {
+  // The shape only places an up projection's rows; any 2-D shape tells whether it is stored.
+  return find(name, Shape{1, 1}).tensor != nullptr;
+}
+
 void CheckpointWeights::check(const std::string& name, const Shape& shape, const std::string& fields) const {
   const std::string from = fields.empty() ? " from config.json" : " from config.json (" + fields + ")";
-  const SafetensorsTensor* t = reader_.find(name);
+  const Stored s = find(name, shape);
+  const SafetensorsTensor* t = s.tensor;
   ONNXLLM_CHECK(t != nullptr, kInvalidModel, "the checkpoint has no tensor '", name, "' (expected ",
                 shape.to_string(), from, ")");
-  ONNXLLM_CHECK(t->shape == shape, kInvalidModel, "tensor '", name, "' in ", t->file.filename().string(),
-                " has shape ", t->shape.to_string(), ", expected ", shape.to_string(), from);
-  ONNXLLM_CHECK(SafetensorsReader::is_float_dtype(t->dtype), kInvalidModel, "tensor '", name, "' in ",
+  if (s.row_offset < 0) {
+    ONNXLLM_CHECK(t->shape == shape, kInvalidModel, "tensor '", t->name, "' in ", t->file.filename().string(),
+                  " has shape ", t->shape.to_string(), ", expected ", shape.to_string(), from);
+  } else {
+    // Expert E's projection [rows, cols] in a fused [experts, rows or 2 x rows (gate and up), cols].
+    const auto e = expert_name(name);
+    const int64_t rows = e->projection == "down" ? shape[0] : 2 * shape[0];
+    ONNXLLM_CHECK(t->shape[0] > e->expert && t->shape[1] == rows && t->shape[2] == shape[1], kInvalidModel,
+                  "tensor '", t->name, "' in ", t->file.filename().string(), " has shape ", t->shape.to_string(),
+                  ", expected [experts > ", e->expert, ", ", rows, ", ", shape[1], "] to hold '", name, "' ",
+                  shape.to_string(), from);
+  }
+  ONNXLLM_CHECK(SafetensorsReader::is_float_dtype(t->dtype), kInvalidModel, "tensor '", t->name, "' in ",
                 t->file.filename().string(), " has dtype ", t->dtype, "; expected F32, F16 or BF16");
 }
 
 void CheckpointWeights::read_rows(const std::string& name, const Shape& shape, int64_t row_begin, int64_t row_end,
                                   float* out, ThreadPool& pool) const {
   check(name, shape);
-  SafetensorsReader::read_rows(*reader_.find(name), row_begin, row_end, out, pool);
+  const Stored s = find(name, shape);
+  if (s.row_offset < 0) {
+    SafetensorsReader::read_rows(*s.tensor, row_begin, row_end, out, pool);
+    return;
+  }
+  SafetensorsTensor rows = *s.tensor;  // the fused stack as [experts x rows, cols]
+  rows.shape = Shape{rows.shape[0] * rows.shape[1], rows.shape[2]};
+  SafetensorsReader::read_rows(rows, s.row_offset + row_begin, s.row_offset + row_end, out, pool);
 }
 
 bool RandomWeights::has(const std::string& name) const {

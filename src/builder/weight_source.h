@@ -15,6 +15,15 @@ namespace onnxllm {
 
 class ThreadPool;
 
+// model.layers.N.mlp.experts.E.{gate,up,down}_proj.weight (the Qwen MoEs) or
+// model.layers.N.block_sparse_moe.experts.E.{w1,w3,w2}.weight (Mixtral, Phi-3.5-MoE): N, E and the
+// projection ("gate", "up" or "down"), else nullopt.
+struct ExpertName {
+  std::string layer, projection;
+  int64_t expert;
+};
+std::optional<ExpertName> expert_name(const std::string& hf);
+
 class WeightSource {
  public:
   virtual ~WeightSource() = default;
@@ -61,17 +70,29 @@ class WeightSource {
 class CheckpointWeights : public WeightSource {
  public:
   explicit CheckpointWeights(SafetensorsReader reader) : reader_(std::move(reader)) {}
-  bool has(const std::string& name) const override { return reader_.find(name) != nullptr; }
+  bool has(const std::string& name) const override;
   void check(const std::string& name, const Shape& shape, const std::string& fields = "") const override;
   void read_rows(const std::string& name, const Shape& shape, int64_t row_begin, int64_t row_end, float* out,
                  ThreadPool& pool) const override;
   const SafetensorsReader* checkpoint() const override { return &reader_; }
   bool has_mxfp4(const std::string& name) const override;
+  // Besides the tensors under the names asked for, transformers 5's forms of them: Mixtral's and
+  // Phi-3.5-MoE's block_sparse_moe.* saved as mlp.*, and a MoE layer's experts fused
+  // (save_original_format=False, and the checkpoints of models released since):
+  // model.layers.N.mlp.experts.gate_up_proj [E, 2 x inter, hidden], each expert's gate rows then
+  // its up rows, and mlp.experts.down_proj [E, hidden, inter].
   void check_mxfp4(const std::string& name, const Shape& shape, const std::string& fields = "") const override;
   void read_mxfp4_rows(const std::string& name, const Shape& shape, int64_t row_begin, int64_t row_end, float* out,
                        ThreadPool& pool) const override;
 
  private:
+  // Where `name` is stored: the tensor, and for a fused stack the first of the expert's rows in
+  // its [E x rows, cols] view (-1 otherwise); null when the checkpoint has it in no form.
+  struct Stored {
+    const SafetensorsTensor* tensor = nullptr;
+    int64_t row_offset = -1;
+  };
+  Stored find(const std::string& name, const Shape& shape) const;
   SafetensorsReader reader_;
 };
 

@@ -8,6 +8,7 @@ must give the same greedy tokens on the built graphs (fp32 and int4).
 """
 
 import json
+import re
 import shutil
 
 import numpy as np
@@ -399,6 +400,48 @@ def test_fp32_matches_the_numpy_reference(family):
         # so near its edge that float32 and float64 could mask differently.
         assert ROUTES and min(m for m, _ in ROUTES) > 1e-4, min(ROUTES)
         assert sum(wt < 0.99 for _, wt in ROUTES) >= len(ROUTES) // 10, ROUTES
+
+
+def fused_experts(tensors):
+    """`tensors` as transformers 5 saves a MoE checkpoint in its own layout (save_original_format=False,
+    and checkpoints of models released since): its conversion_mapping.py stacks each layer's experts,
+    gate and up concatenated per expert (mlp.experts.gate_up_proj [E, 2 x inter, hidden]) and down
+    alone (mlp.experts.down_proj [E, hidden, inter]), and renames Mixtral's and Phi-3.5-MoE's
+    block_sparse_moe.* (w1 gate, w3 up, w2 down) mlp.*."""
+    expert = re.compile(r"(model\.layers\.\d+)\.(?:mlp|block_sparse_moe)\.experts\.(\d+)\.(\w+)\.weight")
+    plain = {"w1": "gate_proj", "w3": "up_proj", "w2": "down_proj"}
+    out, layers = {}, {}
+    for name, a in tensors.items():
+        m = expert.fullmatch(name)
+        if m:
+            layers.setdefault(m[1], {}).setdefault(int(m[2]), {})[plain.get(m[3], m[3])] = a
+        else:
+            out[name.replace(".block_sparse_moe.", ".mlp.")] = a
+    for layer, experts in layers.items():
+        ids = sorted(experts)
+        assert ids == list(range(len(ids)))
+        out[f"{layer}.mlp.experts.gate_up_proj"] = np.stack(
+            [np.concatenate([experts[e]["gate_proj"], experts[e]["up_proj"]]) for e in ids])
+        out[f"{layer}.mlp.experts.down_proj"] = np.stack([experts[e]["down_proj"] for e in ids])
+    return out
+
+
+def test_transformers5_fused_experts_build_the_same_model(family):
+    name, config, tensors, hf = family
+    fused = fused_experts(tensors)
+    assert not any(".experts.0." in n or "block_sparse_moe" in n for n in fused) and len(fused) < len(tensors)
+    folder = hf.parent / "hf-fused"
+    write_checkpoint(folder, config, fused)
+    out = build(folder, hf.parent / "fp32-fused")
+    ROUTES.clear()
+    assert_matches_reference(name, config, tensors, out, ort=False, reference=reference_greedy)
+    # A stack that cannot hold the experts config.json describes is named with what it holds.
+    first = next(n for n in fused if n.endswith("experts.gate_up_proj"))
+    fused[first] = fused[first][:, 1:, :]
+    broken = hf.parent / "hf-fused-broken"
+    write_checkpoint(broken, config, fused)
+    message = build_error(broken, hf.parent / "fp32-broken")
+    assert f"tensor '{first}'" in message and "to hold" in message, message
 
 
 def int4_greedy(name, config, tensors, hf, reference):
