@@ -400,8 +400,12 @@ json legacy_rope_keys(const json& config, const std::string& source, bool local_
   ONNXLLM_CHECK(rp.is_object(), kInvalidModel, source, ": 'rope_parameters' should be an object, got ", json_excerpt(rp));
   json out = config;
   out.erase("rope_parameters");
-  bool per_layer_type = !rp.empty();
-  for (const auto& [key, value] : rp.items()) per_layer_type = per_layer_type && value.is_object();
+  int64_t objects = 0;
+  for (const auto& [key, value] : rp.items()) objects += value.is_object() ? 1 : 0;
+  const bool per_layer_type = objects > 0;
+  ONNXLLM_CHECK(!per_layer_type || objects == static_cast<int64_t>(rp.size()), kInvalidModel, source,
+                ": 'rope_parameters' should be one set of settings or one object per layer type, got ",
+                json_excerpt(rp));
   json main = rp;
   if (per_layer_type) {
     ONNXLLM_CHECK(rp.contains("full_attention"), kUnsupported, source,

@@ -253,6 +253,9 @@ TEST(HfConfig, Transformers5RopeParametersReadAsTheirLegacyKeys) {
   json bad = tiny_config();
   bad["rope_parameters"] = 5;
   EXPECT_NE(parse_error(bad).find("'rope_parameters' should be an object, got 5"), std::string::npos) << parse_error(bad);
+  bad["rope_parameters"] = {{"rope_theta", 1e6}, {"full_attention", {{"rope_theta", 1e6}}}};
+  EXPECT_NE(parse_error(bad).find("one set of settings or one object per layer type"), std::string::npos)
+      << parse_error(bad);
   bad["rope_parameters"] = {{"sliding_attention", {{"rope_theta", 1e4}}}};
   EXPECT_NE(parse_error(bad).find("without 'full_attention' is not supported"), std::string::npos) << parse_error(bad);
   bad["rope_parameters"] = {{"full_attention", {{"rope_theta", 1e6}}}, {"sliding_attention", {{"rope_theta", 1e4}}}};
