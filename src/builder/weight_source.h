@@ -70,17 +70,17 @@ class WeightSource {
 class CheckpointWeights : public WeightSource {
  public:
   explicit CheckpointWeights(SafetensorsReader reader) : reader_(std::move(reader)) {}
+  // Besides the tensors under the names asked for, transformers 5's forms of them: Mixtral's and
+  // Phi-3.5-MoE's block_sparse_moe.* saved as mlp.*, and a MoE layer's experts fused
+  // (save_original_format=False, and the checkpoints of models released since):
+  // model.layers.N.mlp.experts.gate_up_proj [E, 2 x inter, hidden], each expert's gate rows then
+  // its up rows, and mlp.experts.down_proj [E, hidden, inter].
   bool has(const std::string& name) const override;
   void check(const std::string& name, const Shape& shape, const std::string& fields = "") const override;
   void read_rows(const std::string& name, const Shape& shape, int64_t row_begin, int64_t row_end, float* out,
                  ThreadPool& pool) const override;
   const SafetensorsReader* checkpoint() const override { return &reader_; }
   bool has_mxfp4(const std::string& name) const override;
-  // Besides the tensors under the names asked for, transformers 5's forms of them: Mixtral's and
-  // Phi-3.5-MoE's block_sparse_moe.* saved as mlp.*, and a MoE layer's experts fused
-  // (save_original_format=False, and the checkpoints of models released since):
-  // model.layers.N.mlp.experts.gate_up_proj [E, 2 x inter, hidden], each expert's gate rows then
-  // its up rows, and mlp.experts.down_proj [E, hidden, inter].
   void check_mxfp4(const std::string& name, const Shape& shape, const std::string& fields = "") const override;
   void read_mxfp4_rows(const std::string& name, const Shape& shape, int64_t row_begin, int64_t row_end, float* out,
                        ThreadPool& pool) const override;
