@@ -10,6 +10,7 @@ import sys
 import time
 
 import onnxllm as og
+from compare import warm_page_cache
 
 
 def argument_parser(doc):
@@ -29,6 +30,7 @@ def load(args, prompt_len):
         sys.exit("--gen-len must be at least 3 and --rounds at least 1")
     config = genai_config(args.model)
     check_length(config, prompt_len + args.gen_len)
+    warm_page_cache(args.model)
     return og.Model(args.model), config["vocab_size"], random.Random(args.seed)
 
 

@@ -15,6 +15,7 @@ import statistics
 import time
 
 import onnxllm as og
+from compare import warm_page_cache
 
 
 SEARCH = {"do_sample": False}  # main() adds the sampling options
@@ -93,6 +94,7 @@ def main():
     if args.sample:
         SEARCH.update(do_sample=True, top_p=args.top_p, top_k=args.top_k, temperature=args.temperature, random_seed=1)
 
+    warm_page_cache(args.model)
     config = og.Config(args.model)
     model = og.Model(config)
     vocab = json.load(open(f"{args.model}/genai_config.json"))["model"]["vocab_size"]

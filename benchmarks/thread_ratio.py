@@ -19,7 +19,7 @@ import os
 import statistics
 import sys
 
-from compare import last_json_line, run_measured
+from compare import last_json_line, run_measured, warm_page_cache
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -60,6 +60,7 @@ def main():
     if not os.access(args.onnxllm, os.X_OK):
         sys.exit(f"thread_ratio: {args.onnxllm} is not an executable (build it, or pass --onnxllm)")
     a, b = args.threads
+    warm_page_cache(args.model)
     speeds = {a: [], b: []}
     for r in range(args.rounds):
         for t in (a, b) if r % 2 == 0 else (b, a):

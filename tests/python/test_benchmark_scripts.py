@@ -92,6 +92,11 @@ def test_context_ratio(stories_dir):
     result = run("context_ratio.py", "-m", stories_dir, "--short", "8", "--long", "32", "--gen-len", "6",
                  "--rounds", "1", "--onnxllm", CLI)
     assert result.returncode == 0, result.stderr
+    # Every file of the folder read into the page cache before the runs.
+    size = sum(f.stat().st_size for f in pathlib.Path(stories_dir).rglob("*") if f.is_file())
+    warm = re.search(r"page cache: read ([\d.]+) MiB of (\S+) in [\d.]+ s before the runs", result.stdout)
+    assert warm and warm[2] == str(stories_dir), result.stdout
+    assert float(warm[1]) == pytest.approx(size / (1 << 20), abs=0.06)
     m = re.search(r"8 tokens ([\d.]+) ms a step, 32 tokens ([\d.]+) ms, ratio ([\d.]+)", result.stdout)
     assert m, result.stdout
     lo, hi = quotient_range(float(m.group(1)), float(m.group(2)))
