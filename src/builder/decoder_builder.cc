@@ -880,9 +880,15 @@ class Builder {
       for (const auto& p : parts) use(p);
     const WeightSource* src = &source_;
     ThreadPool* pool = &pool_;
+    const ExpertReader read = [=](int64_t e) { return read_stacked(*src, experts[static_cast<size_t>(e)], cols, *pool); };
+    return interleave ? interleaved_halves(read, rows, cols) : read;
+  }
+
+  // `read`'s [rows, cols] experts, whose gate rows come before their up rows, with the two halves'
+  // rows alternating (gate 0, up 0, gate 1, ...: the MoE kernel's fused SwiGLU layout).
+  static ExpertReader interleaved_halves(ExpertReader read, int64_t rows, int64_t cols) {
     return [=](int64_t e) {
-      Tensor w = read_stacked(*src, experts[static_cast<size_t>(e)], cols, *pool);
-      if (!interleave) return w;
+      const Tensor w = read(e);
       Tensor out;
       out.resize(DType::kFloat32, Shape{rows, cols});
       const int64_t half = rows / 2;
@@ -892,8 +898,8 @@ class Builder {
     };
   }
 
-  // gpt-oss's stacked experts: `tensor` [E, cols, rows] (inputs first), transposed per expert; or
-  // its MXFP4 form, which stores [E, rows, cols] already.
+  // Stacked experts (gpt-oss's, Qwen3-VL-MoE's): `tensor` [E, cols, rows] (inputs first),
+  // transposed per expert; or gpt-oss's MXFP4 form, which stores [E, rows, cols] already.
   ExpertReader stacked_experts(const std::string& tensor, int64_t e_n, int64_t rows, int64_t cols,
                                const std::string& fields) {
     const WeightSource* src = &source_;
@@ -997,6 +1003,13 @@ class Builder {
                     0.0f, std::nullopt, Shape{e_n, 2 * inter});
       vector_weight(b2, {all_rows(x + "down_proj_bias", Shape{e_n, d}, count_field + ", hidden_size")}, 0.0f,
                     std::nullopt, Shape{e_n, d});
+    } else if (c_.stacked_halves) {
+      const std::string x = hf + "experts.";
+      const ExpertReader halves =
+          stacked_experts(x + "gate_up_proj", e_n, 2 * inter, d, count_field + ", hidden_size, 2 x " + size_field);
+      w1 = expert_weights(prefix + "gate_up_proj", e_n, 2 * inter, d, interleaved_halves(halves, 2 * inter, d));
+      w2 = expert_weights(prefix + "down_proj", e_n, d, inter,
+                          stacked_experts(x + "down_proj", e_n, d, inter, count_field + ", " + size_field + ", hidden_size"));
     } else {
       std::vector<std::vector<Rows>> fc1(static_cast<size_t>(e_n)), fc2(static_cast<size_t>(e_n));
       const FamilyLayout& l = c_.layout;

@@ -216,6 +216,9 @@ struct TextOfMultimodal {
   const char* older_lm_head = "language_model.lm_head";
   // Configs saved before text_config existed for the class keep the text settings at the top level.
   bool flat_config = false;
+  // What the class fixes whatever the config says, as JSON (nullptr: nothing).
+  const char* overrides = nullptr;
+  bool stacked_halves = false;  // HfConfig::stacked_halves
 };
 
 // Qwen2-VL's and Qwen2.5-VL's text model: transformers' Qwen2VLTextConfig / Qwen2_5_VLTextConfig
@@ -229,6 +232,13 @@ constexpr const char* kQwen3VLTextDefaults =
     R"({"vocab_size": 151936, "hidden_size": 4096, "intermediate_size": 22016, "num_hidden_layers": 32,
         "num_attention_heads": 32, "num_key_value_heads": 32, "head_dim": 128, "hidden_act": "silu",
         "max_position_embeddings": 128000, "rms_norm_eps": 1e-6, "rope_theta": 500000.0, "attention_bias": false})";
+
+// Qwen3-VL-MoE's: Qwen3VLMoeTextConfig (head_dim hidden_size / heads when absent).
+constexpr const char* kQwen3VLMoeTextDefaults =
+    R"({"vocab_size": 151936, "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 24,
+        "num_attention_heads": 16, "num_key_value_heads": 16, "hidden_act": "silu", "max_position_embeddings": 128000,
+        "rms_norm_eps": 1e-6, "rope_theta": 500000.0, "attention_bias": false, "decoder_sparse_step": 1,
+        "moe_intermediate_size": 1408, "num_experts_per_tok": 4, "num_experts": 60, "mlp_only_layers": []})";
 
 const TextOfMultimodal kTextOfMultimodal[] = {
     // transformers' Gemma3TextConfig.
@@ -250,6 +260,10 @@ const TextOfMultimodal kTextOfMultimodal[] = {
     // Qwen3-VL (dense): a Qwen3 decoder; DeepStack adds image features to early layers, so text
     // alone runs the plain decoder.
     {"Qwen3VLForConditionalGeneration", "Qwen3ForCausalLM", kQwen3VLTextDefaults, "model.", "lm_head"},
+    // Qwen3-VL-MoE: a Qwen3-MoE decoder whose router always renormalizes the top k (its sparse
+    // block has no norm_topk_prob) and whose experts are stacked (stacked_halves).
+    {"Qwen3VLMoeForConditionalGeneration", "Qwen3MoeForCausalLM", kQwen3VLMoeTextDefaults, "model.", "lm_head",
+     false, R"({"norm_topk_prob": true})", true},
 };
 
 std::string supported_list() {
@@ -610,11 +624,14 @@ HfConfig parse_text_of_multimodal(const TextOfMultimodal& m, const json& config,
   const json defaults = json::parse(m.defaults);
   for (const auto& [key, value] : defaults.items())
     if (!text.contains(key)) text[key] = value;
+  const json overrides = m.overrides ? json::parse(m.overrides) : json::object();
+  for (const auto& [key, value] : overrides.items()) text[key] = value;
   text["architectures"] = json::array({m.text_architecture});
   HfConfig c = parse_hf_config(text, generation, flat ? source : source + " text_config");
   c.architecture = m.architecture;
   c.text_of_multimodal = true;
   c.tie_from_config = tie_given;
+  c.stacked_halves = m.stacked_halves;
   use_checkpoint_names(c, [](const std::string&) { return false; });  // the older names until a checkpoint says
   return c;
 }

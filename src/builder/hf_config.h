@@ -188,6 +188,10 @@ struct HfConfig {
   // MXFP4 _blocks / _scales), the router (mlp.router) has a bias, and the SwiGLU is
   // clamp(gate, max=limit) * sigmoid(alpha * gate) * (clamp(up, +-limit) + beta).
   bool stacked_experts = false;
+  // Qwen3-VL-MoE: the experts stacked without biases as mlp.experts.gate_up_proj [E, hidden,
+  // 2 x inter] (the gate's columns, then the up's) and down_proj [E, inter, hidden]; the router is
+  // mlp.gate as in Qwen3-MoE.
+  bool stacked_halves = false;
   double swiglu_alpha = 1.0, swiglu_beta = 0.0;
   double swiglu_limit = 0.0;        // 0 = no clamp
   bool attention_sinks = false;     // gpt-oss: a learned logit per head (self_attn.sinks) joins every softmax

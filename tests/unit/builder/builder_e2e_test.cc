@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <iostream>
+#include <map>
 
 #include "builder/decoder_builder.h"
 #include "builder/hf_config.h"
@@ -295,12 +296,19 @@ TEST(BuilderE2E, TextOfMultimodalCheckpointsBuildTheirTextModel) {
   gemma3.erase("tie_word_embeddings");  // Gemma's default: tied, no lm_head tensor
   json qwen3 = tiny_config("Qwen3ForCausalLM");
   qwen3["head_dim"] = 16;  // Qwen3VLTextConfig's default is 128
+  json qwen3_moe = qwen3;
+  qwen3_moe["architectures"] = {"Qwen3MoeForCausalLM"};
+  qwen3_moe["num_experts"] = 4;
+  qwen3_moe["num_experts_per_tok"] = 2;
+  qwen3_moe["moe_intermediate_size"] = 24;
+  qwen3_moe["norm_topk_prob"] = true;  // Qwen3-VL-MoE's router always renormalizes
   struct Case {
     const char* wrapper;
     json text;
     std::string older_model = "language_model.model.";  // the names before transformers 4.52
     std::string older_lm_head = "language_model.lm_head";
     bool flat = false;  // the older checkpoints' config keeps the text settings at the top level
+    bool stacked_halves = false;  // Qwen3-VL-MoE's experts: [E, hidden, 2 x inter] and [E, inter, hidden]
   };
   const std::vector<Case> cases = {
       {"Gemma3ForConditionalGeneration", gemma3},
@@ -308,7 +316,8 @@ TEST(BuilderE2E, TextOfMultimodalCheckpointsBuildTheirTextModel) {
       {"Mistral3ForConditionalGeneration", tiny_config("MistralForCausalLM")},
       {"Qwen2VLForConditionalGeneration", tiny_config("Qwen2ForCausalLM"), "model.", "lm_head", true},
       {"Qwen2_5_VLForConditionalGeneration", tiny_config("Qwen2ForCausalLM"), "model.", "lm_head", true},
-      {"Qwen3VLForConditionalGeneration", qwen3, "model.", "lm_head"}};
+      {"Qwen3VLForConditionalGeneration", qwen3, "model.", "lm_head"},
+      {"Qwen3VLMoeForConditionalGeneration", qwen3_moe, "model.", "lm_head", false, true}};
   for (size_t n = 0; n < cases.size(); ++n) {
     const Case& k = cases[n];
     const auto dir = temp_dir(str_cat("e2e_multimodal_", n));
@@ -322,18 +331,42 @@ TEST(BuilderE2E, TextOfMultimodalCheckpointsBuildTheirTextModel) {
     ASSERT_FALSE(recorder.seen.empty());
     for (const bool inside : {true, false}) {  // transformers >= 4.52: model.language_model.*
       SCOPED_TRACE(std::string(k.wrapper) + (inside ? " model.language_model" : " " + k.older_model));
+      const std::string model_prefix = inside ? "model.language_model." : k.older_model;
       std::vector<SafetensorsEntry> entries;
+      // Stacked experts per layer: gate_up [E][hidden][2 x inter] (gate columns, then up), down [E][inter][hidden].
+      std::map<std::string, std::pair<std::vector<float>, std::vector<float>>> stacks;
+      const int64_t e_n = c.num_experts, inter = c.moe_intermediate_size, d = c.hidden_size;
       for (const auto& [name, shape] : recorder.seen) {
         std::vector<float> values(static_cast<size_t>(shape.numel()));
         weights.read_rows(name, shape, 0, shape[0], values.data(), pool);
+        if (const auto e = expert_name(name); e && k.stacked_halves) {
+          auto& [gate_up, down] = stacks[e->layer];
+          gate_up.resize(static_cast<size_t>(e_n * d * 2 * inter));
+          down.resize(static_cast<size_t>(e_n * inter * d));
+          for (int64_t r = 0; r < shape[0]; ++r)  // transposed: the checkpoint stores inputs first
+            for (int64_t col = 0; col < shape[1]; ++col) {
+              const float v = values[static_cast<size_t>(r * shape[1] + col)];
+              if (e->projection == "down")
+                down[static_cast<size_t>((e->expert * inter + col) * d + r)] = v;
+              else
+                gate_up[static_cast<size_t>((e->expert * d + col) * 2 * inter + (e->projection == "up" ? inter : 0) + r)] = v;
+            }
+          continue;
+        }
         std::string renamed = name;
         if (name.rfind("model.", 0) == 0)
-          renamed = (inside ? "model.language_model." : k.older_model) + name.substr(6);
+          renamed = model_prefix + name.substr(6);
         else if (name.rfind("lm_head", 0) == 0 && !inside)
           renamed = k.older_lm_head + name.substr(7);
         entries.push_back({renamed, "F32", std::vector<int64_t>(shape.dims().begin(), shape.dims().end()),
                            float_bytes(values)});
       }
+      for (const auto& [layer, stack] : stacks) {
+        const std::string x = model_prefix + "layers." + layer + ".mlp.experts.";
+        entries.push_back({x + "gate_up_proj", "F32", {e_n, d, 2 * inter}, float_bytes(stack.first)});
+        entries.push_back({x + "down_proj", "F32", {e_n, inter, d}, float_bytes(stack.second)});
+      }
+      ASSERT_EQ(stacks.empty(), !k.stacked_halves);
       entries.push_back({"vision_tower.vision_model.embeddings.patch_embedding.weight", "F32", {4, 3},
                          float_bytes(std::vector<float>(12, 0.5f))});
       json text = k.text;

@@ -165,6 +165,36 @@ TEST(HfConfig, QwenVLTextDecoders) {
   EXPECT_FALSE(q3.tie_word_embeddings);  // from the top level
   EXPECT_EQ(q3.max_position_embeddings, 262144);
 
+  // Qwen/Qwen3-VL-30B-A3B-Instruct's text_config (from memory): a Qwen3-MoE decoder with stacked
+  // experts, whose router renormalizes the top k whatever norm_topk_prob says.
+  const json qwen3vlmoe = json::parse(R"({
+    "architectures": ["Qwen3VLMoeForConditionalGeneration"], "model_type": "qwen3_vl_moe", "tie_word_embeddings": false,
+    "text_config": {"attention_bias": false, "bos_token_id": 151643, "decoder_sparse_step": 1, "eos_token_id": 151645,
+                    "head_dim": 128, "hidden_act": "silu", "hidden_size": 2048, "intermediate_size": 6144,
+                    "max_position_embeddings": 262144, "mlp_only_layers": [], "model_type": "qwen3_vl_moe_text",
+                    "moe_intermediate_size": 768, "num_attention_heads": 32, "num_experts": 128,
+                    "num_experts_per_tok": 8, "num_hidden_layers": 48, "num_key_value_heads": 4,
+                    "norm_topk_prob": false, "rms_norm_eps": 1e-06, "rope_theta": 5000000, "vocab_size": 151936,
+                    "rope_scaling": {"mrope_interleaved": true, "mrope_section": [24, 20, 20], "rope_type": "default"}},
+    "vision_config": {"depth": 27, "hidden_size": 1152, "model_type": "qwen3_vl_moe"}})");
+  const HfConfig moe = parse_hf_config(qwen3vlmoe, json(), "config.json");
+  EXPECT_EQ(moe.family, ModelFamily::kQwen3Moe);
+  EXPECT_EQ(moe.genai_type, "qwen3moe");
+  EXPECT_TRUE(moe.qk_norm);
+  EXPECT_EQ(moe.num_experts, 128);
+  EXPECT_EQ(moe.num_experts_per_tok, 8);
+  EXPECT_EQ(moe.moe_intermediate_size, 768);
+  EXPECT_TRUE(moe.norm_topk_prob);  // the class fixes it
+  EXPECT_TRUE(moe.stacked_halves);
+  EXPECT_FALSE(moe.stacked_experts);
+  EXPECT_EQ(moe.head_dim, 128);
+  EXPECT_EQ(moe.num_kv_heads, 4);
+  EXPECT_DOUBLE_EQ(moe.rope_theta, 5e6);
+  EXPECT_FALSE(moe.tie_word_embeddings);
+  ASSERT_EQ(moe.moe_layers.size(), 48u);
+  EXPECT_TRUE(moe.moe_layers[0] && moe.moe_layers[47]);
+  EXPECT_FALSE(q3.stacked_halves);
+
   json bad = qwen3vl;
   bad.erase("text_config");  // Qwen3-VL was never saved flat
   EXPECT_NE(parse_error(bad).find("Qwen3VLForConditionalGeneration needs 'text_config'"), std::string::npos);
