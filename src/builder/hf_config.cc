@@ -43,7 +43,10 @@ struct ArchitectureInfo {
   bool gemma = false;              // RMSNorm weights as (1 + w), embeddings scaled by sqrt(hidden), tied
   bool norm_offset = false;        // norm weights as (1 + w) (Nemotron's LayerNorm1P)
   bool query_pre_attn_scalar = false;  // attention scale 1/sqrt(query_pre_attn_scalar) (Gemma 2/3)
-  bool local_rope = false;             // sliding layers use rope_local_base_freq (Gemma 3)
+  bool local_rope = false;             // sliding layers use rope_local_base_freq (Gemma 3) ...
+  bool local_base_is_theta = false;    // ... which defaults to rope_theta, not 10000 (OLMo 3)
+  int64_t window_pattern = 6;          // kPattern's sliding_window_pattern when config.json has none
+  int64_t sliding_window = -1;         // sliding_window when config.json has none (-1: no window)
   bool clip_qkv = false;     // reads clip_qkv (OLMo)
   bool nope_layers = false;  // no_rope_layers / no_rope_layer_interval choose layers without rotary (SmolLM3)
   bool glm = false;          // ChatGLM's config: multi_query_attention, rope_ratio, switches we only build one way
@@ -134,6 +137,12 @@ const std::vector<ArchitectureInfo>& architecture_table() {
        .layout = {.norm = NormKind::kLayerNoAffine, .norm_eps_key = ""}, .clip_qkv = true, .norm_eps = 1e-5},
       {.architecture = "Olmo2ForCausalLM", .family = ModelFamily::kOlmo2, .genai_type = "olmo",
        .layout = {.output_norms_only = true, .qk_norm_per_head = false}, .qk_norm = true},
+      // OLMo 3: OLMo 2's layer with sliding-window attention on 3 layers of 4 (layer_types), whose
+      // rotary is the default one at the same base: the rope scaling (YaRN in the long-context
+      // models) applies to the full-attention layers only.
+      {.architecture = "Olmo3ForCausalLM", .family = ModelFamily::kOlmo3, .genai_type = "olmo",
+       .layout = {.output_norms_only = true, .qk_norm_per_head = false}, .window = Window::kPattern, .qk_norm = true,
+       .local_rope = true, .local_base_is_theta = true, .window_pattern = 4, .sliding_window = 4096},
       {.architecture = "SmolLM3ForCausalLM", .family = ModelFamily::kSmolLM3, .genai_type = "smollm3", .layout = {},
        .window = Window::kNopeOptIn, .tied_default = true, .nope_layers = true},
       {.architecture = "InternLM2ForCausalLM",
@@ -477,7 +486,7 @@ void parse_search(const Fields& config, const Fields& generation, HfConfig& c) {
 }
 
 // Which layers use the sliding window (newer configs list layer_types).
-std::vector<bool> sliding_layers(const Fields& f, const HfConfig& c, Window window) {
+std::vector<bool> sliding_layers(const Fields& f, const HfConfig& c, Window window, int64_t default_pattern) {
   std::vector<bool> sliding(static_cast<size_t>(c.num_layers), false);
   if (c.sliding_window < 0) return sliding;
   if (f.has("layer_types")) {
@@ -490,7 +499,7 @@ std::vector<bool> sliding_layers(const Fields& f, const HfConfig& c, Window wind
     }
     return sliding;
   }
-  const int64_t pattern = window == Window::kPattern ? f.integer_or("sliding_window_pattern", 6, 1, kMaxLayers) : 1;
+  const int64_t pattern = window == Window::kPattern ? f.integer_or("sliding_window_pattern", default_pattern, 1, kMaxLayers) : 1;
   for (size_t i = 0; i < sliding.size(); ++i) {
     if (window == Window::kAlternate) sliding[i] = i % 2 == 0;
     else if (window == Window::kPattern) sliding[i] = (static_cast<int64_t>(i) + 1) % pattern != 0;
@@ -738,7 +747,8 @@ HfConfig parse_hf_config(const json& given, const json& generation, const std::s
 
   c.rope_theta = f.positive_or("rope_theta", info->rope_theta);
   if (info->glm) c.rope_theta = 10000.0 * f.positive_or("rope_ratio", 1.0);  // ChatGLM scales the base
-  if (info->local_rope) c.rope_local_theta = f.positive_or("rope_local_base_freq", 10000.0);
+  if (info->local_rope)
+    c.rope_local_theta = f.positive_or("rope_local_base_freq", info->local_base_is_theta ? c.rope_theta : 10000.0);
   c.partial_rotary_factor = f.number_or("partial_rotary_factor", info->partial_rotary_factor);
   ONNXLLM_CHECK(c.partial_rotary_factor > 0 && c.partial_rotary_factor <= 1, kInvalidModel, source,
                 ": 'partial_rotary_factor' should be in (0, 1], got ", c.partial_rotary_factor);
@@ -774,8 +784,10 @@ HfConfig parse_hf_config(const json& given, const json& generation, const std::s
     window_applies = f.boolean_or("use_sliding_window", false);
   if (window_applies && f.has("sliding_window"))
     c.sliding_window = f.integer("sliding_window", 1, kMaxPositions);
+  else if (window_applies && !config.contains("sliding_window"))  // null: no window
+    c.sliding_window = info->sliding_window;  // the config class's default (-1: none)
   c.rope_layers = rope_layers(f, c, info->nope_layers);
-  c.sliding_layers = sliding_layers(f, c, info->window);
+  c.sliding_layers = sliding_layers(f, c, info->window, info->window_pattern);
 
   if (info->moe) parse_moe(f, *info, c);
 

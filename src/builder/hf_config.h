@@ -27,6 +27,7 @@ enum class ModelFamily {
   kGranite,
   kOlmo,
   kOlmo2,
+  kOlmo3,
   kSmolLM3,
   kNemotron,
   kInternLM2,

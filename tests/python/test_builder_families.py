@@ -202,7 +202,7 @@ def decoder_tensors(c, seed=0, std=0.1):
     t = {"model.embed_tokens.weight": normal(v, d)}
     for i in range(c["num_hidden_layers"]):
         p = f"model.layers.{i}."
-        if kind != "olmo2":  # OLMo 2 norms the attention and MLP outputs instead
+        if kind not in ("olmo2", "olmo3"):  # OLMo 2 (and 3) norms the attention and MLP outputs instead
             norm(t, p + "input_layernorm")
         for name, rows in (("q_proj", q), ("k_proj", kv), ("v_proj", kv)):
             t[p + f"self_attn.{name}.weight"] = normal(rows, d)
@@ -211,7 +211,7 @@ def decoder_tensors(c, seed=0, std=0.1):
         t[p + "self_attn.o_proj.weight"] = normal(d, q)
         if c.get("attention_bias"):
             t[p + "self_attn.o_proj.bias"] = normal(d)
-        if kind == "olmo2":
+        if kind in ("olmo2", "olmo3"):
             norm(t, p + "self_attn.q_norm", q)
             norm(t, p + "self_attn.k_norm", kv)
             norm(t, p + "post_feedforward_layernorm")
@@ -296,15 +296,18 @@ def decoder_forward(c, t, ids):
         use_rope = [bool(r) for r in use_rope]
         if c.get("use_sliding_window") and c.get("sliding_window"):
             window = [None if r else c["sliding_window"] for r in use_rope]
+    olmo2_layer = kind in ("olmo2", "olmo3")  # modeling_olmo3.py: OLMo 2's layer ...
+    if kind == "olmo3":  # ... with sliding attention on the layers layer_types names
+        window = [c["sliding_window"] if t == "sliding_attention" else None for t in c["layer_types"]]
     for i in range(layers):
         p = f"model.layers.{i}."
-        x = h if kind == "olmo2" else norm(h, p + "input_layernorm")
+        x = h if olmo2_layer else norm(h, p + "input_layernorm")
 
         def project(name):
             y = linear(x, p + "self_attn." + name)
             if kind == "olmo" and c.get("clip_qkv"):  # modeling_olmo.py clamps q, k and v
                 y = np.clip(y, -c["clip_qkv"], c["clip_qkv"])
-            if kind == "olmo2" and name != "v_proj":  # modeling_olmo2.py: q_norm / k_norm over the projection
+            if olmo2_layer and name != "v_proj":  # modeling_olmo2.py: q_norm / k_norm over the projection
                 y = norm(y, p + "self_attn." + name[0] + "_norm")
             return y
 
@@ -316,7 +319,7 @@ def decoder_forward(c, t, ids):
             interleaved = kind == "ernie4_5"
             q, k = rope(q, rot, c["rope_theta"], interleaved), rope(k, rot, c["rope_theta"], interleaved)
         attn = linear(attend(q, k, v, scale, window[i]), p + "self_attn.o_proj")
-        if kind == "olmo2":  # post-norm: h + norm(attn(h)), then h + norm(mlp(h))
+        if olmo2_layer:  # post-norm: h + norm(attn(h)), then h + norm(mlp(h))
             h = h + norm(attn, p + "post_attention_layernorm")
             x = h
         else:
@@ -326,7 +329,7 @@ def decoder_forward(c, t, ids):
             mlp = linear(np.maximum(linear(x, p + "mlp.up_proj"), 0.0) ** 2, p + "mlp.down_proj")
         else:
             mlp = linear(silu(linear(x, p + "mlp.gate_proj")) * linear(x, p + "mlp.up_proj"), p + "mlp.down_proj")
-        if kind == "olmo2":
+        if olmo2_layer:
             mlp = norm(mlp, p + "post_feedforward_layernorm")
         h = h + mlp * residual_scale
     h = norm(h, "model.norm")
@@ -545,6 +548,10 @@ CASES = {
     "olmo_noclip": base_config("OlmoForCausalLM", "olmo", clip_qkv=None),
     # OLMo 2 (Olmo2ForCausalLM): output norms only, q/k norms over the whole projection.
     "olmo2": base_config("Olmo2ForCausalLM", "olmo2", rms_norm_eps=1e-6),
+    # OLMo 3 (Olmo3ForCausalLM): OLMo 2's layer, sliding attention (a window shorter than the
+    # prompt and the generated tokens) on the layers layer_types names.
+    "olmo3": base_config("Olmo3ForCausalLM", "olmo3", num_hidden_layers=4, sliding_window=4,
+                         layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"]),
     # SmolLM3 (SmolLM3ForCausalLM): every 4th layer without rotary (NoPE), tied embeddings ...
     "smollm3": base_config("SmolLM3ForCausalLM", "smollm3", num_hidden_layers=4, tie_word_embeddings=True,
                            rope_theta=5000000.0),
@@ -594,7 +601,7 @@ def test_fp32_matches_the_numpy_reference(family):
     name, config, tensors, hf = family
     out = build(hf, hf.parent / "fp32")
     genai = json.loads((out / "genai_config.json").read_text())
-    assert genai["model"]["type"] == {"olmo2": "olmo"}.get(config["model_type"], config["model_type"])
+    assert genai["model"]["type"] == {"olmo2": "olmo", "olmo3": "olmo"}.get(config["model_type"], config["model_type"])
     assert genai["model"]["decoder"]["head_size"] == (config.get("kv_channels") or head_dim(config))
 
     assert_matches_reference(name, config, tensors, out)

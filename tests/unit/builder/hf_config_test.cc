@@ -304,6 +304,54 @@ TEST(HfConfig, Transformers5RopeParametersReadAsTheirLegacyKeys) {
   EXPECT_NE(parse_error(bad).find("'rope_theta' should be positive"), std::string::npos) << parse_error(bad);
 }
 
+// allenai/Olmo-3-7B-Think's config.json (from memory): OLMo 2's layer, sliding attention on three
+// layers of four, YaRN on the full-attention layers only (the sliding ones keep the default rotary
+// at the same base).
+TEST(HfConfig, Olmo3SlidingLayersKeepTheDefaultRotary) {
+  json olmo3 = json::parse(R"({
+    "architectures": ["Olmo3ForCausalLM"], "model_type": "olmo3", "attention_bias": false, "eos_token_id": 100257,
+    "hidden_act": "silu", "hidden_size": 4096, "intermediate_size": 11008, "max_position_embeddings": 65536,
+    "num_attention_heads": 32, "num_hidden_layers": 8, "num_key_value_heads": 32, "pad_token_id": 100277,
+    "rms_norm_eps": 1e-06, "rope_theta": 500000,
+    "rope_scaling": {"attention_factor": 1.2079441541679836, "beta_fast": 32, "beta_slow": 1, "factor": 8.0,
+                     "original_max_position_embeddings": 8192, "rope_type": "yarn"},
+    "sliding_window": 4096, "tie_word_embeddings": false, "vocab_size": 100278,
+    "layer_types": ["sliding_attention", "sliding_attention", "sliding_attention", "full_attention",
+                    "sliding_attention", "sliding_attention", "sliding_attention", "full_attention"]})");
+  const HfConfig c = parse_hf_config(olmo3, json(), "config.json");
+  EXPECT_EQ(c.family, ModelFamily::kOlmo3);
+  EXPECT_EQ(c.genai_type, "olmo");
+  EXPECT_TRUE(c.qk_norm);
+  EXPECT_TRUE(c.layout.output_norms_only);
+  EXPECT_EQ(c.sliding_window, 4096);
+  const std::vector<bool> pattern = {true, true, true, false, true, true, true, false};
+  EXPECT_EQ(c.sliding_layers, pattern);
+  EXPECT_DOUBLE_EQ(c.rope_theta, 5e5);
+  EXPECT_DOUBLE_EQ(c.rope_local_theta, 5e5);  // unscaled, at the same base
+  EXPECT_EQ(c.rope_scaling.type, "yarn");
+  EXPECT_DOUBLE_EQ(c.rope_scaling.factor, 8.0);
+
+  // Without layer_types and sliding_window: Olmo3Config's defaults (every fourth layer full, 4096).
+  json defaults = olmo3;
+  defaults.erase("layer_types");
+  defaults.erase("sliding_window");
+  const HfConfig d = parse_hf_config(defaults, json(), "config.json");
+  EXPECT_EQ(d.sliding_window, 4096);
+  EXPECT_EQ(d.sliding_layers, pattern);
+  defaults["sliding_window"] = nullptr;  // no window at all
+  EXPECT_EQ(parse_hf_config(defaults, json(), "config.json").sliding_window, -1);
+
+  // transformers 5: the two layer types' rotary in rope_parameters.
+  json v5 = olmo3;
+  v5.erase("rope_theta");
+  v5.erase("rope_scaling");
+  v5["rope_parameters"] = {{"full_attention", olmo3["rope_scaling"]}, {"sliding_attention", {{"rope_type", "default"}}}};
+  v5["rope_parameters"]["full_attention"]["rope_theta"] = 500000;
+  v5["rope_parameters"]["sliding_attention"]["rope_theta"] = 500000;
+  const HfConfig n = parse_hf_config(v5, json(), "config.json");
+  expect_same_rope(c, n);
+}
+
 TEST(HfConfig, StoriesConfig) {
   ONNXLLM_REQUIRE_SHARED(shared);
   const HfConfig c = load_hf_config(shared / "models/stories260K-hf/config.json");
