@@ -242,6 +242,12 @@ constexpr const char* kQwen3VLTextDefaults =
         "num_attention_heads": 32, "num_key_value_heads": 32, "head_dim": 128, "hidden_act": "silu",
         "max_position_embeddings": 128000, "rms_norm_eps": 1e-6, "rope_theta": 500000.0, "attention_bias": false})";
 
+// Phi-3-vision's: Phi3Config's (Phi3VConfig extends it with the image settings).
+constexpr const char* kPhi3TextDefaults =
+    R"({"vocab_size": 32064, "hidden_size": 3072, "intermediate_size": 8192, "num_hidden_layers": 32,
+        "num_attention_heads": 32, "hidden_act": "silu", "max_position_embeddings": 4096,
+        "original_max_position_embeddings": 4096, "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "bos_token_id": 1,
+        "eos_token_id": 32000, "pad_token_id": 32000})";
 // Qwen3-VL-MoE's: Qwen3VLMoeTextConfig (head_dim hidden_size / heads when absent).
 constexpr const char* kQwen3VLMoeTextDefaults =
     R"({"vocab_size": 151936, "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 24,
@@ -273,6 +279,9 @@ const TextOfMultimodal kTextOfMultimodal[] = {
     // block has no norm_topk_prob) and whose experts are stacked (stacked_halves).
     {"Qwen3VLMoeForConditionalGeneration", "Qwen3MoeForCausalLM", kQwen3VLMoeTextDefaults, "model.", "lm_head",
      false, R"({"norm_topk_prob": true})", true},
+    // Phi-3-vision (remote code, as onnxruntime-genai's builder takes its text part): a Phi-3 decoder
+    // under Phi-3's own names and config keys, the image tower as model.vision_embed_tokens.*.
+    {"Phi3VForCausalLM", "Phi3ForCausalLM", kPhi3TextDefaults, "model.", "lm_head", true},
 };
 
 std::string supported_list() {

@@ -317,7 +317,8 @@ TEST(BuilderE2E, TextOfMultimodalCheckpointsBuildTheirTextModel) {
       {"Qwen2VLForConditionalGeneration", tiny_config("Qwen2ForCausalLM"), "model.", "lm_head", true},
       {"Qwen2_5_VLForConditionalGeneration", tiny_config("Qwen2ForCausalLM"), "model.", "lm_head", true},
       {"Qwen3VLForConditionalGeneration", qwen3, "model.", "lm_head"},
-      {"Qwen3VLMoeForConditionalGeneration", qwen3_moe, "model.", "lm_head", false, true}};
+      {"Qwen3VLMoeForConditionalGeneration", qwen3_moe, "model.", "lm_head", false, true},
+      {"Phi3VForCausalLM", tiny_config("Phi3ForCausalLM"), "model.", "lm_head", true}};
   for (size_t n = 0; n < cases.size(); ++n) {
     const Case& k = cases[n];
     const auto dir = temp_dir(str_cat("e2e_multimodal_", n));
@@ -374,11 +375,14 @@ TEST(BuilderE2E, TextOfMultimodalCheckpointsBuildTheirTextModel) {
       text.erase("tie_word_embeddings");  // the checkpoint's lm_head decides
       json config = {{"architectures", {k.wrapper}}, {"model_type", "multimodal"}, {"text_config", text},
                      {"vision_config", {{"hidden_size", 4}}}, {"image_token_index", 3}};
-      if (k.flat && !inside) {  // as published: the text settings beside vision_config, mrope rotary
+      if (k.flat && !inside) {  // as published: the text settings beside the image settings
         config = text;
         config["architectures"] = {k.wrapper};
         config["vision_config"] = {{"hidden_size", 4}};
-        config["rope_scaling"] = {{"type", "mrope"}, {"mrope_section", {2, 3, 3}}};
+        if (std::string(k.wrapper).rfind("Qwen", 0) == 0)  // Qwen-VL's multimodal rotary
+          config["rope_scaling"] = {{"type", "mrope"}, {"mrope_section", {2, 3, 3}}};
+        else
+          config["embd_layer"] = {{"embedding_cls", "image"}};  // Phi-3-vision's
       }
       const auto hf = dir / (inside ? "hf_inside" : "hf_outside");
       std::filesystem::create_directories(hf);

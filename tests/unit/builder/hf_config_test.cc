@@ -195,6 +195,33 @@ TEST(HfConfig, QwenVLTextDecoders) {
   EXPECT_TRUE(moe.moe_layers[0] && moe.moe_layers[47]);
   EXPECT_FALSE(q3.stacked_halves);
 
+  // microsoft/Phi-3-vision-128k-instruct's config.json (from memory; remote code): Phi-3's keys at
+  // the top level beside the image settings.
+  json phi3v = json::parse(R"({
+    "architectures": ["Phi3VForCausalLM"], "model_type": "phi3_v", "bos_token_id": 1, "eos_token_id": 2,
+    "embd_layer": {"embedding_cls": "image", "hd_transform_order": "sub_glb", "projection_cls": "mlp",
+                   "use_hd_transform": true, "with_learnable_separator": true},
+    "hidden_act": "silu", "hidden_size": 3072, "intermediate_size": 8192, "max_position_embeddings": 131072,
+    "img_processor": {"image_dim_out": 1024, "model_name": "openai/clip-vit-large-patch14-336", "num_img_tokens": 144},
+    "num_attention_heads": 32, "num_hidden_layers": 32, "num_key_value_heads": 32,
+    "original_max_position_embeddings": 4096, "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "sliding_window": 131072,
+    "tie_word_embeddings": false, "vocab_size": 32064})");
+  phi3v["rope_scaling"] = {{"type", "su"}, {"short_factor", std::vector<double>(48, 1.05)},
+                           {"long_factor", std::vector<double>(48, 1.5)}};
+  const HfConfig p3 = parse_hf_config(phi3v, json(), "config.json");
+  EXPECT_EQ(p3.family, ModelFamily::kPhi3);
+  EXPECT_EQ(p3.genai_type, "phi3");
+  EXPECT_EQ(p3.head_dim, 96);
+  EXPECT_EQ(p3.layout.qkv, QkvPacking::kStacked);
+  EXPECT_TRUE(p3.layout.packed_gate_up);
+  EXPECT_EQ(p3.rope_scaling.type, "longrope");
+  EXPECT_EQ(p3.rope_scaling.original_max_position_embeddings, 4096);
+  EXPECT_EQ(p3.rope_scaling.long_factor.size(), 48u);
+  EXPECT_EQ(p3.max_position_embeddings, 131072);
+  EXPECT_EQ(p3.layout.layers, "model.layers.");  // the decoder's own names
+  EXPECT_EQ(p3.layout.lm_head, "lm_head");
+  EXPECT_EQ(p3.eos_token_id, json(2));
+
   json bad = qwen3vl;
   bad.erase("text_config");  // Qwen3-VL was never saved flat
   EXPECT_NE(parse_error(bad).find("Qwen3VLForConditionalGeneration needs 'text_config'"), std::string::npos);
