@@ -248,6 +248,7 @@ constexpr const char* kPhi3TextDefaults =
         "num_attention_heads": 32, "hidden_act": "silu", "max_position_embeddings": 4096,
         "original_max_position_embeddings": 4096, "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "bos_token_id": 1,
         "eos_token_id": 32000, "pad_token_id": 32000})";
+
 // Qwen3-VL-MoE's: Qwen3VLMoeTextConfig (head_dim hidden_size / heads when absent).
 constexpr const char* kQwen3VLMoeTextDefaults =
     R"({"vocab_size": 151936, "hidden_size": 2048, "intermediate_size": 5632, "num_hidden_layers": 24,
@@ -765,6 +766,9 @@ HfConfig parse_hf_config(const json& given, const json& generation, const std::s
                 c.rotary_dim(), " (head size x partial_rotary_factor) should be even and at least 2");
   c.rope_scaling = parse_rope_scaling(f.has("rope_scaling") ? config["rope_scaling"] : json(nullptr), source,
                                       c.max_position_embeddings, c.rotary_dim() / 2);
+  // Sliding layers whose rotary is the full layers' own (OLMo 3 without scaling) share their caches.
+  if (info->local_base_is_theta && c.rope_local_theta == c.rope_theta && c.rope_scaling.type == "default")
+    c.rope_local_theta = 0.0;
   // Phi-3 keeps the pretraining length at the top level.
   if (f.has("original_max_position_embeddings") && c.rope_scaling.type == "longrope")
     c.rope_scaling.original_max_position_embeddings =

@@ -367,6 +367,8 @@ TEST(HfConfig, Olmo3SlidingLayersKeepTheDefaultRotary) {
   EXPECT_EQ(d.sliding_layers, pattern);
   defaults["sliding_window"] = nullptr;  // no window at all
   EXPECT_EQ(parse_hf_config(defaults, json(), "config.json").sliding_window, -1);
+  defaults.erase("rope_scaling");  // unscaled: the sliding layers share the full layers' caches
+  EXPECT_DOUBLE_EQ(parse_hf_config(defaults, json(), "config.json").rope_local_theta, 0.0);
 
   // transformers 5: the two layer types' rotary in rope_parameters.
   json v5 = olmo3;
