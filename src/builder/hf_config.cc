@@ -383,6 +383,9 @@ RopeScaling parse_rope_scaling(const json& j, const std::string& source, int64_t
   // (InternLM2.5 ships this setting).
   if (r.type == "dynamic") {
     f.positive_or("factor", 1.0);
+    // Hunyuan's NTK-alpha shares the name but rescales the base at every length.
+    ONNXLLM_CHECK(!f.has("alpha"), kUnsupported, source,
+                  ": rope_scaling 'dynamic' with 'alpha' (NTK-alpha, a larger base at every length) is not supported");
     r.type = "default";
   }
   r.original_max_position_embeddings = f.integer_or("original_max_position_embeddings", 0, 0, kMaxPositions);

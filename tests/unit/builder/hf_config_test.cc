@@ -434,6 +434,10 @@ TEST(HfConfig, BadValuesNameTheField) {
   EXPECT_EQ(parse_hf_config(c, json(), "c").rope_scaling.type, "default");
   c["rope_scaling"] = {{"type", "dynamic"}, {"factor", -2.0}};
   EXPECT_NE(parse_error(c).find("'factor' should be positive"), std::string::npos);
+  c["rope_scaling"] = {{"type", "dynamic"}, {"factor", 1.0}, {"alpha", 1000.0}};  // Hunyuan's, not transformers'
+  EXPECT_NE(parse_error(c).find("'dynamic' with 'alpha' (NTK-alpha, a larger base at every length) is not supported"),
+            std::string::npos)
+      << parse_error(c);
   c = tiny_config();
   c["hidden_act"] = "mish";
   EXPECT_NE(parse_error(c).find("activation 'mish'"), std::string::npos);
