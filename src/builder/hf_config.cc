@@ -228,6 +228,9 @@ struct TextOfMultimodal {
   // What the class fixes whatever the config says, as JSON (nullptr: nothing).
   const char* overrides = nullptr;
   bool stacked_halves = false;  // HfConfig::stacked_halves
+  // The projections carry PEFT LoRA adapters for the other modalities (Phi-4-multimodal): the text
+  // model is the base weights, NAME.base_layer.weight.
+  bool lora_base_layers = false;
 };
 
 // Qwen2-VL's and Qwen2.5-VL's text model: transformers' Qwen2VLTextConfig / Qwen2_5_VLTextConfig
@@ -283,6 +286,10 @@ const TextOfMultimodal kTextOfMultimodal[] = {
     // Phi-3-vision (remote code, as onnxruntime-genai's builder takes its text part): a Phi-3 decoder
     // under Phi-3's own names and config keys, the image tower as model.vision_embed_tokens.*.
     {"Phi3VForCausalLM", "Phi3ForCausalLM", kPhi3TextDefaults, "model.", "lm_head", true},
+    // Phi-4-multimodal (remote code): Phi-4-mini's decoder whose projections hold vision and speech
+    // LoRA adapters beside their base weights; text alone runs the base weights, as
+    // onnxruntime-genai's builder builds its text part.
+    {"Phi4MMForCausalLM", "Phi3ForCausalLM", kPhi3TextDefaults, "model.", "lm_head", true, nullptr, false, true},
 };
 
 std::string supported_list() {
@@ -673,6 +680,13 @@ void use_checkpoint_names(HfConfig& c, const std::function<bool(const std::strin
   c.layout.final_norm = model + "norm";
   c.layout.lm_head = language_model_inside ? "lm_head" : m->older_lm_head;
   if (!c.tie_from_config && has(c.layout.embed_tokens + ".weight")) c.tie_word_embeddings = !has(c.layout.lm_head + ".weight");
+  if (m->lora_base_layers) {
+    // Each projection that has adapters stores its base weights as NAME.base_layer (layer 0 tells).
+    FamilyLayout& l = c.layout;
+    const std::string attn = l.layers + "0." + l.attn + ".", mlp = l.layers + "0." + l.mlp + ".";
+    for (auto [prefix, name] : {std::pair{&attn, &l.qkv_proj}, {&attn, &l.o_proj}, {&mlp, &l.gate_up_proj}, {&mlp, &l.down_proj}})
+      if (!has(*prefix + *name + ".weight") && has(*prefix + *name + ".base_layer.weight")) *name += ".base_layer";
+  }
 }
 
 HfConfig parse_hf_config(const json& given, const json& generation, const std::string& source) {

@@ -309,6 +309,7 @@ TEST(BuilderE2E, TextOfMultimodalCheckpointsBuildTheirTextModel) {
     std::string older_lm_head = "language_model.lm_head";
     bool flat = false;  // the older checkpoints' config keeps the text settings at the top level
     bool stacked_halves = false;  // Qwen3-VL-MoE's experts: [E, hidden, 2 x inter] and [E, inter, hidden]
+    bool lora = false;  // Phi-4-multimodal: projections as NAME.base_layer beside LoRA adapters
   };
   const std::vector<Case> cases = {
       {"Gemma3ForConditionalGeneration", gemma3},
@@ -318,7 +319,8 @@ TEST(BuilderE2E, TextOfMultimodalCheckpointsBuildTheirTextModel) {
       {"Qwen2_5_VLForConditionalGeneration", tiny_config("Qwen2ForCausalLM"), "model.", "lm_head", true},
       {"Qwen3VLForConditionalGeneration", qwen3, "model.", "lm_head"},
       {"Qwen3VLMoeForConditionalGeneration", qwen3_moe, "model.", "lm_head", false, true},
-      {"Phi3VForCausalLM", tiny_config("Phi3ForCausalLM"), "model.", "lm_head", true}};
+      {"Phi3VForCausalLM", tiny_config("Phi3ForCausalLM"), "model.", "lm_head", true},
+      {"Phi4MMForCausalLM", tiny_config("Phi3ForCausalLM"), "model.", "lm_head", true, false, true}};
   for (size_t n = 0; n < cases.size(); ++n) {
     const Case& k = cases[n];
     const auto dir = temp_dir(str_cat("e2e_multimodal_", n));
@@ -359,6 +361,19 @@ TEST(BuilderE2E, TextOfMultimodalCheckpointsBuildTheirTextModel) {
           renamed = model_prefix + name.substr(6);
         else if (name.rfind("lm_head", 0) == 0 && !inside)
           renamed = k.older_lm_head + name.substr(7);
+        bool adapted = false;
+        for (const char* p : {".qkv_proj.weight", ".o_proj.weight", ".gate_up_proj.weight", ".down_proj.weight"})
+          adapted = adapted || (k.lora && renamed.ends_with(p));
+        if (adapted) {  // the base weights, and vision and speech adapters the text model must not apply
+          const std::string stem = renamed.substr(0, renamed.size() - 7);
+          renamed = stem + ".base_layer.weight";
+          for (const char* adapter : {"vision", "speech"}) {
+            entries.push_back({stem + ".lora_A." + adapter + ".weight", "F32", {2, shape[1]},
+                               float_bytes(std::vector<float>(static_cast<size_t>(2 * shape[1]), 0.5f))});
+            entries.push_back({stem + ".lora_B." + adapter + ".weight", "F32", {shape[0], 2},
+                               float_bytes(std::vector<float>(static_cast<size_t>(2 * shape[0]), 0.5f))});
+          }
+        }
         entries.push_back({renamed, "F32", std::vector<int64_t>(shape.dims().begin(), shape.dims().end()),
                            float_bytes(values)});
       }

@@ -222,6 +222,36 @@ TEST(HfConfig, QwenVLTextDecoders) {
   EXPECT_EQ(p3.layout.lm_head, "lm_head");
   EXPECT_EQ(p3.eos_token_id, json(2));
 
+  // microsoft/Phi-4-multimodal-instruct's text keys (from memory): Phi-4-mini's decoder, tied,
+  // partial rotary 0.75 (longrope over 48 of 64 pairs); its projections hold LoRA adapters, so the
+  // checkpoint's base weights are NAME.base_layer.
+  json phi4mm = json::parse(R"({
+    "architectures": ["Phi4MMForCausalLM"], "model_type": "phi4mm", "bos_token_id": 199999, "eos_token_id": 199999,
+    "hidden_act": "silu", "hidden_size": 3072, "intermediate_size": 8192, "max_position_embeddings": 131072,
+    "num_attention_heads": 24, "num_hidden_layers": 32, "num_key_value_heads": 8, "original_max_position_embeddings": 4096,
+    "partial_rotary_factor": 0.75, "rms_norm_eps": 1e-05, "rope_theta": 10000.0, "sliding_window": 262144,
+    "tie_word_embeddings": true, "vocab_size": 200064, "vision_lora": {"r": 256, "lora_alpha": 512},
+    "speech_lora": {"r": 320, "lora_alpha": 640}})");
+  phi4mm["rope_scaling"] = {{"type", "longrope"}, {"short_factor", std::vector<double>(48, 1.0)},
+                            {"long_factor", std::vector<double>(48, 2.0)}};
+  HfConfig p4 = parse_hf_config(phi4mm, json(), "config.json");
+  EXPECT_EQ(p4.genai_type, "phi3");
+  EXPECT_EQ(p4.head_dim, 128);
+  EXPECT_EQ(p4.rotary_dim(), 96);
+  EXPECT_EQ(p4.num_kv_heads, 8);
+  EXPECT_TRUE(p4.tie_word_embeddings);
+  use_checkpoint_names(p4, [](const std::string& name) {
+    return name.ends_with(".base_layer.weight") || name == "model.embed_tokens.weight";
+  });
+  EXPECT_EQ(p4.layout.qkv_proj, "qkv_proj.base_layer");
+  EXPECT_EQ(p4.layout.o_proj, "o_proj.base_layer");
+  EXPECT_EQ(p4.layout.gate_up_proj, "gate_up_proj.base_layer");
+  EXPECT_EQ(p4.layout.down_proj, "down_proj.base_layer");
+  EXPECT_EQ(p4.layout.layers, "model.layers.");
+  HfConfig plain_phi3v = p3;  // Phi-3-vision has no adapters: its names stay
+  use_checkpoint_names(plain_phi3v, [](const std::string& name) { return name.ends_with(".base_layer.weight"); });
+  EXPECT_EQ(plain_phi3v.layout.qkv_proj, "qkv_proj");
+
   json bad = qwen3vl;
   bad.erase("text_config");  // Qwen3-VL was never saved flat
   EXPECT_NE(parse_error(bad).find("Qwen3VLForConditionalGeneration needs 'text_config'"), std::string::npos);
