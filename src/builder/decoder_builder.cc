@@ -991,36 +991,34 @@ class Builder {
     const std::string up_fields = size_field + ", hidden_size", down_fields = "hidden_size, " + size_field;
     std::vector<std::string> w1, w2;
     std::string b1, b2;  // gpt-oss's expert biases: [E, 2 x inter] (gate and up interleaved, as fc1) and [E, hidden]
-    if (c_.stacked_experts) {
-      const std::string x = hf + "experts.";
-      w1 = expert_weights(prefix + "gate_up_proj", e_n, 2 * inter, d,
-                          stacked_experts(x + "gate_up_proj", e_n, 2 * inter, d, count_field + ", hidden_size, 2 x " + size_field));
-      w2 = expert_weights(prefix + "down_proj", e_n, d, inter,
-                          stacked_experts(x + "down_proj", e_n, d, inter, count_field + ", " + size_field + ", hidden_size"));
-      b1 = prefix + "gate_up_proj.bias";
-      b2 = prefix + "down_proj.bias";
-      vector_weight(b1, {all_rows(x + "gate_up_proj_bias", Shape{e_n, 2 * inter}, count_field + ", 2 x " + size_field)},
-                    0.0f, std::nullopt, Shape{e_n, 2 * inter});
-      vector_weight(b2, {all_rows(x + "down_proj_bias", Shape{e_n, d}, count_field + ", hidden_size")}, 0.0f,
-                    std::nullopt, Shape{e_n, d});
-    } else if (c_.stacked_halves) {
-      const std::string x = hf + "experts.";
-      const ExpertReader halves =
+    const std::string x = hf + "experts.";
+    if (c_.stacked_experts || c_.stacked_halves) {
+      // gpt-oss's gate and up columns alternate already; Qwen3-VL-MoE's come as two halves.
+      const ExpertReader gate_up =
           stacked_experts(x + "gate_up_proj", e_n, 2 * inter, d, count_field + ", hidden_size, 2 x " + size_field);
-      w1 = expert_weights(prefix + "gate_up_proj", e_n, 2 * inter, d, interleaved_halves(halves, 2 * inter, d));
+      w1 = expert_weights(prefix + "gate_up_proj", e_n, 2 * inter, d,
+                          c_.stacked_halves ? interleaved_halves(gate_up, 2 * inter, d) : gate_up);
       w2 = expert_weights(prefix + "down_proj", e_n, d, inter,
                           stacked_experts(x + "down_proj", e_n, d, inter, count_field + ", " + size_field + ", hidden_size"));
     } else {
       std::vector<std::vector<Rows>> fc1(static_cast<size_t>(e_n)), fc2(static_cast<size_t>(e_n));
       const FamilyLayout& l = c_.layout;
       for (int64_t e = 0; e < e_n; ++e) {
-        const std::string x = str_cat(hf, "experts.", e, ".");
-        fc1[e] = {all_rows(x + l.gate_proj + ".weight", Shape{inter, d}, up_fields),
-                  all_rows(x + l.up_proj + ".weight", Shape{inter, d}, up_fields)};
-        fc2[e] = {all_rows(x + l.down_proj + ".weight", Shape{d, inter}, down_fields)};
+        const std::string xe = str_cat(x, e, ".");
+        fc1[e] = {all_rows(xe + l.gate_proj + ".weight", Shape{inter, d}, up_fields),
+                  all_rows(xe + l.up_proj + ".weight", Shape{inter, d}, up_fields)};
+        fc2[e] = {all_rows(xe + l.down_proj + ".weight", Shape{d, inter}, down_fields)};
       }
       w1 = expert_weights(prefix + "gate_up_proj", e_n, 2 * inter, d, expert_rows(fc1, 2 * inter, d, true));
       w2 = expert_weights(prefix + "down_proj", e_n, d, inter, expert_rows(fc2, d, inter, false));
+    }
+    if (c_.stacked_experts) {
+      b1 = prefix + "gate_up_proj.bias";
+      b2 = prefix + "down_proj.bias";
+      vector_weight(b1, {all_rows(x + "gate_up_proj_bias", Shape{e_n, 2 * inter}, count_field + ", 2 x " + size_field)},
+                    0.0f, std::nullopt, Shape{e_n, 2 * inter});
+      vector_weight(b2, {all_rows(x + "down_proj_bias", Shape{e_n, d}, count_field + ", hidden_size")}, 0.0f,
+                    std::nullopt, Shape{e_n, d});
     }
     std::vector<Attribute> attrs = {int_attribute("k", c_.num_experts_per_tok), string_attribute("activation_type", "swiglu"),
                                     int_attribute("swiglu_fusion", 1), float_attribute("activation_alpha", c_.swiglu_alpha),

@@ -217,9 +217,11 @@ const std::vector<std::string>& supported_architectures();
 HfConfig parse_hf_config(const nlohmann::json& config, const nlohmann::json& generation, const std::string& source);
 
 // For the text decoder of a multimodal checkpoint: its tensor names (transformers 4.52 and later
-// save model.language_model.* and lm_head, earlier versions language_model.model.* and
-// language_model.lm_head) and, where config.json does not say, whether the LM head is tied (no
-// LM head tensor). `has` tells whether the checkpoint holds a tensor. Nothing for other models.
+// save model.language_model.* and lm_head; earlier versions each class's own, language_model.model.*
+// and language_model.lm_head for Gemma 3, model.* and lm_head for Qwen-VL), Phi-4-multimodal's
+// projections as NAME.base_layer where they carry LoRA adapters, and, where config.json does not
+// say, whether the LM head is tied (no LM head tensor). `has` tells whether the checkpoint holds a
+// tensor. Nothing for other models.
 void use_checkpoint_names(HfConfig& config, const std::function<bool(const std::string&)>& has);
 
 // Reads `config_path` and, when present beside it, generation_config.json.

@@ -131,16 +131,17 @@ std::string mlp_name(const std::string& name) {
 }  // namespace
 
 CheckpointWeights::Stored CheckpointWeights::find(const std::string& name, const Shape& shape) const {
-  if (const SafetensorsTensor* t = reader_.find(name)) return {t, -1};
+  if (const SafetensorsTensor* t = reader_.find(name)) return {t};
   if (const std::string renamed = mlp_name(name); !renamed.empty())
-    if (const SafetensorsTensor* t = reader_.find(renamed)) return {t, -1};
+    if (const SafetensorsTensor* t = reader_.find(renamed)) return {t};
   const auto e = expert_name(name);
   if (!e) return {};
   const bool down = e->projection == "down";
   const SafetensorsTensor* t =
       reader_.find(str_cat("model.layers.", e->layer, ".mlp.experts.", down ? "down_proj" : "gate_up_proj"));
   if (t == nullptr || t->shape.rank() != 3 || shape.rank() != 2) return {};
-  return {t, e->expert * t->shape[1] + (e->projection == "up" ? shape[0] : 0)};
+  return {t, e->expert * t->shape[1] + (e->projection == "up" ? shape[0] : 0), e->expert,
+          down ? shape[0] : 2 * shape[0]};
 }
 
 bool CheckpointWeights::has(const std::string& name) const {
@@ -148,7 +149,8 @@ bool CheckpointWeights::has(const std::string& name) const {
   return find(name, Shape{1, 1}).tensor != nullptr;
 }
 
-void CheckpointWeights::check(const std::string& name, const Shape& shape, const std::string& fields) const {
+CheckpointWeights::Stored CheckpointWeights::checked(const std::string& name, const Shape& shape,
+                                                     const std::string& fields) const {
   const std::string from = fields.empty() ? " from config.json" : " from config.json (" + fields + ")";
   const Stored s = find(name, shape);
   const SafetensorsTensor* t = s.tensor;
@@ -159,21 +161,23 @@ void CheckpointWeights::check(const std::string& name, const Shape& shape, const
                   " has shape ", t->shape.to_string(), ", expected ", shape.to_string(), from);
   } else {
     // Expert E's projection [rows, cols] in a fused [experts, rows or 2 x rows (gate and up), cols].
-    const auto e = expert_name(name);
-    const int64_t rows = e->projection == "down" ? shape[0] : 2 * shape[0];
-    ONNXLLM_CHECK(t->shape[0] > e->expert && t->shape[1] == rows && t->shape[2] == shape[1], kInvalidModel,
+    ONNXLLM_CHECK(t->shape[0] > s.expert && t->shape[1] == s.stack_rows && t->shape[2] == shape[1], kInvalidModel,
                   "tensor '", t->name, "' in ", t->file.filename().string(), " has shape ", t->shape.to_string(),
-                  ", expected [experts > ", e->expert, ", ", rows, ", ", shape[1], "] to hold '", name, "' ",
+                  ", expected [experts > ", s.expert, ", ", s.stack_rows, ", ", shape[1], "] to hold '", name, "' ",
                   shape.to_string(), from);
   }
   ONNXLLM_CHECK(SafetensorsReader::is_float_dtype(t->dtype), kInvalidModel, "tensor '", t->name, "' in ",
                 t->file.filename().string(), " has dtype ", t->dtype, "; expected F32, F16 or BF16");
+  return s;
+}
+
+void CheckpointWeights::check(const std::string& name, const Shape& shape, const std::string& fields) const {
+  checked(name, shape, fields);
 }
 
 void CheckpointWeights::read_rows(const std::string& name, const Shape& shape, int64_t row_begin, int64_t row_end,
                                   float* out, ThreadPool& pool) const {
-  check(name, shape);
-  const Stored s = find(name, shape);
+  const Stored s = checked(name, shape, "");
   if (s.row_offset < 0) {
     SafetensorsReader::read_rows(*s.tensor, row_begin, row_end, out, pool);
     return;

@@ -87,12 +87,17 @@ class CheckpointWeights : public WeightSource {
 
  private:
   // Where `name` is stored: the tensor, and for a fused stack the first of the expert's rows in
-  // its [E x rows, cols] view (-1 otherwise); null when the checkpoint has it in no form.
+  // its [E x rows, cols] view (-1 otherwise), the expert and the rows each expert has in the stack;
+  // null when the checkpoint has it in no form.
   struct Stored {
     const SafetensorsTensor* tensor = nullptr;
     int64_t row_offset = -1;
+    int64_t expert = 0;
+    int64_t stack_rows = 0;
   };
   Stored find(const std::string& name, const Shape& shape) const;
+  // find(), with check()'s errors.
+  Stored checked(const std::string& name, const Shape& shape, const std::string& fields) const;
   SafetensorsReader reader_;
 };
 
