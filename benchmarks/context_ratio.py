@@ -21,13 +21,12 @@ weights, 48.8 MiB of cache at 2080 positions), 0.922 with a float16 cache.
       (threads: the model's intra_op_num_threads)
 """
 
-import json
 import os
 import statistics
-import subprocess
 import sys
 
 from alternate import argument_parser, generator, load, mean_step_ms
+from compare import last_json_line, run_measured
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -37,14 +36,7 @@ def step_bytes(onnxllm, model):
     `onnxllm bench --json` run; exits naming what failed."""
     cmd = [onnxllm, "bench", "-m", model, "--prompt-len", "1", "--gen-len", "2", "--reps", "1", "--threads", "1",
            "--no-bandwidth", "--json"]
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        sys.exit(f"context_ratio: cannot run {onnxllm} bench for the byte counts: {e}")
-    lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
-    if out.returncode != 0 or not lines:
-        sys.exit(f"context_ratio: {' '.join(cmd)} failed:\n{out.stderr[-2000:]}")
-    j = json.loads(lines[-1])
+    j = last_json_line(run_measured(cmd, 600)[0], "onnxllm bench (the byte counts)")
     return j["weight_bytes_per_step"] + j["row_bytes_per_token"], j["kv_bytes_per_position"]
 
 
